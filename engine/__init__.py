@@ -1,0 +1,52 @@
+"""hoodie engine: Apache Hudi (table version 6) tables from Python on PySpark.
+
+Public API: `Table`, `WriteResult`, `Operation`, the config enums and the errors.
+"""
+
+from engine.config.table_config import IndexType, TableConfig, TableType
+from engine.config.write_config import WriteConfig
+from engine.errors import (
+    CommitConflictError,
+    CorruptTableError,
+    EngineError,
+    InstantNotFoundError,
+    InvalidConfigError,
+    InvalidInputError,
+    SchemaMismatchError,
+    StorageError,
+    TableExistsError,
+    TableNotFoundError,
+)
+
+__all__ = [
+    "CommitConflictError",
+    "CorruptTableError",
+    "EngineError",
+    "IndexType",
+    "InstantNotFoundError",
+    "InvalidConfigError",
+    "InvalidInputError",
+    "Operation",
+    "SchemaMismatchError",
+    "StorageError",
+    "Table",
+    "TableConfig",
+    "TableExistsError",
+    "TableNotFoundError",
+    "TableType",
+    "WriteConfig",
+    "WriteResult",
+]
+
+
+def __getattr__(name: str):
+    # Spark-facing symbols load lazily so `import engine` stays cheap for the console.
+    if name == "Table":
+        from engine.api import Table
+
+        return Table
+    if name in ("WriteResult", "Operation"):
+        from engine.write import operation
+
+        return getattr(operation, name)
+    raise AttributeError(name)

@@ -1,0 +1,158 @@
+"""`Table`: the public, Spark-facing handle on one Hudi table."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+
+import pyarrow as pa
+from pyspark.sql import DataFrame, SparkSession
+
+from engine.config.table_config import IndexType, TableConfig, TableType
+from engine.config.write_config import WriteConfig
+from engine.errors import InvalidConfigError, InvalidInputError
+from engine.index import index_for
+from engine.read import reader
+from engine.storage import Storage, storage_for
+from engine.table.commit_metadata import CommitMetadata
+from engine.table.fs_view import FileSystemView
+from engine.table.meta_client import MetaClient
+from engine.table.schema import arrow_to_avro, avro_to_json, normalize_for_write
+from engine.timeline.timeline import Timeline
+from engine.write.executor import WriteJob
+from engine.write.operation import Operation, WriteResult
+
+Progress = Callable[[str], None]
+
+
+def _fields(value: str | Sequence[str] | None) -> tuple[str, ...]:
+    if value is None:
+        return ()
+    if isinstance(value, str):
+        return tuple(v.strip() for v in value.split(",") if v.strip())
+    return tuple(value)
+
+
+class Table:
+    """A Hudi table: create/open it, write Spark DataFrames into it, read it back.
+
+    Metadata (timeline, file groups, commit details) is available without Spark through
+    `Table.meta` / `MetaClient`; reads and writes need the SparkSession given at open.
+    """
+
+    def __init__(self, spark: SparkSession | None, meta: MetaClient) -> None:
+        self.spark = spark
+        self.meta = meta
+
+    # ---- lifecycle ---------------------------------------------------------------------
+    @classmethod
+    def create(
+        cls,
+        spark: SparkSession | None,
+        path: str,
+        *,
+        name: str,
+        record_key: str | Sequence[str],
+        partition_fields: str | Sequence[str] | None = None,
+        precombine_field: str | None = None,
+        table_type: str | TableType = TableType.COPY_ON_WRITE,
+        index: str | IndexType = IndexType.SIMPLE,
+        hive_style: bool = False,
+        schema: pa.Schema | None = None,
+        storage_options: Mapping[str, str] | None = None,
+    ) -> Table:
+        """Create an empty table at `path` (local path or s3://bucket/prefix)."""
+        ttype = TableType.parse(table_type)
+        if ttype is not TableType.COPY_ON_WRITE:
+            raise InvalidConfigError("this version writes COPY_ON_WRITE tables only")
+        itype = IndexType.parse(index)
+        index_for(itype)  # refuse an index this version cannot run before creating anything
+        keys = _fields(record_key)
+        parts = _fields(partition_fields)
+        if schema is not None:
+            missing = [f for f in keys + parts + ((precombine_field,) if precombine_field else ()) if f not in schema.names]
+            if missing:
+                raise InvalidInputError(f"schema lacks field(s) {', '.join(missing)}")
+        config = TableConfig(
+            name=name,
+            record_key_fields=keys,
+            partition_fields=parts,
+            precombine_field=precombine_field,
+            table_type=ttype,
+            hive_style=hive_style,
+            index_type=itype,
+            create_schema=avro_to_json(arrow_to_avro(normalize_for_write(schema), name)) if schema else None,
+        )
+        storage = storage_for(path, dict(storage_options) if storage_options else None)
+        return cls(spark, MetaClient.create(storage, config))
+
+    @classmethod
+    def open(cls, spark: SparkSession | None, path: str | Storage, storage_options: Mapping[str, str] | None = None) -> Table:
+        """Open an existing table; raises TableNotFoundError if `path` holds none."""
+        return cls(spark, MetaClient.open(path, dict(storage_options) if storage_options else None))
+
+    # ---- metadata ----------------------------------------------------------------------
+    @property
+    def config(self) -> TableConfig:
+        return self.meta.config
+
+    @property
+    def path(self) -> str:
+        return self.meta.storage.base_uri
+
+    def timeline(self) -> Timeline:
+        return self.meta.timeline()
+
+    def commit_metadata(self, instant: str) -> CommitMetadata:
+        return self.meta.commit_metadata(instant)
+
+    def file_system_view(self, as_of: str | None = None) -> FileSystemView:
+        return self.meta.file_system_view(as_of=as_of)
+
+    def schema(self) -> pa.Schema | None:
+        return self.meta.latest_schema()
+
+    # ---- writes ------------------------------------------------------------------------
+    def _write(
+        self, op: Operation, df: DataFrame, options: Mapping[str, object] | None, progress: Progress | None
+    ) -> WriteResult:
+        if not isinstance(df, DataFrame):
+            raise InvalidInputError(f"expected a Spark DataFrame, got {type(df).__name__}")
+        config = WriteConfig.from_options(options)
+        itype = IndexType.parse(config.index_type or self.config.index_type or IndexType.SIMPLE)
+        job = WriteJob(self.meta, index_for(itype), config, op, progress or (lambda _msg: None))
+        if self.spark is None:
+            self.spark = df.sparkSession
+        return job.run(df)
+
+    def upsert(self, df: DataFrame, options: Mapping[str, object] | None = None, progress: Progress | None = None) -> WriteResult:
+        """Insert new records and update existing ones (by record key), in one commit."""
+        return self._write(Operation.UPSERT, df, options, progress)
+
+    def insert(self, df: DataFrame, options: Mapping[str, object] | None = None, progress: Progress | None = None) -> WriteResult:
+        """Insert records without looking them up (a key already in the table is duplicated)."""
+        return self._write(Operation.INSERT, df, options, progress)
+
+    def bulk_insert(self, df: DataFrame, options: Mapping[str, object] | None = None, progress: Progress | None = None) -> WriteResult:
+        """Like insert, but always writes new file groups (no small-file packing): for initial loads."""
+        return self._write(Operation.BULK_INSERT, df, options, progress)
+
+    def delete(self, df: DataFrame, options: Mapping[str, object] | None = None, progress: Progress | None = None) -> WriteResult:
+        """Delete the records whose keys appear in `df` (key and partition columns suffice)."""
+        return self._write(Operation.DELETE, df, options, progress)
+
+    # ---- reads -------------------------------------------------------------------------
+    def _spark(self) -> SparkSession:
+        if self.spark is None:
+            raise InvalidConfigError("this Table was opened without a SparkSession; reads and writes need one")
+        return self.spark
+
+    def read(self, as_of: str | None = None) -> DataFrame:
+        """Snapshot read (meta columns first), or the table as of a completed instant."""
+        return reader.read_snapshot(self._spark(), self.meta, as_of)
+
+    def read_incremental(self, start: str, end: str | None = None) -> DataFrame:
+        """Records committed in (start, end]."""
+        return reader.read_incremental(self._spark(), self.meta, start, end)
+
+    def __repr__(self) -> str:
+        return f"Table({self.config.name!r}, {self.path!r}, {self.config.table_type.value})"

@@ -1,0 +1,237 @@
+"""`TableConfig`: the contents of `.hoodie/hoodie.properties` (table version 6), parsed once, immutable."""
+
+from __future__ import annotations
+
+import zlib
+from dataclasses import dataclass, field, replace
+from enum import Enum
+
+import javaproperties
+
+from engine.constants import TABLE_VERSION, TIMELINE_LAYOUT_VERSION
+from engine.errors import CorruptTableError, InvalidConfigError
+
+# property keys
+NAME = "hoodie.table.name"
+DATABASE = "hoodie.database.name"
+TYPE = "hoodie.table.type"
+VERSION = "hoodie.table.version"
+TIMELINE_LAYOUT = "hoodie.timeline.layout.version"
+RECORD_KEY_FIELDS = "hoodie.table.recordkey.fields"
+PARTITION_FIELDS = "hoodie.table.partition.fields"
+PRECOMBINE_FIELD = "hoodie.table.precombine.field"
+KEYGEN_CLASS = "hoodie.table.keygenerator.class"
+HIVE_STYLE = "hoodie.datasource.write.hive_style_partitioning"
+URL_ENCODE = "hoodie.datasource.write.partitionpath.urlencode"
+DROP_PARTITION_COLUMNS = "hoodie.datasource.write.drop.partition.columns"
+BASE_FILE_FORMAT = "hoodie.table.base.file.format"
+POPULATE_META_FIELDS = "hoodie.populate.meta.fields"
+ARCHIVELOG_FOLDER = "hoodie.archivelog.folder"
+CREATE_SCHEMA = "hoodie.table.create.schema"
+CHECKSUM = "hoodie.table.checksum"
+INDEX_TYPE = "hoodie.index.type"
+
+SIMPLE_KEYGEN = "org.apache.hudi.keygen.SimpleKeyGenerator"
+COMPLEX_KEYGEN = "org.apache.hudi.keygen.ComplexKeyGenerator"
+NONPARTITIONED_KEYGEN = "org.apache.hudi.keygen.NonpartitionedKeyGenerator"
+_KNOWN_KEYGENS = {SIMPLE_KEYGEN, COMPLEX_KEYGEN, NONPARTITIONED_KEYGEN}
+
+# the order in which we write the properties (others follow, sorted)
+_ORDER = (
+    NAME, DATABASE, TYPE, VERSION, TIMELINE_LAYOUT, RECORD_KEY_FIELDS, PARTITION_FIELDS,
+    PRECOMBINE_FIELD, KEYGEN_CLASS, HIVE_STYLE, URL_ENCODE, DROP_PARTITION_COLUMNS,
+    BASE_FILE_FORMAT, POPULATE_META_FIELDS, ARCHIVELOG_FOLDER, INDEX_TYPE, CREATE_SCHEMA,
+)
+
+
+class TableType(str, Enum):
+    COPY_ON_WRITE = "COPY_ON_WRITE"
+    MERGE_ON_READ = "MERGE_ON_READ"
+
+    @classmethod
+    def parse(cls, value: str | TableType) -> TableType:
+        try:
+            return cls(str(value.value if isinstance(value, TableType) else value).upper())
+        except ValueError as exc:
+            raise InvalidConfigError(
+                f"unknown table type {value!r}: use COPY_ON_WRITE or MERGE_ON_READ"
+            ) from exc
+
+
+class IndexType(str, Enum):
+    SIMPLE = "SIMPLE"
+    GLOBAL_SIMPLE = "GLOBAL_SIMPLE"
+    BLOOM = "BLOOM"
+    GLOBAL_BLOOM = "GLOBAL_BLOOM"
+    HBASE = "HBASE"
+    RECORD = "RECORD"
+
+    @classmethod
+    def parse(cls, value: str | IndexType) -> IndexType:
+        try:
+            return cls(str(value.value if isinstance(value, IndexType) else value).upper())
+        except ValueError as exc:
+            names = ", ".join(i.value for i in cls)
+            raise InvalidConfigError(f"unknown index type {value!r}: use one of {names}") from exc
+
+
+def table_checksum(database: str, name: str) -> int:
+    """Apache Hudi's `hoodie.table.checksum`: CRC32 of the UTF-8 string `<database>.<table>`."""
+    return zlib.crc32(f"{database}.{name}".encode())
+
+
+def _split(value: str | None) -> tuple[str, ...]:
+    if not value:
+        return ()
+    return tuple(v.strip() for v in value.split(",") if v.strip())
+
+
+def _bool(value: str | None, default: bool) -> bool:
+    if value is None:
+        return default
+    return value.strip().lower() == "true"
+
+
+@dataclass(frozen=True)
+class TableConfig:
+    """Immutable table configuration; `extra` keeps properties we do not model, for round trips."""
+
+    name: str
+    record_key_fields: tuple[str, ...]
+    table_type: TableType = TableType.COPY_ON_WRITE
+    partition_fields: tuple[str, ...] = ()
+    precombine_field: str | None = None
+    hive_style: bool = False
+    url_encode: bool = False
+    database: str = "default"
+    keygen_class: str | None = None
+    index_type: IndexType | None = None
+    create_schema: str | None = None
+    version: int = TABLE_VERSION
+    timeline_layout_version: int = TIMELINE_LAYOUT_VERSION
+    drop_partition_columns: bool = False
+    populate_meta_fields: bool = True
+    base_file_format: str = "PARQUET"
+    archivelog_folder: str = "archived"
+    extra: tuple[tuple[str, str], ...] = field(default=())
+
+    def __post_init__(self) -> None:
+        if not self.name:
+            raise InvalidConfigError("a table needs a name")
+        if not self.record_key_fields:
+            raise InvalidConfigError("a table needs at least one record key field")
+        if self.keygen_class is None:
+            object.__setattr__(self, "keygen_class", self.default_keygen_class())
+
+    def default_keygen_class(self) -> str:
+        if not self.partition_fields:
+            return NONPARTITIONED_KEYGEN if len(self.record_key_fields) == 1 else COMPLEX_KEYGEN
+        if len(self.record_key_fields) == 1 and len(self.partition_fields) == 1:
+            return SIMPLE_KEYGEN
+        return COMPLEX_KEYGEN
+
+    @property
+    def is_partitioned(self) -> bool:
+        return bool(self.partition_fields)
+
+    @property
+    def uses_complex_keys(self) -> bool:
+        """Complex key generators write keys as `f1:v1,f2:v2` (even for one field)."""
+        return self.keygen_class not in (SIMPLE_KEYGEN, NONPARTITIONED_KEYGEN)
+
+    @property
+    def checksum(self) -> int:
+        return table_checksum(self.database, self.name)
+
+    def with_updates(self, **changes: object) -> TableConfig:
+        return replace(self, **changes)  # type: ignore[arg-type]
+
+    def to_properties(self) -> dict[str, str]:
+        props: dict[str, str] = {
+            NAME: self.name,
+            DATABASE: self.database,
+            TYPE: self.table_type.value,
+            VERSION: str(self.version),
+            TIMELINE_LAYOUT: str(self.timeline_layout_version),
+            RECORD_KEY_FIELDS: ",".join(self.record_key_fields),
+            KEYGEN_CLASS: str(self.keygen_class),
+            HIVE_STYLE: str(self.hive_style).lower(),
+            URL_ENCODE: str(self.url_encode).lower(),
+            DROP_PARTITION_COLUMNS: str(self.drop_partition_columns).lower(),
+            BASE_FILE_FORMAT: self.base_file_format,
+            POPULATE_META_FIELDS: str(self.populate_meta_fields).lower(),
+            ARCHIVELOG_FOLDER: self.archivelog_folder,
+        }
+        if self.partition_fields:
+            props[PARTITION_FIELDS] = ",".join(self.partition_fields)
+        if self.precombine_field:
+            props[PRECOMBINE_FIELD] = self.precombine_field
+        if self.index_type is not None:
+            props[INDEX_TYPE] = self.index_type.value
+        if self.create_schema:
+            props[CREATE_SCHEMA] = self.create_schema
+        props.update(dict(self.extra))
+        ordered = {k: props[k] for k in _ORDER if k in props}
+        ordered.update({k: props[k] for k in sorted(props) if k not in ordered})
+        ordered[CHECKSUM] = str(self.checksum)
+        return ordered
+
+    def to_text(self, comment: str | None = None) -> str:
+        """Serialise as Java properties (`:` and `=` escaped like java.util.Properties)."""
+        body = javaproperties.dumps(self.to_properties(), timestamp=False, sort_keys=False)
+        header = f"#{comment}\n" if comment else ""
+        return header + body
+
+    @classmethod
+    def from_properties(cls, props: dict[str, str]) -> TableConfig:
+        try:
+            name = props[NAME]
+            version = int(props.get(VERSION, "0"))
+        except (KeyError, ValueError) as exc:
+            raise CorruptTableError(f"hoodie.properties lacks a valid {exc}") from exc
+        if version != TABLE_VERSION:
+            raise CorruptTableError(
+                f"table version {version} is not supported (this engine reads and writes version 6)"
+            )
+        database = props.get(DATABASE, "default") or "default"
+        stored = props.get(CHECKSUM)
+        if stored is not None and stored.strip() != str(table_checksum(database, name)):
+            raise CorruptTableError(
+                f"hoodie.properties checksum mismatch: stored {stored}, "
+                f"expected {table_checksum(database, name)} for {database}.{name}"
+            )
+        record_keys = _split(props.get(RECORD_KEY_FIELDS))
+        if not record_keys:
+            raise CorruptTableError("hoodie.properties lacks hoodie.table.recordkey.fields")
+        keygen = props.get(KEYGEN_CLASS)
+        modelled = set(_ORDER) | {CHECKSUM}
+        extra = tuple(sorted((k, v) for k, v in props.items() if k not in modelled))
+        index = props.get(INDEX_TYPE)
+        return cls(
+            name=name,
+            database=database,
+            table_type=TableType.parse(props.get(TYPE, "COPY_ON_WRITE")),
+            version=version,
+            timeline_layout_version=int(props.get(TIMELINE_LAYOUT, str(TIMELINE_LAYOUT_VERSION))),
+            record_key_fields=record_keys,
+            partition_fields=_split(props.get(PARTITION_FIELDS)),
+            precombine_field=props.get(PRECOMBINE_FIELD) or None,
+            keygen_class=keygen if keygen in _KNOWN_KEYGENS else (keygen or None),
+            hive_style=_bool(props.get(HIVE_STYLE), False),
+            url_encode=_bool(props.get(URL_ENCODE), False),
+            drop_partition_columns=_bool(props.get(DROP_PARTITION_COLUMNS), False),
+            base_file_format=props.get(BASE_FILE_FORMAT, "PARQUET"),
+            populate_meta_fields=_bool(props.get(POPULATE_META_FIELDS), True),
+            archivelog_folder=props.get(ARCHIVELOG_FOLDER, "archived"),
+            index_type=IndexType.parse(index) if index else None,
+            create_schema=props.get(CREATE_SCHEMA) or None,
+            extra=extra,
+        )
+
+    @classmethod
+    def from_text(cls, text: str) -> TableConfig:
+        try:
+            props = javaproperties.loads(text)
+        except Exception as exc:  # javaproperties raises ValueError subclasses on bad escapes
+            raise CorruptTableError(f"hoodie.properties is not a valid properties file: {exc}") from exc
+        return cls.from_properties(props)

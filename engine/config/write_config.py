@@ -1,0 +1,76 @@
+"""`WriteConfig`: writer options (Apache Hudi key names), with defaults, parsed once, immutable."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, fields
+
+from engine.errors import InvalidConfigError
+
+MB = 1024 * 1024
+
+# option key -> (attribute, parser)
+_KEYS: dict[str, tuple[str, type]] = {
+    "hoodie.parquet.max.file.size": ("max_file_size", int),
+    "hoodie.parquet.small.file.limit": ("small_file_limit", int),
+    "hoodie.copyonwrite.record.size.estimate": ("record_size_estimate", int),
+    "hoodie.parquet.compression.codec": ("compression", str),
+    "hoodie.parquet.block.size": ("row_group_size_bytes", int),
+    "hoodie.combine.before.upsert": ("combine_before_upsert", bool),
+    "hoodie.combine.before.insert": ("combine_before_insert", bool),
+    "hoodie.combine.before.delete": ("combine_before_delete", bool),
+    "hoodie.upsert.shuffle.parallelism": ("shuffle_parallelism", int),
+    "hoodie.index.type": ("index_type", str),
+}
+
+
+def _parse_bool(value: object) -> bool:
+    if isinstance(value, bool):
+        return value
+    text = str(value).strip().lower()
+    if text in ("true", "1", "yes"):
+        return True
+    if text in ("false", "0", "no"):
+        return False
+    raise ValueError(f"not a boolean: {value!r}")
+
+
+@dataclass(frozen=True)
+class WriteConfig:
+    """Writer options. Build with `WriteConfig.from_options({"hoodie.parquet.max.file.size": ...})`."""
+
+    max_file_size: int = 120 * MB
+    small_file_limit: int = 100 * MB
+    record_size_estimate: int = 1024
+    compression: str = "snappy"
+    row_group_size_bytes: int = 120 * MB
+    combine_before_upsert: bool = True
+    combine_before_insert: bool = True
+    combine_before_delete: bool = True
+    shuffle_parallelism: int = 0  # 0: let the planner pick (one task per file group)
+    index_type: str | None = None
+
+    def __post_init__(self) -> None:
+        if self.max_file_size <= 0:
+            raise InvalidConfigError("hoodie.parquet.max.file.size must be positive")
+        if self.small_file_limit < 0:
+            raise InvalidConfigError("hoodie.parquet.small.file.limit must not be negative")
+        if self.record_size_estimate <= 0:
+            raise InvalidConfigError("hoodie.copyonwrite.record.size.estimate must be positive")
+
+    @classmethod
+    def from_options(cls, options: Mapping[str, object] | None = None) -> WriteConfig:
+        values: dict[str, object] = {}
+        known = {f.name for f in fields(cls)}
+        for key, raw in (options or {}).items():
+            if key in _KEYS:
+                attr, kind = _KEYS[key]
+            elif key in known:
+                attr, kind = key, type(getattr(cls, key, "")) if key != "index_type" else str
+            else:
+                raise InvalidConfigError(f"unknown write option {key!r}")
+            try:
+                values[attr] = _parse_bool(raw) if kind is bool else kind(raw)
+            except (TypeError, ValueError) as exc:
+                raise InvalidConfigError(f"bad value for {key}: {raw!r}") from exc
+        return cls(**values)  # type: ignore[arg-type]

@@ -1,0 +1,46 @@
+"""The index contract: map incoming record keys to the file groups that hold them.
+
+`tag_location` receives the deduplicated incoming records (columns `_hk`, `_hp` plus data)
+and returns them with `_fid`: the file id holding the key, or null for a new record. A
+global index may also rewrite `_hp` to the partition where the key lives.
+`update_location` runs after the data files are written and before the commit completes;
+`rollback_commit` undoes what `update_location` recorded for an instant.
+"""
+
+from __future__ import annotations
+
+import abc
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from pyspark.sql import DataFrame, SparkSession
+
+from engine.table.fs_view import FileSystemView
+from engine.table.meta_client import MetaClient
+
+FILE_ID_COL = "_fid"
+
+
+@dataclass(frozen=True)
+class TagContext:
+    spark: SparkSession
+    meta: MetaClient
+    view: FileSystemView
+    partitions: Sequence[str]  # the partitions the incoming batch touches
+
+
+class Index(abc.ABC):
+    """Maps record keys to file groups."""
+
+    name: str = "INDEX"
+    is_global: bool = False
+
+    @abc.abstractmethod
+    def tag_location(self, ctx: TagContext, records: DataFrame) -> DataFrame:
+        """Return `records` with a `_fid` column (null where the key is new)."""
+
+    def update_location(self, ctx: TagContext, instant: str, written: Sequence[dict]) -> None:  # noqa: B027
+        """Record new locations after a write (no-op for indexes that read the data files)."""
+
+    def rollback_commit(self, meta: MetaClient, instant: str) -> None:  # noqa: B027
+        """Undo `update_location` for a rolled-back instant (no-op for file-based indexes)."""

@@ -1,0 +1,1 @@
+"""Reads on Spark: snapshot, time travel, incremental, over file slices."""

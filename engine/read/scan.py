@@ -1,0 +1,101 @@
+"""Reading table files on Spark: one task per group of files, each read with pyarrow through Storage.
+
+This works the same for local paths and S3 (there is no s3a connector): the file list is
+distributed, and each task opens its files with `pyarrow.fs`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass
+
+import pyarrow as pa
+import pyarrow.compute as pc
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql.pandas.types import from_arrow_schema
+
+from engine.constants import COMMIT_TIME_COL, RECORD_KEY_COL
+from engine.storage import Storage
+from engine.write.file_writer import conform, read_base_file
+
+_FILE_LIST_SCHEMA = "path string, partition string, file_id string"
+
+
+@dataclass(frozen=True)
+class ScanFile:
+    path: str
+    partition: str
+    file_id: str
+
+
+def _file_frame(spark: SparkSession, files: Sequence[ScanFile], max_tasks: int = 256) -> DataFrame:
+    rows = [(f.path, f.partition, f.file_id) for f in files]
+    slices = max(1, min(len(rows), max_tasks))
+    return spark.sparkContext.parallelize(rows, slices).toDF(_FILE_LIST_SCHEMA)
+
+
+def _read_files_task(
+    storage: Storage, schema: pa.Schema, commit_range: tuple[str | None, str | None] | None
+):
+    def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        for batch in batches:
+            for path in batch.column(0).to_pylist():
+                table = conform(read_base_file(storage, path), schema)
+                if commit_range is not None:
+                    start, end = commit_range
+                    times = table.column(COMMIT_TIME_COL)
+                    mask = pc.is_valid(times)
+                    if start is not None:
+                        mask = pc.and_(mask, pc.greater(times, start))
+                    if end is not None:
+                        mask = pc.and_(mask, pc.less_equal(times, end))
+                    table = table.filter(mask)
+                yield from table.to_batches(max_chunksize=65536)
+
+    return run
+
+
+def scan_files(
+    spark: SparkSession,
+    storage: Storage,
+    files: Sequence[ScanFile],
+    schema: pa.Schema,
+    commit_range: tuple[str | None, str | None] | None = None,
+) -> DataFrame:
+    """A DataFrame of the rows of `files`, conformed to `schema` (optionally filtered by commit time)."""
+    spark_schema = from_arrow_schema(schema)
+    if not files:
+        return spark.createDataFrame([], spark_schema)
+    return _file_frame(spark, files).mapInArrow(_read_files_task(storage, schema, commit_range), spark_schema)
+
+
+KEYS_SCHEMA = pa.schema(
+    [pa.field("_ek", pa.string()), pa.field("_ep", pa.string()), pa.field("_efid", pa.string())]
+)
+
+
+def _read_keys_task(storage: Storage):
+    def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        for batch in batches:
+            for path, partition, file_id in zip(*(c.to_pylist() for c in batch.columns), strict=True):
+                keys = read_base_file(storage, path, columns=[RECORD_KEY_COL]).column(0)
+                n = len(keys)
+                yield pa.RecordBatch.from_arrays(
+                    [
+                        keys.combine_chunks().cast(pa.string()),
+                        pa.array([partition] * n, pa.string()),
+                        pa.array([file_id] * n, pa.string()),
+                    ],
+                    schema=KEYS_SCHEMA,
+                )
+
+    return run
+
+
+def scan_keys(spark: SparkSession, storage: Storage, files: Iterable[ScanFile]) -> DataFrame:
+    """(record key, partition, file id) of every record in `files`, reading only the key column."""
+    files = list(files)
+    spark_schema = from_arrow_schema(KEYS_SCHEMA)
+    if not files:
+        return spark.createDataFrame([], spark_schema)
+    return _file_frame(spark, files).mapInArrow(_read_keys_task(storage), spark_schema)

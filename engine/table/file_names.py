@@ -1,0 +1,82 @@
+"""Hudi data-file names (pure).
+
+- base file: `<fileId>_<writeToken>_<instant>.parquet`, fileId `<uuid4>-0`
+- log file:  `.<fileId>_<baseInstant>.log.<version>_<writeToken>`
+- write token: `<taskPartitionId>-<stageId>-<taskAttemptId>`
+"""
+
+from __future__ import annotations
+
+import re
+import uuid
+from dataclasses import dataclass
+
+from engine.constants import BASE_FILE_EXTENSION
+from engine.timeline.instant import is_valid_instant_time
+
+_BASE_RE = re.compile(r"^(?P<file_id>[^_/]+)_(?P<token>[^_/]+)_(?P<instant>\d{17})\.parquet$")
+_LOG_RE = re.compile(
+    r"^\.(?P<file_id>[^_/]+)_(?P<instant>\d{17})\.log\.(?P<version>\d+)(?:_(?P<token>[^/]+))?$"
+)
+
+
+def new_file_id(seed: uuid.UUID | None = None) -> str:
+    """A new file group id: a random UUID with the `-0` suffix Apache Hudi uses."""
+    return f"{seed or uuid.uuid4()}-0"
+
+
+def write_token(task_partition_id: int, stage_id: int, task_attempt_id: int) -> str:
+    return f"{task_partition_id}-{stage_id}-{task_attempt_id}"
+
+
+def base_file_name(file_id: str, token: str, instant: str) -> str:
+    if "_" in file_id or "_" in token or not is_valid_instant_time(instant):
+        raise ValueError(f"bad base file parts: {file_id!r}, {token!r}, {instant!r}")
+    return f"{file_id}_{token}_{instant}{BASE_FILE_EXTENSION}"
+
+
+def log_file_name(file_id: str, base_instant: str, version: int, token: str) -> str:
+    return f".{file_id}_{base_instant}.log.{version}_{token}"
+
+
+@dataclass(frozen=True)
+class BaseFileName:
+    file_id: str
+    write_token: str
+    instant: str
+
+    @property
+    def name(self) -> str:
+        return base_file_name(self.file_id, self.write_token, self.instant)
+
+
+@dataclass(frozen=True)
+class LogFileName:
+    file_id: str
+    base_instant: str
+    version: int
+    write_token: str | None
+
+    @property
+    def name(self) -> str:
+        suffix = f"_{self.write_token}" if self.write_token else ""
+        return f".{self.file_id}_{self.base_instant}.log.{self.version}{suffix}"
+
+
+def parse_base_file_name(name: str) -> BaseFileName | None:
+    m = _BASE_RE.match(name)
+    if not m:
+        return None
+    return BaseFileName(m["file_id"], m["token"], m["instant"])
+
+
+def parse_log_file_name(name: str) -> LogFileName | None:
+    m = _LOG_RE.match(name)
+    if not m:
+        return None
+    return LogFileName(m["file_id"], m["instant"], int(m["version"]), m["token"])
+
+
+def join_path(partition: str, name: str) -> str:
+    """Relative path of a file in a partition ("" is the table root)."""
+    return f"{partition}/{name}" if partition else name

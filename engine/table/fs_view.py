@@ -1,0 +1,125 @@
+"""`FileSystemView`: partitions -> file groups -> slices, built from a file listing and a timeline (pure).
+
+Only files whose instant is visible (a completed write, or older than the timeline's first
+instant) are included; `as_of` cuts the view at an instant for time travel. File groups that a
+completed replacecommit replaced are hidden.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+
+from engine.table.file_group import BaseFile, FileGroup, FileSlice, LogFile
+from engine.table.file_names import parse_base_file_name, parse_log_file_name
+from engine.timeline.timeline import Timeline
+
+
+@dataclass(frozen=True)
+class DataFile:
+    """One file found under the table (path relative to the base)."""
+
+    path: str
+    size: int
+
+    @property
+    def partition(self) -> str:
+        return self.path.rpartition("/")[0]
+
+    @property
+    def name(self) -> str:
+        return self.path.rpartition("/")[2]
+
+
+@dataclass(frozen=True)
+class FileSystemView:
+    groups: tuple[FileGroup, ...]
+
+    @classmethod
+    def build(
+        cls,
+        files: Iterable[DataFile],
+        timeline: Timeline,
+        as_of: str | None = None,
+        replaced: Mapping[str, Iterable[str]] | None = None,
+        committed_paths: frozenset[str] | None = None,
+    ) -> FileSystemView:
+        """Group visible files into file groups.
+
+        `replaced` maps partition -> file ids replaced by completed replacecommits (hidden).
+        `committed_paths`, when given, breaks ties between two base files of the same file id and
+        instant (debris of a failed task attempt) in favour of the one the commit names.
+        """
+        replaced_ids = {(p, f) for p, ids in (replaced or {}).items() for f in ids}
+        bases: dict[tuple[str, str, str], BaseFile] = {}
+        logs: dict[tuple[str, str, str], list[LogFile]] = defaultdict(list)
+        for df in files:
+            partition, name = df.partition, df.name
+            bn = parse_base_file_name(name)
+            if bn is not None:
+                if not _visible(bn.instant, timeline, as_of):
+                    continue
+                key = (partition, bn.file_id, bn.instant)
+                cand = BaseFile(partition, bn, df.size)
+                prev = bases.get(key)
+                if prev is None or _prefer(cand, prev, committed_paths):
+                    bases[key] = cand
+                continue
+            ln = parse_log_file_name(name)
+            if ln is not None and _visible(ln.base_instant, timeline, as_of):
+                logs[(partition, ln.file_id, ln.base_instant)].append(LogFile(partition, ln, df.size))
+        slices: dict[tuple[str, str], list[FileSlice]] = defaultdict(list)
+        for key in set(bases) | set(logs):
+            partition, file_id, instant = key
+            if (partition, file_id) in replaced_ids:
+                continue
+            log_files = tuple(sorted(logs.get(key, ()), key=lambda lf: (lf.name.version, lf.name.write_token or "")))
+            slices[(partition, file_id)].append(FileSlice(partition, file_id, instant, bases.get(key), log_files))
+        groups = tuple(
+            FileGroup(p, f, tuple(sorted(s, key=lambda sl: sl.base_instant)))
+            for (p, f), s in sorted(slices.items())
+        )
+        return cls(groups)
+
+    @property
+    def partitions(self) -> list[str]:
+        return sorted({g.partition for g in self.groups})
+
+    def groups_in(self, partition: str) -> list[FileGroup]:
+        return [g for g in self.groups if g.partition == partition]
+
+    def latest_slices(self, partitions: Iterable[str] | None = None) -> list[FileSlice]:
+        wanted = set(partitions) if partitions is not None else None
+        out = []
+        for g in self.groups:
+            if wanted is not None and g.partition not in wanted:
+                continue
+            s = g.latest_slice
+            if s is not None:
+                out.append(s)
+        return out
+
+    def latest_base_files(self, partitions: Iterable[str] | None = None) -> list[BaseFile]:
+        return [s.base_file for s in self.latest_slices(partitions) if s.base_file is not None]
+
+    def group(self, partition: str, file_id: str) -> FileGroup | None:
+        for g in self.groups:
+            if g.partition == partition and g.file_id == file_id:
+                return g
+        return None
+
+
+def _visible(instant: str, timeline: Timeline, as_of: str | None) -> bool:
+    if as_of is not None and instant > as_of:
+        return False
+    return timeline.is_visible(instant)
+
+
+def _prefer(cand: BaseFile, prev: BaseFile, committed: frozenset[str] | None) -> bool:
+    if committed is not None:
+        if cand.path in committed and prev.path not in committed:
+            return True
+        if prev.path in committed and cand.path not in committed:
+            return False
+    return cand.file_name > prev.file_name

@@ -1,0 +1,145 @@
+"""`MetaClient`: a table's metadata through Storage — config, timeline, commit metadata, file listing.
+
+No Spark here: the console and the CLI browse tables with it alone.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+from datetime import UTC, datetime
+
+import pyarrow as pa
+
+from engine.config.table_config import TableConfig
+from engine.constants import METAFOLDER, PARTITION_METADATA_FILE, PROPERTIES_FILE
+from engine.errors import CorruptTableError, InstantNotFoundError, StorageError, TableExistsError, TableNotFoundError
+from engine.storage import Storage, storage_for
+from engine.table.commit_metadata import CommitMetadata
+from engine.table.fs_view import DataFile, FileSystemView
+from engine.table.schema import avro_to_arrow
+from engine.timeline.instant import Action, Instant, State
+from engine.timeline.timeline import Timeline
+
+PROPERTIES_PATH = f"{METAFOLDER}/{PROPERTIES_FILE}"
+
+
+@dataclass
+class MetaClient:
+    storage: Storage
+    config: TableConfig
+
+    # ---- opening / creating -------------------------------------------------------------
+    @classmethod
+    def open(cls, path: str | Storage, storage_options: dict[str, str] | None = None) -> MetaClient:
+        """Open the table at `path`; raises TableNotFoundError when there is none."""
+        storage = path if isinstance(path, Storage) else storage_for(path, storage_options)
+        try:
+            text = storage.read_bytes(PROPERTIES_PATH).decode("utf-8")
+        except FileNotFoundError as exc:
+            raise TableNotFoundError(f"no Hudi table at {storage.base_uri} (missing {PROPERTIES_PATH})") from exc
+        except UnicodeDecodeError as exc:
+            raise CorruptTableError(f"{storage.uri(PROPERTIES_PATH)} is not UTF-8 text") from exc
+        except (NotADirectoryError, IsADirectoryError) as exc:
+            raise TableNotFoundError(f"no Hudi table at {storage.base_uri}") from exc
+        return cls(storage, TableConfig.from_text(text))
+
+    @classmethod
+    def create(cls, storage: Storage, config: TableConfig) -> MetaClient:
+        """Write `.hoodie/hoodie.properties` (exclusively: an existing table is never overwritten)."""
+        if storage.exists(PROPERTIES_PATH):
+            raise TableExistsError(f"a Hudi table already exists at {storage.base_uri}")
+        stamp = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+        storage.makedirs(METAFOLDER)
+        try:
+            storage.create_exclusive(PROPERTIES_PATH, config.to_text(f"Properties saved on {stamp}").encode())
+        except FileExistsError as exc:
+            raise TableExistsError(f"a Hudi table already exists at {storage.base_uri}") from exc
+        return cls(storage, config)
+
+    # ---- timeline ------------------------------------------------------------------------
+    def timeline(self) -> Timeline:
+        """The active timeline, freshly listed."""
+        names = [f.name for f in self.storage.list_dir(METAFOLDER) if not f.is_dir]
+        return Timeline.from_file_names(names)
+
+    def instant_path(self, instant: Instant) -> str:
+        return f"{METAFOLDER}/{instant.file_name}"
+
+    def read_instant(self, instant: Instant) -> bytes:
+        try:
+            return self.storage.read_bytes(self.instant_path(instant))
+        except FileNotFoundError as exc:
+            raise InstantNotFoundError(f"instant {instant} has no file on the timeline") from exc
+
+    def commit_metadata(self, instant: Instant | str, timeline: Timeline | None = None) -> CommitMetadata:
+        """The metadata of a completed write instant."""
+        if isinstance(instant, str):
+            tl = timeline or self.timeline()
+            found = tl.get(instant)
+            if found is None or not found.is_completed:
+                raise InstantNotFoundError(f"{instant} is not a completed instant of {self.storage.base_uri}")
+            instant = found
+        try:
+            return CommitMetadata.from_json(self.read_instant(instant))
+        except CorruptTableError as exc:
+            raise CorruptTableError(f"{self.instant_path(instant)}: {exc}") from exc
+
+    def completed_commits_newest_first(self, timeline: Timeline | None = None) -> Iterator[tuple[Instant, CommitMetadata]]:
+        tl = timeline or self.timeline()
+        for inst in reversed(tl.completed_writes.instants):
+            yield inst, self.commit_metadata(inst)
+
+    # ---- schema --------------------------------------------------------------------------
+    def latest_avro_schema(self, timeline: Timeline | None = None) -> str | None:
+        """The writer schema of the newest completed write (else the create schema)."""
+        for _inst, meta in self.completed_commits_newest_first(timeline):
+            if meta.schema:
+                return meta.schema
+        return self.config.create_schema
+
+    def latest_schema(self, timeline: Timeline | None = None) -> pa.Schema | None:
+        """The table's data schema (without meta columns), or None for a table never written."""
+        avro = self.latest_avro_schema(timeline)
+        return avro_to_arrow(avro) if avro else None
+
+    # ---- files ---------------------------------------------------------------------------
+    def list_data_files(self) -> list[DataFile]:
+        """Every file below the base except `.hoodie/` and partition metadata."""
+        out = []
+        for info in self.storage.list_files_recursive(""):
+            folders = info.path.split("/")[:-1]
+            if any(seg.startswith(".") for seg in folders) or info.name == PARTITION_METADATA_FILE:
+                continue  # .hoodie/, .temp/ ... are not partitions
+            out.append(DataFile(info.path, info.size))
+        return out
+
+    def file_system_view(
+        self, timeline: Timeline | None = None, as_of: str | None = None
+    ) -> FileSystemView:
+        tl = timeline or self.timeline()
+        replaced: dict[str, list[str]] = {}
+        for inst in tl.completed.instants:
+            if inst.action is Action.REPLACE_COMMIT and (as_of is None or inst.time <= as_of):
+                for p, ids in (self.commit_metadata(inst).partition_to_replace_file_ids or {}).items():
+                    replaced.setdefault(p, []).extend(ids)
+        return FileSystemView.build(self.list_data_files(), tl, as_of=as_of, replaced=replaced)
+
+    def ensure_partition_metadata(self, partition: str, instant: str) -> None:
+        """Write `<partition>/.hoodie_partition_metadata` once (the first writer wins)."""
+        rel = f"{partition}/{PARTITION_METADATA_FILE}" if partition else PARTITION_METADATA_FILE
+        if self.storage.exists(rel):
+            return
+        depth = len(partition.split("/")) if partition else 0
+        body = f"#partition metadata\ncommitTime={instant}\npartitionDepth={depth}\n".encode()
+        try:
+            self.storage.create_exclusive(rel, body)
+        except FileExistsError:
+            pass
+        except OSError as exc:
+            raise StorageError(f"cannot write {self.storage.uri(rel)}: {exc}") from exc
+
+
+def instant_file_names(instant: Instant) -> list[str]:
+    """Every timeline file name an instant may have left (requested, inflight, completed)."""
+    return [instant.with_state(s).file_name for s in State]

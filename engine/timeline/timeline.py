@@ -1,0 +1,122 @@
+"""`Timeline`: the pure, immutable view of a table's instants (no I/O here).
+
+Each instant time appears once, in its most advanced state (a completed commit also leaves
+its `.requested` and `.inflight` files behind; a completed compaction is a `commit`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+
+from engine.timeline.instant import Action, Instant, State
+
+_STATE_RANK = {State.REQUESTED: 0, State.INFLIGHT: 1, State.COMPLETED: 2}
+
+
+@dataclass(frozen=True)
+class Timeline:
+    """Instants sorted by time, one per instant time."""
+
+    instants: tuple[Instant, ...]
+
+    @classmethod
+    def from_instants(cls, instants: Iterable[Instant]) -> Timeline:
+        """Collapse all timeline files' instants into one instant per time (most advanced state wins)."""
+        best: dict[str, Instant] = {}
+        for inst in instants:
+            cur = best.get(inst.time)
+            if cur is None or _STATE_RANK[inst.state] > _STATE_RANK[cur.state]:
+                best[inst.time] = inst
+            elif _STATE_RANK[inst.state] == _STATE_RANK[cur.state] and inst.action is Action.COMMIT:
+                # compaction completes as a commit: the commit file names the finished action
+                best[inst.time] = inst
+        return cls(tuple(sorted(best.values())))
+
+    @classmethod
+    def from_file_names(cls, names: Iterable[str]) -> Timeline:
+        parsed = (Instant.parse_file_name(n) for n in names)
+        return cls.from_instants(i for i in parsed if i is not None)
+
+    def __iter__(self) -> Iterator[Instant]:
+        return iter(self.instants)
+
+    def __len__(self) -> int:
+        return len(self.instants)
+
+    def filter(self, *, actions: Iterable[Action] | None = None, completed: bool | None = None) -> Timeline:
+        acts = set(actions) if actions is not None else None
+        return Timeline(
+            tuple(
+                i
+                for i in self.instants
+                if (acts is None or i.action in acts) and (completed is None or i.is_completed == completed)
+            )
+        )
+
+    @property
+    def completed(self) -> Timeline:
+        return self.filter(completed=True)
+
+    @property
+    def pending(self) -> Timeline:
+        return self.filter(completed=False)
+
+    @property
+    def writes(self) -> Timeline:
+        """Instants that write data files (commit, deltacommit, replacecommit, compaction)."""
+        return Timeline(tuple(i for i in self.instants if i.action.is_write or i.action is Action.COMPACTION))
+
+    @property
+    def completed_writes(self) -> Timeline:
+        return Timeline(tuple(i for i in self.instants if i.action.is_write and i.is_completed))
+
+    def get(self, time: str) -> Instant | None:
+        for i in self.instants:
+            if i.time == time:
+                return i
+        return None
+
+    def is_completed(self, time: str) -> bool:
+        inst = self.get(time)
+        return inst is not None and inst.is_completed
+
+    @property
+    def completed_times(self) -> frozenset[str]:
+        return frozenset(i.time for i in self.instants if i.is_completed)
+
+    @property
+    def last(self) -> Instant | None:
+        return self.instants[-1] if self.instants else None
+
+    @property
+    def last_time(self) -> str | None:
+        return self.instants[-1].time if self.instants else None
+
+    @property
+    def first_time(self) -> str | None:
+        return self.instants[0].time if self.instants else None
+
+    def up_to(self, time: str) -> Timeline:
+        """Instants at or before `time` (time travel)."""
+        return Timeline(tuple(i for i in self.instants if i.time <= time))
+
+    def between(self, start: str | None, end: str | None) -> Timeline:
+        """Instants in the half-open range (start, end]."""
+        return Timeline(
+            tuple(
+                i
+                for i in self.instants
+                if (start is None or i.time > start) and (end is None or i.time <= end)
+            )
+        )
+
+    def is_visible(self, file_instant: str) -> bool:
+        """A data file is visible if its instant is a completed write, or predates the timeline.
+
+        Files older than the first instant on the timeline belong to archived commits.
+        """
+        if file_instant in self.completed_times:
+            return True
+        first = self.first_time
+        return first is not None and file_instant < first

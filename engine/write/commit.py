@@ -1,0 +1,161 @@
+"""The commit protocol: requested -> inflight -> (data files) -> completed, or abort.
+
+A write is visible only once its completed instant file exists; the completed file is created
+exclusively, so two writers can never both complete one instant. `abort` removes everything an
+unfinished write created, leaving the table as it was.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+
+import pyarrow as pa
+
+from engine.constants import PARTITION_METADATA_FILE
+from engine.errors import CommitConflictError
+from engine.table.commit_metadata import CommitMetadata, WriteStat
+from engine.table.file_names import parse_base_file_name
+from engine.table.meta_client import MetaClient
+from engine.table.schema import arrow_to_avro, avro_to_json
+from engine.timeline.instant import Action, Instant, State, next_instant_time
+from engine.timeline.timeline import Timeline
+from engine.write.operation import Operation
+from engine.write.planner import WritePlan
+
+MAX_START_ATTEMPTS = 50
+
+
+@dataclass
+class PendingCommit:
+    instant: str
+    action: Action
+    operation: Operation
+    plan: WritePlan
+    created_partitions: list[str] = field(default_factory=list)
+
+    @property
+    def partitions(self) -> list[str]:
+        return sorted({b.partition for b in self.plan.buckets})
+
+
+def start(
+    meta: MetaClient, timeline: Timeline, operation: Operation, plan: WritePlan, now: datetime | None = None
+) -> PendingCommit:
+    """Claim a new instant time (strictly after every instant on the timeline) and mark it inflight."""
+    action = Action.COMMIT
+    last = timeline.last_time
+    for _ in range(MAX_START_ATTEMPTS):
+        time = next_instant_time(now or datetime.now(UTC), last)
+        requested = Instant(time, action, State.REQUESTED)
+        try:
+            meta.storage.create_exclusive(meta.instant_path(requested), b"")
+            break
+        except FileExistsError:
+            last = max(time, meta.timeline().last_time or time)
+    else:
+        raise CommitConflictError("could not claim a new instant time: the timeline keeps moving")
+    pending = PendingCommit(time, action, operation, plan)
+    inflight = CommitMetadata(
+        partition_to_write_stats={
+            p: [
+                WriteStat(
+                    fileId=b.file_id,
+                    path=None,
+                    partitionPath=p,
+                    prevCommit=b.prev_instant or "null",
+                    numInserts=b.planned_inserts,
+                    numUpdateWrites=b.planned_updates,
+                    numDeletes=b.planned_deletes,
+                )
+                for b in plan.buckets
+                if b.partition == p
+            ]
+            for p in pending.partitions
+        },
+        operation_type=operation.value,
+    )
+    meta.storage.create_exclusive(meta.instant_path(requested.with_state(State.INFLIGHT)), inflight.to_bytes())
+    for partition in pending.partitions:
+        rel = f"{partition}/{PARTITION_METADATA_FILE}" if partition else PARTITION_METADATA_FILE
+        if not meta.storage.exists(rel):
+            meta.ensure_partition_metadata(partition, time)
+            pending.created_partitions.append(partition)
+    return pending
+
+
+def remove_debris(meta: MetaClient, pending: PendingCommit, outcomes: list[dict]) -> list[str]:
+    """Delete files of this instant that no successful task reported (failed or retried attempts)."""
+    keep = {o["path"] for o in outcomes}
+    removed = []
+    for partition in pending.partitions:
+        for info in meta.storage.list_dir(partition):
+            parsed = parse_base_file_name(info.name)
+            if parsed and parsed.instant == pending.instant and info.path not in keep:
+                meta.storage.delete(info.path)
+                removed.append(info.path)
+    return removed
+
+
+def build_metadata(
+    meta: MetaClient, pending: PendingCommit, write_schema: pa.Schema, outcomes: list[dict], absent_deletes: int
+) -> CommitMetadata:
+    stats: dict[str, list[WriteStat]] = {}
+    for o in sorted(outcomes, key=lambda o: (o["partition"], o["file_id"])):
+        stats.setdefault(o["partition"], []).append(
+            WriteStat(
+                fileId=o["file_id"],
+                path=o["path"],
+                partitionPath=o["partition"],
+                prevCommit=o["prev_instant"] or "null",
+                numWrites=o["num_writes"],
+                numDeletes=o["num_deletes"],
+                numUpdateWrites=o["num_updates"],
+                numInserts=o["num_inserts"],
+                totalWriteBytes=o["file_size"],
+                fileSizeInBytes=o["file_size"],
+            )
+        )
+    extra = {"schema": avro_to_json(arrow_to_avro(write_schema, meta.config.name))}
+    if absent_deletes:
+        extra["engine.deletes.absent"] = str(absent_deletes)
+    stale = sum(o["num_stale"] for o in outcomes)
+    if stale:
+        extra["engine.records.stale"] = str(stale)
+    return CommitMetadata(stats, pending.operation.value, extra)
+
+
+def complete(
+    meta: MetaClient, pending: PendingCommit, write_schema: pa.Schema, outcomes: list[dict], absent_deletes: int
+) -> CommitMetadata:
+    """Write the completed instant file (exclusively): from here on the write is visible."""
+    metadata = build_metadata(meta, pending, write_schema, outcomes, absent_deletes)
+    done = Instant(pending.instant, pending.action, State.COMPLETED)
+    try:
+        meta.storage.create_exclusive(meta.instant_path(done), metadata.to_bytes())
+    except FileExistsError as exc:
+        raise CommitConflictError(f"instant {pending.instant} was completed by another writer") from exc
+    return metadata
+
+
+def abort(meta: MetaClient, pending: PendingCommit) -> None:
+    """Remove what an unfinished write created: its data files, new partition folders, timeline files."""
+    remove_debris(meta, pending, [])
+    for partition in pending.created_partitions:
+        rel = f"{partition}/{PARTITION_METADATA_FILE}" if partition else PARTITION_METADATA_FILE
+        meta.storage.delete(rel)
+        if partition and not meta.storage.list_files_recursive(partition):
+            meta.storage.delete_dir(partition)
+            _remove_empty_parents(meta, partition)
+    for state in (State.INFLIGHT, State.REQUESTED):
+        meta.storage.delete(meta.instant_path(Instant(pending.instant, pending.action, state)))
+
+
+def _remove_empty_parents(meta: MetaClient, partition: str) -> None:
+    parts = partition.split("/")[:-1]
+    while parts:
+        rel = "/".join(parts)
+        if meta.storage.list_dir(rel):
+            return
+        meta.storage.delete_dir(rel)
+        parts.pop()

@@ -1,0 +1,362 @@
+"""The write pipeline on Spark: prepare keys -> dedupe -> tag -> profile -> plan -> write -> commit.
+
+Every step is a Spark DAG; only small aggregates come back to the driver (touched partitions,
+the workload profile, and one stats row per written file).
+"""
+
+from __future__ import annotations
+
+import time
+from collections import defaultdict
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+
+import pyarrow as pa
+from pyspark import StorageLevel
+from pyspark.sql import Column, DataFrame, Window
+from pyspark.sql import functions as F
+from pyspark.sql.pandas.types import from_arrow_schema, to_arrow_schema
+from pyspark.taskcontext import TaskContext
+
+from engine.config.write_config import WriteConfig
+from engine.constants import DEFAULT_PARTITION_PATH, EMPTY_RECORD_KEY_PLACEHOLDER, NULL_RECORD_KEY_PLACEHOLDER
+from engine.errors import EngineError, InvalidInputError, StorageError
+from engine.index import FILE_ID_COL, Index, TagContext
+from engine.table.file_names import new_file_id, write_token
+from engine.table.meta_client import MetaClient
+from engine.table.schema import with_meta_fields
+from engine.write import commit as commit_protocol
+from engine.write.file_writer import (
+    KEY_COL,
+    OP_COL,
+    OP_DELETE,
+    OP_UPSERT,
+    PART_COL,
+    BucketWrite,
+    WriteContext,
+    write_bucket,
+)
+from engine.write.keygen import KeySpec
+from engine.write.operation import Operation, WriteResult
+from engine.write.planner import (
+    ExistingFile,
+    PartitionWorkload,
+    WritePlan,
+    bucket_for_insert,
+    estimate_record_size,
+    plan_writes,
+)
+from engine.write.schema_check import resolve_write_schema
+
+BUCKET_COL = "_bucket"
+ORDER_COL = "_ord"
+SP_COL = "_sp"
+
+Progress = Callable[[str], None]
+
+OUTCOME_SCHEMA = pa.schema(
+    [
+        ("path", pa.string()),
+        ("file_id", pa.string()),
+        ("partition", pa.string()),
+        ("prev_instant", pa.string()),
+        ("num_writes", pa.int64()),
+        ("num_inserts", pa.int64()),
+        ("num_updates", pa.int64()),
+        ("num_deletes", pa.int64()),
+        ("num_stale", pa.int64()),
+        ("file_size", pa.int64()),
+        ("min_key", pa.string()),
+        ("max_key", pa.string()),
+    ]
+)
+
+
+def record_key_expr(spec: KeySpec) -> Column:
+    """The record key column; null where the key is invalid (null/empty)."""
+    if not spec.complex_keys:
+        (field,) = spec.record_key_fields
+        value = F.col(field).cast("string")
+        return F.when(value.isNull() | (value == ""), F.lit(None)).otherwise(value)
+    parts, missing = [], []
+    for field in spec.record_key_fields:
+        value = F.col(field).cast("string")
+        shown = (
+            F.when(value.isNull(), F.lit(NULL_RECORD_KEY_PLACEHOLDER))
+            .when(value == "", F.lit(EMPTY_RECORD_KEY_PLACEHOLDER))
+            .otherwise(value)
+        )
+        parts.append(F.concat(F.lit(f"{field}:"), shown))
+        missing.append(value.isNull() | (value == ""))
+    all_missing = missing[0]
+    for m in missing[1:]:
+        all_missing = all_missing & m
+    return F.when(all_missing, F.lit(None)).otherwise(F.concat_ws(",", *parts))
+
+
+def partition_path_expr(spec: KeySpec) -> Column:
+    if not spec.partition_fields:
+        return F.lit("")
+    segments = []
+    for field in spec.partition_fields:
+        value = F.col(field).cast("string")
+        value = F.when(value.isNull() | (value == ""), F.lit(DEFAULT_PARTITION_PATH)).otherwise(value)
+        segments.append(F.concat(F.lit(f"{field}="), value) if spec.hive_style else value)
+    return F.concat_ws("/", *segments)
+
+
+@dataclass
+class WriteJob:
+    meta: MetaClient
+    index: Index
+    config: WriteConfig
+    operation: Operation
+    progress: Progress
+
+    # ------------------------------------------------------------------------------------
+    def run(self, df: DataFrame) -> WriteResult:
+        started = time.monotonic()
+        spark = df.sparkSession
+        table_cfg = self.meta.config
+        spec = KeySpec.from_config(table_cfg)
+        timeline = self.meta.timeline()
+        table_schema = self.meta.latest_schema(timeline)
+        is_delete = self.operation is Operation.DELETE
+        write_schema = resolve_write_schema(
+            to_arrow_schema(df.schema),
+            table_schema,
+            spec,
+            table_cfg.precombine_field,
+            deleting=is_delete,
+        )
+        full_schema = with_meta_fields(write_schema)
+        data_cols = [c for c in write_schema.names if c in df.columns]
+        pc_field = table_cfg.precombine_field if table_cfg.precombine_field in df.columns else None
+
+        self.progress("preparing keys")
+        prepared = df.select(
+            *[F.col(c) for c in (data_cols if not is_delete else _delete_columns(spec, pc_field))],
+            record_key_expr(spec).alias(KEY_COL),
+            partition_path_expr(spec).alias(PART_COL),
+            F.monotonically_increasing_id().alias(ORDER_COL),
+        )
+        prepared = prepared.persist(StorageLevel.MEMORY_AND_DISK)
+        cached = [prepared]
+        try:
+            summary = prepared.groupBy(PART_COL).agg(
+                F.count(F.lit(1)).alias("n"), F.sum(F.col(KEY_COL).isNull().cast("long")).alias("bad")
+            ).collect()
+            bad = sum(r["bad"] for r in summary)
+            if bad:
+                fields = ", ".join(spec.record_key_fields)
+                raise InvalidInputError(f"{bad} input record(s) have a null or empty record key ({fields})")
+            total = sum(r["n"] for r in summary)
+            partitions = sorted(r[PART_COL] for r in summary)
+            if total == 0:
+                return WriteResult(instant=None, operation=self.operation, seconds=time.monotonic() - started)
+
+            records = prepared
+            if self._combine():
+                records = _dedupe(records, pc_field)
+            records = records.withColumn(OP_COL, F.lit(OP_DELETE if is_delete else OP_UPSERT))
+
+            view = self.meta.file_system_view(timeline)
+            tag_ctx = TagContext(spark, self.meta, view, partitions)
+            if self.operation.tags:
+                self.progress(f"tagging {total} records against {len(partitions)} partition(s) ({self.index.name})")
+                tagged = self.index.tag_location(tag_ctx, records)
+            else:
+                tagged = records.withColumn(FILE_ID_COL, F.lit(None).cast("string"))
+            tagged = tagged.persist(StorageLevel.MEMORY_AND_DISK)
+            cached.append(tagged)
+
+            self.progress("profiling the workload")
+            profile_rows = (
+                tagged.groupBy(F.spark_partition_id().alias(SP_COL), PART_COL, FILE_ID_COL, OP_COL)
+                .count()
+                .collect()
+            )
+            workloads, offsets, absent, kept = _profile(profile_rows)
+            dropped = total - kept
+
+            existing = {
+                p: [
+                    ExistingFile(b.partition, b.file_id, b.instant, b.path, b.size)
+                    for b in view.latest_base_files([p])
+                ]
+                for p in partitions
+            }
+            record_size = estimate_record_size(
+                (m for _i, m in self.meta.completed_commits_newest_first(timeline)),
+                self.config.record_size_estimate,
+            )
+            plan = plan_writes(
+                workloads.values(),
+                existing,
+                max_file_size=self.config.max_file_size,
+                small_file_limit=self.config.small_file_limit,
+                record_size=record_size,
+                new_file_id=new_file_id,
+                use_small_files=self.operation is not Operation.BULK_INSERT,
+            )
+            pending = commit_protocol.start(self.meta, timeline, self.operation, plan)
+            instant = pending.instant
+            try:
+                outcomes = self._write(tagged, plan, offsets, full_schema, pc_field, pending.instant, is_delete)
+                commit_protocol.remove_debris(self.meta, pending, outcomes)
+                self.index.update_location(tag_ctx, instant, outcomes)
+                commit_protocol.complete(self.meta, pending, write_schema, outcomes, absent)
+            except BaseException as exc:
+                commit_protocol.abort(self.meta, pending)
+                if isinstance(exc, EngineError) or not isinstance(exc, Exception):
+                    raise
+                raise StorageError(f"write of instant {instant} failed and was rolled back: {exc}") from exc
+            return WriteResult(
+                instant=instant,
+                operation=self.operation,
+                inserts=sum(o["num_inserts"] for o in outcomes),
+                updates=sum(o["num_updates"] for o in outcomes),
+                deletes=sum(o["num_deletes"] for o in outcomes),
+                absent_deletes=absent,
+                stale_ignored=sum(o["num_stale"] for o in outcomes),
+                duplicates_dropped=dropped,
+                input_records=total,
+                files_written=len(outcomes),
+                partitions=tuple(sorted({o["partition"] for o in outcomes})),
+                bytes_written=sum(o["file_size"] for o in outcomes),
+                seconds=round(time.monotonic() - started, 3),
+            )
+        finally:
+            for c in cached:
+                c.unpersist()
+
+    # ------------------------------------------------------------------------------------
+    def _combine(self) -> bool:
+        return {
+            Operation.UPSERT: self.config.combine_before_upsert,
+            Operation.INSERT: self.config.combine_before_insert,
+            Operation.BULK_INSERT: self.config.combine_before_insert,
+            Operation.DELETE: self.config.combine_before_delete,
+        }[self.operation]
+
+    def _write(
+        self,
+        tagged: DataFrame,
+        plan: WritePlan,
+        offsets: dict[tuple[int, str], int],
+        full_schema: pa.Schema,
+        pc_field: str | None,
+        instant: str,
+        is_delete: bool,
+    ) -> list[dict]:
+        n_buckets = len(plan.buckets)
+        if n_buckets == 0:
+            return []
+        updates_idx, ranges = plan.lookup_tables()
+        to_write = tagged.filter(F.col(FILE_ID_COL).isNotNull() | (F.col(OP_COL) == OP_UPSERT))
+        with_bucket_schema = from_arrow_schema(
+            to_arrow_schema(to_write.schema).append(pa.field(BUCKET_COL, pa.int32()))
+        )
+        assigned = to_write.mapInArrow(
+            _assign_buckets_task(updates_idx, ranges, offsets), with_bucket_schema
+        )
+        ctx = WriteContext(
+            storage=self.meta.storage,
+            instant=instant,
+            schema=full_schema,
+            precombine_field=pc_field if not is_delete else None,
+            compression=self.config.compression,
+        )
+        buckets = {
+            b.index: BucketWrite(b.partition, b.file_id, b.base_path, b.prev_instant) for b in plan.buckets
+        }
+        parallelism = self.config.shuffle_parallelism or n_buckets
+        self.progress(f"writing {n_buckets} file group(s) for instant {instant}")
+        written = (
+            assigned.repartition(parallelism, BUCKET_COL)
+            .groupBy(BUCKET_COL)
+            .applyInArrow(_write_bucket_task(ctx, buckets), from_arrow_schema(OUTCOME_SCHEMA))
+        )
+        return [r.asDict() for r in written.collect()]
+
+
+def _delete_columns(spec: KeySpec, pc_field: str | None) -> list[str]:
+    cols = list(spec.fields)
+    if pc_field and pc_field not in cols:
+        cols.append(pc_field)
+    return cols
+
+
+def _dedupe(records: DataFrame, pc_field: str | None) -> DataFrame:
+    """Keep one record per (key, partition): the largest precombine value, later input on ties."""
+    order = [F.col(pc_field).desc_nulls_last()] if pc_field else []
+    order.append(F.col(ORDER_COL).desc())
+    w = Window.partitionBy(KEY_COL, PART_COL).orderBy(*order)
+    return records.withColumn("_rn", F.row_number().over(w)).filter(F.col("_rn") == 1).drop("_rn")
+
+
+def _profile(rows) -> tuple[dict[str, PartitionWorkload], dict, int, int]:
+    """Workloads per partition, insert-number offsets per (spark partition, partition), absent deletes."""
+    inserts: dict[str, int] = defaultdict(int)
+    updates: dict[str, dict[str, int]] = defaultdict(dict)
+    deletes: dict[str, dict[str, int]] = defaultdict(dict)
+    per_task: dict[tuple[int, str], int] = {}
+    absent = kept = 0
+    for r in rows:
+        part, fid, op, n = r[PART_COL], r[FILE_ID_COL], r[OP_COL], r["count"]
+        kept += n
+        if op == OP_DELETE:
+            if fid is None:
+                absent += n
+            else:
+                deletes[part][fid] = deletes[part].get(fid, 0) + n
+        elif fid is None:
+            inserts[part] += n
+            per_task[(r[SP_COL], part)] = per_task.get((r[SP_COL], part), 0) + n
+        else:
+            updates[part][fid] = updates[part].get(fid, 0) + n
+    offsets: dict[tuple[int, str], int] = {}
+    running: dict[str, int] = defaultdict(int)
+    for sp, part in sorted(per_task):
+        offsets[(sp, part)] = running[part]
+        running[part] += per_task[(sp, part)]
+    parts = set(inserts) | set(updates) | set(deletes)
+    workloads = {
+        p: PartitionWorkload(p, inserts.get(p, 0), dict(updates.get(p, {})), dict(deletes.get(p, {})))
+        for p in parts
+    }
+    return workloads, offsets, absent, kept
+
+
+def _assign_buckets_task(updates_idx: dict, ranges: dict, offsets: dict):
+    def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        sp = TaskContext.get().partitionId()
+        counters: dict[str, int] = {}
+        for batch in batches:
+            keys_p = batch.column(PART_COL).to_pylist()
+            fids = batch.column(FILE_ID_COL).to_pylist()
+            out = []
+            for part, fid in zip(keys_p, fids, strict=True):
+                if fid is not None:
+                    out.append(updates_idx[(part, fid)])
+                else:
+                    n = counters.get(part, 0)
+                    counters[part] = n + 1
+                    out.append(bucket_for_insert(ranges[part], offsets[(sp, part)] + n))
+            yield batch.append_column(BUCKET_COL, pa.array(out, pa.int32()))
+
+    return run
+
+
+def _write_bucket_task(ctx: WriteContext, buckets: dict[int, BucketWrite]):
+    def run(table: pa.Table) -> pa.Table:
+        tc = TaskContext.get()
+        token = write_token(tc.partitionId(), tc.stageId(), tc.taskAttemptId())
+        index = table.column(BUCKET_COL)[0].as_py()
+        outcome = write_bucket(ctx, buckets[index], table, token, tc.partitionId())
+        return pa.Table.from_pylist([outcome.as_row()], schema=OUTCOME_SCHEMA)
+
+    return run
+
+
+__all__ = ["OUTCOME_SCHEMA", "WriteJob", "partition_path_expr", "record_key_expr"]

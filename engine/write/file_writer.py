@@ -1,0 +1,206 @@
+"""Task-side writing of one bucket (file group) with Arrow: merge, meta columns, parquet footer.
+
+Runs inside Spark tasks (and in plain Python tests). No Spark imports here.
+
+Incoming rows carry the data columns plus `_hk` (record key), `_hp` (partition path) and
+`_op` ("U" upsert/insert, "D" delete).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+
+from engine.constants import (
+    COMMIT_SEQNO_COL,
+    COMMIT_TIME_COL,
+    FILE_NAME_COL,
+    FOOTER_MAX_RECORD_KEY,
+    FOOTER_MIN_RECORD_KEY,
+    META_COLUMNS,
+    PARTITION_PATH_COL,
+    RECORD_KEY_COL,
+)
+from engine.errors import CorruptTableError
+from engine.storage import Storage
+from engine.table.file_names import base_file_name, join_path
+
+KEY_COL = "_hk"
+PART_COL = "_hp"
+OP_COL = "_op"
+OP_UPSERT = "U"
+OP_DELETE = "D"
+
+
+@dataclass(frozen=True)
+class BucketWrite:
+    """Everything a task needs to write one bucket."""
+
+    partition: str
+    file_id: str
+    base_path: str | None  # the latest base file to merge with (UPDATE buckets)
+    prev_instant: str | None
+
+
+@dataclass(frozen=True)
+class WriteContext:
+    storage: Storage
+    instant: str
+    schema: pa.Schema  # meta columns + data columns, as written
+    precombine_field: str | None
+    compression: str = "snappy"
+    row_group_size: int = 1_000_000
+    sort_by_key: bool = True
+    extra_footer: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass
+class WriteOutcome:
+    path: str
+    file_id: str
+    partition: str
+    prev_instant: str | None
+    num_writes: int
+    num_inserts: int
+    num_updates: int
+    num_deletes: int
+    num_stale: int
+    file_size: int
+    min_key: str | None
+    max_key: str | None
+
+    def as_row(self) -> dict[str, Any]:
+        return dict(self.__dict__)
+
+
+def conform(table: pa.Table, schema: pa.Schema) -> pa.Table:
+    """Select/cast `table` to `schema` by column name; absent columns become nulls."""
+    arrays = []
+    for f in schema:
+        if f.name in table.column_names:
+            col = table.column(f.name)
+            arrays.append(col if col.type == f.type else col.cast(f.type))
+        else:
+            arrays.append(pa.nulls(table.num_rows, type=f.type))
+    return pa.Table.from_arrays(arrays, schema=schema)
+
+
+def read_base_file(storage: Storage, path: str, columns: list[str] | None = None) -> pa.Table:
+    try:
+        with storage.open_input_file(path) as f:
+            return pq.read_table(f, columns=columns)
+    except FileNotFoundError:
+        raise
+    except (pa.ArrowInvalid, OSError) as exc:
+        raise CorruptTableError(f"cannot read base file {storage.uri(path)}: {exc}") from exc
+
+
+def _with_meta(rows: pa.Table, ctx: WriteContext, file_name: str, seq_prefix: str, seq_start: int) -> pa.Table:
+    n = rows.num_rows
+    meta = {
+        COMMIT_TIME_COL: pa.array([ctx.instant] * n, pa.string()),
+        COMMIT_SEQNO_COL: pa.array([f"{seq_prefix}{i}" for i in range(seq_start, seq_start + n)], pa.string()),
+        RECORD_KEY_COL: rows.column(KEY_COL).cast(pa.string()),
+        PARTITION_PATH_COL: rows.column(PART_COL).cast(pa.string()),
+        FILE_NAME_COL: pa.array([file_name] * n, pa.string()),
+    }
+    arrays = []
+    for f in ctx.schema:
+        if f.name in meta:
+            arrays.append(meta[f.name])
+        elif f.name in rows.column_names:
+            col = rows.column(f.name)
+            arrays.append(col if col.type == f.type else col.cast(f.type))
+        else:
+            arrays.append(pa.nulls(n, type=f.type))
+    return pa.Table.from_arrays(arrays, schema=ctx.schema)
+
+
+def _accept_newer(incoming: pa.ChunkedArray, stored: pa.ChunkedArray) -> pa.ChunkedArray:
+    """Event-time ordering: keep the incoming value unless it is older than the stored one.
+
+    A null stored value never blocks; a null incoming value loses against a non-null stored one.
+    """
+    if stored.type != incoming.type:
+        stored = stored.cast(incoming.type)
+    ge = pc.greater_equal(incoming, stored)
+    return pc.or_kleene(pc.is_null(stored), pc.fill_null(ge, False))
+
+
+def write_bucket(
+    ctx: WriteContext, bucket: BucketWrite, incoming: pa.Table, token: str, task_partition: int
+) -> WriteOutcome:
+    """Merge `incoming` into the bucket's base file (if any) and write the new base file."""
+    file_name = base_file_name(bucket.file_id, token, ctx.instant)
+    path = join_path(bucket.partition, file_name)
+    ops = incoming.column(OP_COL)
+    upserts = incoming.filter(pc.equal(ops, OP_UPSERT))
+    delete_keys = incoming.filter(pc.equal(ops, OP_DELETE)).column(KEY_COL)
+    seq_prefix = f"{ctx.instant}_{task_partition}_"
+
+    num_updates = num_deletes = num_stale = 0
+    if bucket.base_path is not None:
+        old = conform(read_base_file(ctx.storage, bucket.base_path), ctx.schema)
+        old_keys = old.column(RECORD_KEY_COL)
+        pos = pc.index_in(upserts.column(KEY_COL), value_set=old_keys)
+        found = pc.is_valid(pos)
+        if ctx.precombine_field and upserts.num_rows:
+            stored = old.column(ctx.precombine_field).take(pc.fill_null(pos, 0))
+            stored = pc.if_else(found, stored, pa.nulls(len(stored), stored.type))
+            accept = _accept_newer(upserts.column(ctx.precombine_field), stored)
+        else:
+            accept = pa.chunked_array([pa.array([True] * upserts.num_rows, pa.bool_())])
+        stale = pc.and_(found, pc.invert(accept))
+        num_stale = pc.sum(stale.cast(pa.int64())).as_py() or 0
+        upserts = upserts.filter(pc.invert(stale))
+        pos = pc.index_in(upserts.column(KEY_COL), value_set=old_keys)
+        num_updates = pc.sum(pc.is_valid(pos).cast(pa.int64())).as_py() or 0
+        replaced = pc.is_in(old_keys, value_set=upserts.column(KEY_COL))
+        deleted = pc.is_in(old_keys, value_set=delete_keys) if len(delete_keys) else pa.array([False] * old.num_rows)
+        num_deletes = pc.sum(pc.cast(deleted, pa.int64())).as_py() or 0 if old.num_rows else 0
+        keep = pc.invert(pc.or_(replaced, deleted))
+        kept = old.filter(keep)
+        kept = kept.set_column(
+            kept.schema.get_field_index(FILE_NAME_COL),
+            ctx.schema.field(FILE_NAME_COL),
+            pa.array([file_name] * kept.num_rows, pa.string()),
+        )
+    else:
+        kept = ctx.schema.empty_table()
+    fresh = _with_meta(upserts, ctx, file_name, seq_prefix, 0)
+    num_inserts = fresh.num_rows - num_updates
+    out = pa.concat_tables([kept, fresh])
+    if ctx.sort_by_key and out.num_rows > 1:
+        out = out.take(pc.sort_indices(out.column(RECORD_KEY_COL)))
+    keys = out.column(RECORD_KEY_COL)
+    min_key = pc.min(keys).as_py() if out.num_rows else None
+    max_key = pc.max(keys).as_py() if out.num_rows else None
+    footer = dict(ctx.extra_footer)
+    if min_key is not None:
+        footer[FOOTER_MIN_RECORD_KEY] = min_key
+        footer[FOOTER_MAX_RECORD_KEY] = max_key
+    out = out.replace_schema_metadata({**(out.schema.metadata or {}), **footer})
+    with ctx.storage.open_output_stream(path) as sink:
+        pq.write_table(out, sink, compression=ctx.compression, row_group_size=ctx.row_group_size)
+    size = ctx.storage.size(path)
+    return WriteOutcome(
+        path=path,
+        file_id=bucket.file_id,
+        partition=bucket.partition,
+        prev_instant=bucket.prev_instant,
+        num_writes=out.num_rows,
+        num_inserts=num_inserts,
+        num_updates=num_updates,
+        num_deletes=num_deletes,
+        num_stale=num_stale,
+        file_size=size,
+        min_key=min_key,
+        max_key=max_key,
+    )
+
+
+__all__ = ["META_COLUMNS", "BucketWrite", "WriteContext", "WriteOutcome", "conform", "read_base_file", "write_bucket"]

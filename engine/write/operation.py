@@ -1,0 +1,45 @@
+"""Write operations and their result."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from enum import Enum
+
+
+class Operation(str, Enum):
+    """Values are Apache Hudi's `operationType` strings."""
+
+    UPSERT = "UPSERT"
+    INSERT = "INSERT"
+    BULK_INSERT = "BULK_INSERT"
+    DELETE = "DELETE"
+
+    @property
+    def tags(self) -> bool:
+        """Operations that look records up in the index (insert and bulk insert do not)."""
+        return self in (Operation.UPSERT, Operation.DELETE)
+
+
+@dataclass(frozen=True)
+class WriteResult:
+    """What one write did. `instant` is None when the input was empty and nothing was committed."""
+
+    instant: str | None
+    operation: Operation
+    inserts: int = 0
+    updates: int = 0
+    deletes: int = 0
+    absent_deletes: int = 0  # delete keys that were not in the table (no-ops)
+    stale_ignored: int = 0  # incoming records older (precombine) than the stored ones
+    duplicates_dropped: int = 0  # incoming records that lost the in-batch dedupe
+    input_records: int = 0
+    files_written: int = 0
+    partitions: tuple[str, ...] = field(default=())
+    bytes_written: int = 0
+    seconds: float = 0.0
+
+    def to_dict(self) -> dict:
+        d = asdict(self)
+        d["operation"] = self.operation.value
+        d["partitions"] = list(self.partitions)
+        return d

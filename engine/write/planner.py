@@ -1,0 +1,194 @@
+"""Workload profile and bin-packing (pure): which file group each incoming record goes to.
+
+Following Apache Hudi's UpsertPartitioner:
+- every existing file group that receives updates or deletes gets an UPDATE bucket (it is
+  rewritten once, merged with its incoming records);
+- inserts first fill the partition's small files (latest base file smaller than
+  `small_file_limit`) up to `max_file_size`, estimated with the average record size;
+- the remaining inserts open new file groups (INSERT buckets) of at most
+  `max_file_size / record_size` records each, spread evenly.
+
+Insert records of a partition are numbered 0..n-1 by the executor; `InsertRange`s map those
+numbers to buckets exactly, so no file exceeds its planned record count.
+"""
+
+from __future__ import annotations
+
+import bisect
+
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from enum import Enum
+
+from engine.table.commit_metadata import CommitMetadata
+
+
+class BucketType(str, Enum):
+    UPDATE = "UPDATE"  # rewrite an existing file group (merge)
+    INSERT = "INSERT"  # create a new file group
+
+
+@dataclass(frozen=True)
+class ExistingFile:
+    """The latest base file of a file group, as the planner needs it."""
+
+    partition: str
+    file_id: str
+    instant: str
+    path: str
+    size: int
+
+
+@dataclass(frozen=True)
+class PartitionWorkload:
+    """What the incoming batch does to one partition."""
+
+    partition: str
+    inserts: int = 0
+    updates: Mapping[str, int] = field(default_factory=dict)  # file id -> records tagged to it
+    deletes: Mapping[str, int] = field(default_factory=dict)  # file id -> delete records found in it
+
+
+@dataclass(frozen=True)
+class Bucket:
+    index: int
+    kind: BucketType
+    partition: str
+    file_id: str
+    prev_instant: str | None = None
+    base_path: str | None = None
+    planned_inserts: int = 0
+    planned_updates: int = 0
+    planned_deletes: int = 0
+
+
+@dataclass(frozen=True)
+class InsertRange:
+    """Insert records number `start` (inclusive) to `end` (exclusive) of a partition go to `bucket`."""
+
+    start: int
+    end: int
+    bucket: int
+
+
+@dataclass(frozen=True)
+class WritePlan:
+    buckets: tuple[Bucket, ...]
+    insert_ranges: Mapping[str, tuple[InsertRange, ...]]
+    record_size: int
+
+    def update_bucket(self, partition: str, file_id: str) -> int:
+        return self._update_index[(partition, file_id)]
+
+    @property
+    def _update_index(self) -> dict[tuple[str, str], int]:
+        return {(b.partition, b.file_id): b.index for b in self.buckets if b.kind is BucketType.UPDATE}
+
+    def lookup_tables(self) -> tuple[dict[tuple[str, str], int], dict[str, tuple[InsertRange, ...]]]:
+        """Plain dicts for the executor's tasks."""
+        return self._update_index, dict(self.insert_ranges)
+
+
+def estimate_record_size(commits: Iterable[CommitMetadata], default: int, min_bytes: int = 0) -> int:
+    """Average bytes per record of the newest commit that wrote enough, else `default`.
+
+    `commits` must be ordered newest first.
+    """
+    for meta in commits:
+        totals = meta.totals()
+        if totals["writes"] > 0 and totals["bytes"] > min_bytes:
+            return max(1, totals["bytes"] // totals["writes"])
+    return default
+
+
+def plan_writes(
+    workloads: Iterable[PartitionWorkload],
+    existing: Mapping[str, Iterable[ExistingFile]],
+    *,
+    max_file_size: int,
+    small_file_limit: int,
+    record_size: int,
+    new_file_id: Callable[[], str],
+    use_small_files: bool = True,
+) -> WritePlan:
+    """Assign each partition's updates and inserts to buckets (see module doc)."""
+    record_size = max(1, record_size)
+    per_new_file = max(1, max_file_size // record_size)
+    buckets: list[Bucket] = []
+    ranges: dict[str, tuple[InsertRange, ...]] = {}
+    for wl in sorted(workloads, key=lambda w: w.partition):
+        files = {f.file_id: f for f in existing.get(wl.partition, ())}
+        update_slots: dict[str, dict] = {}
+        for fid in sorted(set(wl.updates) | set(wl.deletes)):
+            f = files.get(fid)
+            update_slots[fid] = {
+                "prev": f.instant if f else None,
+                "path": f.path if f else None,
+                "updates": wl.updates.get(fid, 0),
+                "deletes": wl.deletes.get(fid, 0),
+                "inserts": 0,
+            }
+        remaining = wl.inserts
+        if use_small_files and remaining > 0:
+            small = sorted(
+                (f for f in files.values() if f.size < small_file_limit), key=lambda f: (f.size, f.file_id)
+            )
+            for f in small:
+                if remaining == 0:
+                    break
+                capacity = (max_file_size - f.size) // record_size
+                if capacity <= 0:
+                    continue
+                take = min(capacity, remaining)
+                slot = update_slots.setdefault(
+                    f.file_id, {"prev": f.instant, "path": f.path, "updates": 0, "deletes": 0, "inserts": 0}
+                )
+                slot["inserts"] += take
+                remaining -= take
+        start = len(buckets)
+        for fid, slot in update_slots.items():
+            buckets.append(
+                Bucket(
+                    index=len(buckets),
+                    kind=BucketType.UPDATE,
+                    partition=wl.partition,
+                    file_id=fid,
+                    prev_instant=slot["prev"],
+                    base_path=slot["path"],
+                    planned_inserts=slot["inserts"],
+                    planned_updates=slot["updates"],
+                    planned_deletes=slot["deletes"],
+                )
+            )
+        part_ranges: list[InsertRange] = []
+        cursor = 0
+        for b in buckets[start:]:
+            if b.planned_inserts:
+                part_ranges.append(InsertRange(cursor, cursor + b.planned_inserts, b.index))
+                cursor += b.planned_inserts
+        if remaining > 0:
+            n_new = -(-remaining // per_new_file)
+            base, extra = divmod(remaining, n_new)
+            for i in range(n_new):
+                count = base + (1 if i < extra else 0)
+                b = Bucket(
+                    index=len(buckets),
+                    kind=BucketType.INSERT,
+                    partition=wl.partition,
+                    file_id=new_file_id(),
+                    planned_inserts=count,
+                )
+                buckets.append(b)
+                part_ranges.append(InsertRange(cursor, cursor + count, b.index))
+                cursor += count
+        if part_ranges:
+            ranges[wl.partition] = tuple(part_ranges)
+    return WritePlan(tuple(buckets), ranges, record_size)
+
+
+def bucket_for_insert(ranges: tuple[InsertRange, ...], number: int) -> int:
+    """The bucket of insert record `number` of a partition."""
+    pos = bisect.bisect_right([r.start for r in ranges], number) - 1
+    if pos < 0 or number >= ranges[pos].end:
+        raise IndexError(f"insert number {number} is outside the planned ranges")
+    return ranges[pos].bucket

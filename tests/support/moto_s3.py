@@ -1,0 +1,75 @@
+"""A real moto S3 server on 127.0.0.1 (free port, in a thread) for tests.
+
+The server speaks HTTP like S3 does, so pyarrow's S3 filesystem and boto3 both reach
+it the same way they would reach MinIO or AWS.
+"""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass, field
+from typing import Any
+
+import boto3
+import botocore.config
+from moto.moto_server.threaded_moto_server import ThreadedMotoServer
+
+
+@dataclass
+class MotoS3:
+    """A running moto S3 server and the credentials to talk to it (moto accepts any)."""
+
+    endpoint_url: str
+    access_key: str = "testing"
+    secret_key: str = "testing"
+    region: str = "us-east-1"
+    _server: ThreadedMotoServer | None = field(default=None, repr=False)
+
+    def storage_options(self) -> dict[str, str]:
+        """Options for `engine.storage.storage_for(uri, options)`."""
+        return {
+            "endpoint_url": self.endpoint_url,
+            "access_key_id": self.access_key,
+            "secret_access_key": self.secret_key,
+            "region": self.region,
+        }
+
+    def env(self) -> dict[str, str]:
+        """The AWS_* environment variables pointing at this server (for subprocesses)."""
+        return {
+            "AWS_ENDPOINT_URL": self.endpoint_url,
+            "AWS_ACCESS_KEY_ID": self.access_key,
+            "AWS_SECRET_ACCESS_KEY": self.secret_key,
+            "AWS_REGION": self.region,
+        }
+
+    def client(self) -> Any:
+        """A boto3 S3 client for this server."""
+        return boto3.session.Session().client(
+            "s3",
+            endpoint_url=self.endpoint_url,
+            aws_access_key_id=self.access_key,
+            aws_secret_access_key=self.secret_key,
+            region_name=self.region,
+            config=botocore.config.Config(s3={"addressing_style": "path"}),
+        )
+
+    def create_bucket(self, name: str | None = None) -> str:
+        """Create a bucket (a fresh unique name unless given) and return its name."""
+        name = name or f"test-{uuid.uuid4().hex[:12]}"
+        self.client().create_bucket(Bucket=name)
+        return name
+
+    def stop(self) -> None:
+        """Stop the server; safe to call twice."""
+        if self._server is not None:
+            self._server.stop()
+            self._server = None
+
+
+def start_moto_s3() -> MotoS3:
+    """Start a moto server on 127.0.0.1 on a free port and return its handle."""
+    server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
+    server.start()
+    host, port = server.get_host_and_port()
+    return MotoS3(endpoint_url=f"http://{host}:{port}", _server=server)
