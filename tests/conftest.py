@@ -17,3 +17,13 @@ def s3_server() -> Iterator[MotoS3]:
         yield server
     finally:
         server.stop()
+
+
+@pytest.fixture(scope="session")
+def spark():
+    """One local SparkSession for the whole test run (Spark start-up costs seconds)."""
+    from engine.spark import build_session
+
+    session = build_session("local[2]", app_name="hoodie-tests", conf={"spark.ui.enabled": "false"})
+    yield session
+    session.stop()

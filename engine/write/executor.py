@@ -24,7 +24,7 @@ from engine.errors import EngineError, InvalidInputError, StorageError
 from engine.index import FILE_ID_COL, Index, TagContext
 from engine.table.file_names import new_file_id, write_token
 from engine.table.meta_client import MetaClient
-from engine.table.schema import with_meta_fields
+from engine.table.schema import arrow_to_avro, avro_to_arrow, with_meta_fields
 from engine.write import commit as commit_protocol
 from engine.write.file_writer import (
     KEY_COL,
@@ -129,6 +129,8 @@ class WriteJob:
             table_cfg.precombine_field,
             deleting=is_delete,
         )
+        # files carry exactly the types the stored Avro schema describes (e.g. timestamps in UTC)
+        write_schema = avro_to_arrow(arrow_to_avro(write_schema, table_cfg.name))
         full_schema = with_meta_fields(write_schema)
         data_cols = [c for c in write_schema.names if c in df.columns]
         pc_field = table_cfg.precombine_field if table_cfg.precombine_field in df.columns else None
