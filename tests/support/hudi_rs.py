@@ -33,4 +33,4 @@ def incremental(path: str | Path, start: str, end: str | None = None) -> list[di
 
 
 def sort_rows(rows: list[dict]) -> list[dict]:
-    return sorted(rows, key=lambda r: (r["_hoodie_partition_path"] or "", r["_hoodie_record_key"]))
+    return sorted(rows, key=lambda r: (r["_hoodie_partition_path"] or "", r["_hoodie_record_key"], r["_hoodie_commit_seqno"]))

@@ -1,0 +1,473 @@
+"""Upsert benchmark: one upsert batch applied to the same table by four systems, in one run.
+
+    python -m bench.upsert                      # 1M rows, batch 100k, both workloads, all systems
+    python -m bench.upsert --rows 200000 --batch 20000 --workloads uniform --systems ours,delta
+
+Systems (each starts from the same base table, set up untimed; only the upsert is timed):
+
+- ours     engine `Table.upsert(spark_df)` on a COPY_ON_WRITE table loaded with `bulk_insert`
+- delta    deltalake (delta-rs) `DeltaTable.merge(...)` update-all / insert-all on `t.id = s.id`
+- iceberg  pyiceberg `Table.upsert(batch, join_cols=["id"])` on a SQL (sqlite) catalog
+- reload   pyarrow full rewrite: read the whole table, drop the batch's keys, append the batch,
+           write everything again (partitioned by day) and drop the old copy
+
+See bench/README.md for the columns and caveats.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import json
+import os
+import platform
+import shutil
+import sys
+import tempfile
+import time
+import traceback
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from importlib import metadata
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.dataset as ds
+import pyarrow.parquet as pq
+
+if __package__ in (None, ""):  # `python bench/upsert.py`
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from bench.data import PARTITION_FIELD, PRECOMBINE_FIELD, RECORD_KEY, WORKLOADS, Workload, make_workload  # noqa: E402
+
+SYSTEMS = ("ours", "delta", "iceberg", "reload")
+MB = 1024 * 1024
+OURS_OPTIONS = {"hoodie.parquet.max.file.size": 128 * MB}
+DAY_PARTITIONING = ds.partitioning(pa.schema([(PARTITION_FIELD, pa.string())]), flavor="hive")
+
+
+@dataclass
+class Run:
+    """One timed upsert of one system, plus its (untimed) verification."""
+
+    seconds: float
+    setup_seconds: float
+    rows_after: int
+    batch_rows_visible: int
+    files_written: int | None = None
+    extra: dict = field(default_factory=dict)
+
+
+# ---------------------------------------------------------------------------------------
+# systems: each `run_*` sets the table up (untimed), times the upsert, verifies (untimed)
+
+
+class Ours:
+    def __init__(self, master: str, driver_memory: str, progress: bool) -> None:
+        from engine.spark.session import build_session
+
+        self.conf = {"spark.driver.memory": driver_memory, "spark.ui.enabled": "false"}
+        self.spark = build_session(master, app_name="bench-upsert", conf=self.conf)
+        self.progress = progress
+
+    def spark_conf(self) -> dict:
+        keys = [
+            "spark.master",
+            "spark.driver.memory",
+            "spark.sql.shuffle.partitions",
+            "spark.sql.adaptive.enabled",
+            "spark.default.parallelism",
+        ]
+        conf = self.spark.sparkContext.getConf()
+        out = {k: conf.get(k, None) for k in keys}
+        out["defaultParallelism"] = self.spark.sparkContext.defaultParallelism
+        return out
+
+    def _printer(self, label: str) -> Callable[[str], None] | None:
+        if not self.progress:
+            return None
+        start = time.perf_counter()
+
+        def emit(msg: str) -> None:
+            print(f"      [{label} +{time.perf_counter() - start:7.2f}s] {msg}", flush=True)
+
+        return emit
+
+    def run(self, wl: Workload, base_parquet: str, work: Path) -> Run:
+        from pyspark import StorageLevel
+        from pyspark.sql import functions as F
+
+        from engine.api import Table
+
+        t_setup = time.perf_counter()
+        path = str(work / "hudi")
+        table = Table.create(
+            self.spark,
+            path,
+            name="bench",
+            record_key=RECORD_KEY,
+            partition_fields=PARTITION_FIELD,
+            precombine_field=PRECOMBINE_FIELD,
+        )
+        loaded = table.bulk_insert(
+            self.spark.read.parquet(base_parquet), options=OURS_OPTIONS, progress=self._printer("bulk_insert")
+        )
+        # the batch as a Spark DataFrame, materialised before the clock starts
+        sdf = self.spark.createDataFrame(wl.batch).persist(StorageLevel.MEMORY_AND_DISK)
+        n = sdf.count()
+        assert n == wl.batch.num_rows, (n, wl.batch.num_rows)
+        setup = time.perf_counter() - t_setup
+        gc.collect()
+
+        t0 = time.perf_counter()
+        res = table.upsert(sdf, options=OURS_OPTIONS, progress=self._printer("upsert"))
+        seconds = time.perf_counter() - t0
+
+        snap = table.read()
+        rows_after = snap.count()
+        visible = snap.filter(F.col(PRECOMBINE_FIELD) >= wl.batch_ts_min).count()
+        sdf.unpersist()
+        return Run(
+            seconds=seconds,
+            setup_seconds=setup,
+            rows_after=rows_after,
+            batch_rows_visible=visible,
+            files_written=res.files_written,
+            extra={
+                "write_result": res.to_dict() | {"partitions": len(res.partitions)},
+                "bulk_insert_files": loaded.files_written,
+                "bulk_insert_seconds": loaded.seconds,
+            },
+        )
+
+    def stop(self) -> None:
+        self.spark.stop()
+
+
+def run_delta(wl: Workload, work: Path) -> Run:
+    from deltalake import DeltaTable, write_deltalake
+
+    t_setup = time.perf_counter()
+    path = str(work / "delta")
+    write_deltalake(path, wl.base, partition_by=[PARTITION_FIELD])
+    setup = time.perf_counter() - t_setup
+    gc.collect()
+
+    t0 = time.perf_counter()
+    dt = DeltaTable(path)
+    metrics = (
+        dt.merge(source=wl.batch, predicate="t.id = s.id", source_alias="s", target_alias="t")
+        .when_matched_update_all()
+        .when_not_matched_insert_all()
+        .execute()
+    )
+    seconds = time.perf_counter() - t0
+
+    dset = DeltaTable(path).to_pyarrow_dataset()
+    return Run(
+        seconds=seconds,
+        setup_seconds=setup,
+        rows_after=dset.count_rows(),
+        batch_rows_visible=dset.count_rows(filter=pc.field(PRECOMBINE_FIELD) >= wl.batch_ts_min),
+        files_written=metrics.get("num_target_files_added"),
+        extra={"merge_metrics": {k: v for k, v in metrics.items() if isinstance(v, (int, float, str))}},
+    )
+
+
+def run_iceberg(wl: Workload, work: Path) -> Run:
+    from pyiceberg.catalog.sql import SqlCatalog
+    from pyiceberg.expressions import GreaterThanOrEqual
+
+    t_setup = time.perf_counter()
+    root = work / "iceberg"
+    (root / "warehouse").mkdir(parents=True)
+    catalog = SqlCatalog("bench", uri=f"sqlite:///{root}/catalog.db", warehouse=f"file://{root}/warehouse")
+    catalog.create_namespace("bench")
+    table = catalog.create_table("bench.upsert", schema=wl.base.schema)
+    with table.update_spec() as spec:
+        spec.add_identity(PARTITION_FIELD)
+    table.append(wl.base)
+    before = {s.snapshot_id for s in table.snapshots()}
+    setup = time.perf_counter() - t_setup
+    gc.collect()
+
+    t0 = time.perf_counter()
+    table = catalog.load_table("bench.upsert")
+    result = table.upsert(wl.batch, join_cols=[RECORD_KEY])
+    seconds = time.perf_counter() - t0
+
+    table = catalog.load_table("bench.upsert")
+    new = [s for s in table.snapshots() if s.snapshot_id not in before]
+    added = sum(int(s.summary.additional_properties.get("added-data-files", 0)) for s in new if s.summary)
+    deleted = sum(int(s.summary.additional_properties.get("deleted-data-files", 0)) for s in new if s.summary)
+    return Run(
+        seconds=seconds,
+        setup_seconds=setup,
+        rows_after=table.scan().count(),
+        batch_rows_visible=table.scan(row_filter=GreaterThanOrEqual(PRECOMBINE_FIELD, wl.batch_ts_min)).count(),
+        files_written=added,
+        extra={
+            "rows_updated": result.rows_updated,
+            "rows_inserted": result.rows_inserted,
+            "snapshots": len(new),
+            "deleted_data_files": deleted,
+        },
+    )
+
+
+def reload_upsert(current: str, target: str, batch: pa.Table) -> int:
+    """Full rewrite: the whole table minus the batch's keys, plus the batch, as a new copy."""
+    table = ds.dataset(current, format="parquet", partitioning=DAY_PARTITIONING).to_table()
+    kept = table.filter(pc.invert(pc.is_in(table[RECORD_KEY], value_set=batch[RECORD_KEY])))
+    merged = pa.concat_tables([kept, batch.select(kept.schema.names).cast(kept.schema)])
+    written: list[str] = []
+    ds.write_dataset(
+        merged,
+        target,
+        format="parquet",
+        partitioning=DAY_PARTITIONING,
+        existing_data_behavior="error",
+        file_visitor=lambda f: written.append(f.path),
+    )
+    shutil.rmtree(current)
+    return len(written)
+
+
+def run_reload(wl: Workload, work: Path) -> Run:
+    t_setup = time.perf_counter()
+    v0, v1 = str(work / "reload" / "v0"), str(work / "reload" / "v1")
+    ds.write_dataset(wl.base, v0, format="parquet", partitioning=DAY_PARTITIONING)
+    setup = time.perf_counter() - t_setup
+    gc.collect()
+
+    t0 = time.perf_counter()
+    files = reload_upsert(v0, v1, wl.batch)
+    seconds = time.perf_counter() - t0
+
+    dset = ds.dataset(v1, format="parquet", partitioning=DAY_PARTITIONING)
+    return Run(
+        seconds=seconds,
+        setup_seconds=setup,
+        rows_after=dset.count_rows(),
+        batch_rows_visible=dset.count_rows(filter=pc.field(PRECOMBINE_FIELD) >= wl.batch_ts_min),
+        files_written=files,
+    )
+
+
+# ---------------------------------------------------------------------------------------
+
+
+def _versions() -> dict:
+    out = {"python": platform.python_version()}
+    for pkg in ("pyspark", "deltalake", "pyiceberg", "pyarrow", "numpy"):
+        try:
+            out[pkg] = metadata.version(pkg)
+        except metadata.PackageNotFoundError:
+            out[pkg] = None
+    return out
+
+
+def _loud(msg: str) -> None:
+    bar = "!" * 100
+    for stream in (sys.stdout, sys.stderr):
+        print(f"\n{bar}\n!!! {msg}\n{bar}\n", file=stream, flush=True)
+
+
+def _fmt(value, spec: str = "") -> str:
+    if value is None:
+        return "-"
+    return format(value, spec)
+
+
+def print_table(results: dict) -> None:
+    head = (
+        f"{'workload':<9} {'system':<8} {'seconds':>9} {'ours/peer':>9} {'files':>6} "
+        f"{'rows after':>11} {'batch seen':>10}  check"
+    )
+    print()
+    print(head)
+    print("-" * len(head))
+    for wname, w in results["workloads"].items():
+        ours = w["systems"].get("ours", {}).get("seconds")
+        for sname, s in w["systems"].items():
+            if "error" in s:
+                print(f"{wname:<9} {sname:<8} {'FAILED':>9}  {s['error'][:70]}")
+                continue
+            ratio = None if sname == "ours" or ours is None else ours / s["seconds"]
+            check = "ok" if s["ok"] else "MISMATCH"
+            print(
+                f"{wname:<9} {sname:<8} {s['seconds']:>9.2f} {_fmt(ratio, '.2f'):>9} "
+                f"{_fmt(s['files_written']):>6} {s['rows_after']:>11,} {s['batch_rows_visible']:>10,}  {check}"
+            )
+        d = w["data"]
+        print(
+            f"{'':<9} ({d['rows']:,} rows; batch {d['batch']:,} = {d['updates']:,} updates + "
+            f"{d['inserts']:,} inserts over {d['batch_days']} day(s); expect {d['expected_rows_after']:,} rows after)"
+        )
+    print()
+    print("seconds: best of --repeat, upsert only; ours/peer > 1 means ours is slower; files: data files written")
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--rows", type=int, default=1_000_000, help="rows in the base table (default 1,000,000)")
+    ap.add_argument("--batch", type=int, default=100_000, help="rows in the upsert batch (default 100,000)")
+    ap.add_argument("--workloads", default=",".join(WORKLOADS), help="comma list of: uniform,recent")
+    ap.add_argument("--systems", default=",".join(SYSTEMS), help="comma list of: ours,delta,iceberg,reload")
+    ap.add_argument("--repeat", type=int, default=1, help="best of K runs, tables re-created each run")
+    ap.add_argument("--json", default=None, help="result file (default bench/results/upsert-<rows>.json)")
+    ap.add_argument("--master", default="local[*]", help="Spark master for ours (default local[*])")
+    ap.add_argument("--driver-memory", default="4g", help="spark.driver.memory for ours (default 4g)")
+    ap.add_argument("--seed", type=int, default=42)
+    ap.add_argument("--workdir", default=None, help="where tables are written (default: a temp dir, removed)")
+    ap.add_argument("--progress", action="store_true", help="print the engine's progress lines with timings")
+    args = ap.parse_args(argv)
+
+    workloads = [w.strip() for w in args.workloads.split(",") if w.strip()]
+    systems = [s.strip() for s in args.systems.split(",") if s.strip()]
+    for w in workloads:
+        if w not in WORKLOADS:
+            ap.error(f"unknown workload {w!r}")
+    for s in systems:
+        if s not in SYSTEMS:
+            ap.error(f"unknown system {s!r}")
+    if args.repeat < 1:
+        ap.error("--repeat must be >= 1")
+    out_path = Path(args.json or Path(__file__).resolve().parent / "results" / f"upsert-{args.rows}.json")
+
+    root = Path(args.workdir) if args.workdir else Path(tempfile.mkdtemp(prefix="bench-upsert-"))
+    root.mkdir(parents=True, exist_ok=True)
+    ours = Ours(args.master, args.driver_memory, args.progress) if "ours" in systems else None
+    results: dict = {
+        "benchmark": "upsert",
+        "started": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+        "params": {
+            "rows": args.rows,
+            "batch": args.batch,
+            "workloads": workloads,
+            "systems": systems,
+            "repeat": args.repeat,
+            "seed": args.seed,
+            "master": args.master,
+        },
+        "host": {"platform": platform.platform(), "cpus": os.cpu_count(), "load_avg_start": os.getloadavg()},
+        "versions": _versions(),
+        "ours_options": {"write": OURS_OPTIONS, "table": {"type": "COPY_ON_WRITE", "index": "SIMPLE"}},
+        "spark_conf": ours.spark_conf() if ours else None,
+        "peer_settings": {
+            "delta": "write_deltalake(partition_by=[day]) defaults; merge predicate t.id = s.id, streamed_exec default",
+            "iceberg": "SqlCatalog(sqlite), identity(day) partition spec, defaults; upsert(join_cols=[id])",
+            "reload": "pyarrow.dataset read all -> drop batch keys -> append batch -> write_dataset(hive day=) -> rm old",
+        },
+        "workloads": {},
+    }
+    mismatch = False
+    try:
+        for wname in workloads:
+            t_gen = time.perf_counter()
+            wl = make_workload(wname, args.rows, args.batch, seed=args.seed)
+            data_dir = root / f"data-{wname}"
+            data_dir.mkdir(exist_ok=True)
+            base_parquet = str(data_dir / "base.parquet")
+            pq.write_table(wl.base, base_parquet, row_group_size=256 * 1024)
+            desc = wl.describe()
+            print(
+                f"== {wname}: {desc['rows']:,} rows, batch {desc['batch']:,} "
+                f"({desc['updates']:,} updates + {desc['inserts']:,} inserts), "
+                f"generated in {time.perf_counter() - t_gen:.1f}s",
+                flush=True,
+            )
+            wres: dict = {"data": desc, "systems": {}}
+            results["workloads"][wname] = wres
+            for sname in systems:
+                runs: list[Run] = []
+                error = None
+                for k in range(args.repeat):
+                    work = root / f"{wname}-{sname}-{k}"
+                    work.mkdir()
+                    try:
+                        if sname == "ours":
+                            run = ours.run(wl, base_parquet, work)
+                        elif sname == "delta":
+                            run = run_delta(wl, work)
+                        elif sname == "iceberg":
+                            run = run_iceberg(wl, work)
+                        else:
+                            run = run_reload(wl, work)
+                    except Exception as exc:  # keep the other systems' numbers
+                        traceback.print_exc()
+                        error = f"{type(exc).__name__}: {exc}"
+                        break
+                    finally:
+                        shutil.rmtree(work, ignore_errors=True)
+                    runs.append(run)
+                    ok = run.rows_after == wl.expected_rows_after and run.batch_rows_visible == wl.batch.num_rows
+                    print(
+                        f"   {sname:<8} run {k + 1}/{args.repeat}: upsert {run.seconds:7.2f}s "
+                        f"(setup {run.setup_seconds:.1f}s) files={_fmt(run.files_written)} "
+                        f"rows_after={run.rows_after:,} batch_seen={run.batch_rows_visible:,}"
+                        + ("" if ok else "  <-- MISMATCH"),
+                        flush=True,
+                    )
+                    if not ok:
+                        mismatch = True
+                        _loud(
+                            f"ROW COUNT MISMATCH: {wname}/{sname}: rows_after={run.rows_after:,} "
+                            f"(expected {wl.expected_rows_after:,}), batch rows visible="
+                            f"{run.batch_rows_visible:,} (expected {wl.batch.num_rows:,})"
+                        )
+                if error is not None or not runs:
+                    wres["systems"][sname] = {"error": error or "no run"}
+                    _loud(f"{wname}/{sname} FAILED: {error}")
+                    mismatch = True
+                    continue
+                best = min(runs, key=lambda r: r.seconds)
+                wres["systems"][sname] = {
+                    "seconds": round(best.seconds, 3),
+                    "all_seconds": [round(r.seconds, 3) for r in runs],
+                    "setup_seconds": [round(r.setup_seconds, 2) for r in runs],
+                    "files_written": best.files_written,
+                    "rows_after": best.rows_after,
+                    "batch_rows_visible": best.batch_rows_visible,
+                    "ok": all(
+                        r.rows_after == wl.expected_rows_after and r.batch_rows_visible == wl.batch.num_rows
+                        for r in runs
+                    ),
+                    "extra": best.extra,
+                }
+            s = wres["systems"]
+            rows_seen = {n: v["rows_after"] for n, v in s.items() if "rows_after" in v}
+            if len(set(rows_seen.values())) > 1:
+                mismatch = True
+                _loud(f"{wname}: systems disagree on the row count after the upsert: {rows_seen}")
+            if "ours" in s and "seconds" in s["ours"]:
+                wres["ratios_ours_over_peer"] = {
+                    n: round(s["ours"]["seconds"] / v["seconds"], 3)
+                    for n, v in s.items()
+                    if n != "ours" and "seconds" in v and v["seconds"] > 0
+                }
+            shutil.rmtree(data_dir, ignore_errors=True)
+            del wl
+            gc.collect()
+    finally:
+        if ours is not None:
+            ours.stop()
+        if not args.workdir:
+            shutil.rmtree(root, ignore_errors=True)
+
+    results["host"]["load_avg_end"] = os.getloadavg()
+    results["finished"] = time.strftime("%Y-%m-%dT%H:%M:%S%z")
+    results["all_ok"] = not mismatch
+    out_path.parent.mkdir(parents=True, exist_ok=True)
+    out_path.write_text(json.dumps(results, indent=2, default=str) + "\n")
+    print_table(results)
+    print(f"results: {out_path}")
+    if mismatch:
+        _loud("at least one system's result did not match the expected row counts (see above)")
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

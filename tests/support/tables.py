@@ -1,0 +1,31 @@
+"""Helpers for integration tests: exact rows of DataFrames, byte snapshots of table folders."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from engine.constants import META_COLUMNS
+
+
+def rows(df, drop_meta: bool = False) -> list[dict]:
+    """All rows of a Spark DataFrame as dicts, sorted by (partition path, record key) or by all values."""
+    out = [r.asDict(recursive=True) for r in df.collect()]
+    if drop_meta:
+        out = [{k: v for k, v in r.items() if k not in META_COLUMNS} for r in out]
+        return sorted(out, key=lambda r: tuple(str(v) for v in r.values()))
+    return sorted(out, key=lambda r: (r["_hoodie_partition_path"] or "", r["_hoodie_record_key"], r["_hoodie_commit_seqno"]))
+
+
+def data_rows(df) -> list[dict]:
+    return rows(df, drop_meta=True)
+
+
+def tree_bytes(path: str | Path) -> dict[str, bytes]:
+    """Every file under `path` (relative name -> bytes), for byte-identical before/after checks."""
+    base = Path(path)
+    return {p.relative_to(base).as_posix(): p.read_bytes() for p in sorted(base.rglob("*")) if p.is_file()}
+
+
+def tree_dirs(path: str | Path) -> list[str]:
+    base = Path(path)
+    return sorted(p.relative_to(base).as_posix() for p in base.rglob("*") if p.is_dir())
