@@ -83,6 +83,17 @@ def _first_line(text: str) -> str:
     return ""
 
 
+def _error_text(exc: BaseException) -> str:
+    """The first line of an exception's message; for a Py4J-wrapped Java exception, the Java message's."""
+    java = getattr(exc, "java_exception", None)
+    if java is not None:
+        try:
+            return _first_line(java.getMessage() or java.toString())
+        except Exception:  # the JVM may be gone; fall back to the Python text
+            pass
+    return _first_line(str(exc))
+
+
 def _check_instant(value: str | None, what: str) -> str | None:
     if value is not None and not is_valid_instant_time(value):
         raise InvalidInputError(f"{what} must be an instant time yyyyMMddHHmmssSSS, got {value!r}")
@@ -207,9 +218,9 @@ def cmd_fsview(args: argparse.Namespace) -> int:
             f"--as-of {as_of} is before the first instant of the table ({timeline.first_time or 'none'})"
         )
     view = meta.file_system_view(timeline, as_of=as_of)
-    partitions = []
+    partitions: list[dict[str, Any]] = []
     for partition in view.partitions:
-        groups = []
+        groups: list[dict[str, Any]] = []
         for group in view.groups_in(partition):
             slices = [
                 {
@@ -302,7 +313,11 @@ def _start_spark(args: argparse.Namespace, progress: Callable[[str], None]):
     owned = SparkSession.getActiveSession() is None
     if owned:
         progress("starting Spark")
-    return build_session(args.master), owned
+    spark = build_session(args.master)
+    if owned and not args.verbose and "HOODIE_SPARK_LOG_LEVEL" not in os.environ:
+        # failures reach the user as one `hoodie: error:` line; Spark's own log would repeat them
+        spark.sparkContext.setLogLevel("OFF")
+    return spark, owned
 
 
 def _read_input(spark, path: str, fmt: str):
@@ -315,7 +330,7 @@ def _read_input(spark, path: str, fmt: str):
             return reader.option("header", True).option("inferSchema", True).option("mode", "FAILFAST").csv(path)
         return reader.option("mode", "FAILFAST").json(path)
     except _spark_errors() as exc:
-        raise InvalidInputError(f"cannot read {path} as {fmt}: {_first_line(str(exc))}") from exc
+        raise InvalidInputError(f"cannot read {path} as {fmt}: {_error_text(exc)}") from exc
 
 
 def cmd_write(args: argparse.Namespace) -> int:
@@ -477,7 +492,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except Exception as exc:
         if debug:
             traceback.print_exc()
-        detail = _first_line(str(exc))
+        detail = _error_text(exc)
         return _fail(f"unexpected {type(exc).__name__}" + (f": {detail}" if detail else ""), EXIT_UNEXPECTED)
 
 

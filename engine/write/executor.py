@@ -21,6 +21,7 @@ from pyspark.taskcontext import TaskContext
 from engine.config.write_config import WriteConfig
 from engine.constants import DEFAULT_PARTITION_PATH, EMPTY_RECORD_KEY_PLACEHOLDER, NULL_RECORD_KEY_PLACEHOLDER
 from engine.errors import EngineError, InvalidInputError, StorageError
+from engine.spark.errors import task_error_message, translate
 from engine.index import FILE_ID_COL, Index, TagContext
 from engine.table.file_names import new_file_id, write_token
 from engine.table.meta_client import MetaClient
@@ -210,9 +211,12 @@ class WriteJob:
                 commit_protocol.complete(self.meta, pending, write_schema, outcomes, absent)
             except BaseException as exc:
                 commit_protocol.abort(self.meta, pending)
-                if isinstance(exc, EngineError) or not isinstance(exc, Exception):
+                if not isinstance(exc, Exception):
                     raise
-                raise StorageError(f"write of instant {instant} failed and was rolled back: {exc}") from exc
+                typed = translate(exc)
+                detail = str(typed) if typed is not None else task_error_message(exc)
+                error_type = type(typed) if typed is not None else StorageError
+                raise error_type(f"write of instant {instant} failed and was rolled back: {detail}") from exc
             return WriteResult(
                 instant=instant,
                 operation=self.operation,
@@ -228,6 +232,13 @@ class WriteJob:
                 bytes_written=sum(o["file_size"] for o in outcomes),
                 seconds=round(time.monotonic() - started, 3),
             )
+        except EngineError:
+            raise
+        except Exception as exc:
+            typed = translate(exc)
+            if typed is not None:
+                raise typed from exc
+            raise
         finally:
             for c in cached:
                 c.unpersist()

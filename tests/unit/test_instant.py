@@ -97,7 +97,7 @@ def test_instant_file_name_round_trip(action: Action, state: State, name: str) -
         f"{T}.commit.unknown",
         f"{T}.commit.requested.tmp",
         f"{T}.deltacommit.inflight.crc",
-        f"2024041817321367x.commit",
+        "2024041817321367x.commit",
         "",
     ],
 )
@@ -124,7 +124,9 @@ def test_instant_state_predicates_and_with_state() -> None:
     assert str(done) == f"[{T}__deltacommit__COMPLETED]"
     assert req == Instant(T, Action.DELTA_COMMIT, State.REQUESTED)  # immutable value object
     assert Action.COMMIT.is_write and Action.DELTA_COMMIT.is_write and Action.REPLACE_COMMIT.is_write
-    assert not any(a.is_write for a in Action if a not in (Action.COMMIT, Action.DELTA_COMMIT, Action.REPLACE_COMMIT))
+    assert not any(
+        a.is_write for a in Action if a not in (Action.COMMIT, Action.DELTA_COMMIT, Action.REPLACE_COMMIT)
+    )
 
 
 def test_instant_ordering_time_then_state() -> None:
@@ -247,7 +249,10 @@ def test_between_is_half_open() -> None:
     assert [i.time for i in tl.between(T1, T4)] == [T2, T3, T4]
     assert [i.time for i in tl.between(T1, T1)] == []
     assert [i.time for i in tl.between(None, T2)] == [T1, T2]
-    assert [i.time for i in tl.between("20240101000000005", None)] == ["20240101000000006", "20240101000000007"]
+    assert [i.time for i in tl.between("20240101000000005", None)] == [
+        "20240101000000006",
+        "20240101000000007",
+    ]
     assert [i.time for i in tl.between(None, None)] == [i.time for i in tl]
     assert [i.time for i in tl.completed_writes.between(T1, "20240101000000007")] == [T2, T4]
 
@@ -304,8 +309,18 @@ def test_format_instant_time_truncates_microseconds_and_converts_to_utc() -> Non
 
 @pytest.mark.parametrize(
     "bad",
-    ["", "2024", "2024041817321367", "202404181732136740", "2024041817321367a", "20241301000000000",
-     "20240230000000000", "20240418253213674", " 20240418173213674", "2024-04-18T17:32"],
+    [
+        "",
+        "2024",
+        "2024041817321367",
+        "202404181732136740",
+        "2024041817321367a",
+        "20241301000000000",
+        "20240230000000000",
+        "20240418253213674",
+        " 20240418173213674",
+        "2024-04-18T17:32",
+    ],
 )
 def test_parse_instant_time_rejects_bad_input(bad: str) -> None:
     with pytest.raises(InvalidInputError):
@@ -390,4 +405,6 @@ def test_sample_timeline(name: str, unpacked: Path) -> None:
     # each completed write left requested (+ inflight) files that all parse to the same time
     parsed = [i for i in (Instant.parse_file_name(n) for n in listing) if i is not None]
     assert {i.time for i in parsed} == {t for t, _ in SAMPLE_TIMELINES[name]}
-    assert {i.state for i in parsed} == ({State.REQUESTED, State.INFLIGHT, State.COMPLETED} if expected else set())
+    assert {i.state for i in parsed} == (
+        {State.REQUESTED, State.INFLIGHT, State.COMPLETED} if expected else set()
+    )

@@ -18,8 +18,12 @@ from engine.write.keygen import KeySpec, partition_path, record_key, value_to_st
 from tests.support.samples import base_files, sample_table
 
 SIMPLE = KeySpec(record_key_fields=("id",), partition_fields=("city",))
-COMPLEX = KeySpec(record_key_fields=("id", "name"), partition_fields=("byteField", "shortField"),
-                  hive_style=True, complex_keys=True)
+COMPLEX = KeySpec(
+    record_key_fields=("id", "name"),
+    partition_fields=("byteField", "shortField"),
+    hive_style=True,
+    complex_keys=True,
+)
 
 
 # ---- record keys ---------------------------------------------------------------------------------
@@ -83,7 +87,10 @@ def test_partition_path_simple() -> None:
 
 
 def test_partition_path_hive_style_multi_field() -> None:
-    assert partition_path(COMPLEX, {"id": 1, "byteField": 10, "shortField": 300}) == "byteField=10/shortField=300"
+    assert (
+        partition_path(COMPLEX, {"id": 1, "byteField": 10, "shortField": 300})
+        == "byteField=10/shortField=300"
+    )
     spec = KeySpec(("id",), ("city",), hive_style=True)
     assert partition_path(spec, {"city": "sao_paulo"}) == "city=sao_paulo"
 
@@ -124,7 +131,9 @@ def test_keyspec_from_config_simple() -> None:
 
 
 def test_keyspec_from_config_complex_hive() -> None:
-    cfg = TableConfig(name="t", record_key_fields=("id", "name"), partition_fields=("a", "b"), hive_style=True)
+    cfg = TableConfig(
+        name="t", record_key_fields=("id", "name"), partition_fields=("a", "b"), hive_style=True
+    )
     assert cfg.keygen_class == COMPLEX_KEYGEN
     assert KeySpec.from_config(cfg) == KeySpec(("id", "name"), ("a", "b"), hive_style=True, complex_keys=True)
 
@@ -136,7 +145,9 @@ def test_keyspec_from_config_non_partitioned() -> None:
 
 
 def test_keyspec_from_config_explicit_complex_keygen_single_field() -> None:
-    cfg = TableConfig(name="t", record_key_fields=("id",), partition_fields=("p",), keygen_class=COMPLEX_KEYGEN)
+    cfg = TableConfig(
+        name="t", record_key_fields=("id",), partition_fields=("p",), keygen_class=COMPLEX_KEYGEN
+    )
     spec = KeySpec.from_config(cfg)
     assert spec.complex_keys is True
     assert record_key(spec, {"id": 3, "p": "x"}) == "id:3"

@@ -34,7 +34,9 @@ def counter_ids() -> Callable[[], str]:
 
 
 def existing(partition: str, file_id: str, size: int, instant: str = I0) -> ExistingFile:
-    return ExistingFile(partition, file_id, instant, join_path(partition, f"{file_id}_0-1-2_{instant}.parquet"), size)
+    return ExistingFile(
+        partition, file_id, instant, join_path(partition, f"{file_id}_0-1-2_{instant}.parquet"), size
+    )
 
 
 def check_ranges(plan: WritePlan, partition: str, n: int) -> None:
@@ -75,7 +77,18 @@ def test_new_file_groups_spread_evenly() -> None:
     )
     assert plan.insert_ranges == {"p": (InsertRange(0, 4, 0), InsertRange(4, 7, 1), InsertRange(7, 10, 2))}
     assert plan.record_size == 100
-    assert [bucket_for_insert(plan.insert_ranges["p"], i) for i in range(10)] == [0, 0, 0, 0, 1, 1, 1, 2, 2, 2]
+    assert [bucket_for_insert(plan.insert_ranges["p"], i) for i in range(10)] == [
+        0,
+        0,
+        0,
+        0,
+        1,
+        1,
+        1,
+        2,
+        2,
+        2,
+    ]
     check_ranges(plan, "p", 10)
 
 
@@ -110,14 +123,22 @@ def test_new_file_group_sizes(inserts: int, capacity: int, expected: list[int]) 
 
 def test_record_size_larger_than_max_file_gives_one_record_per_file() -> None:
     plan = plan_writes(
-        [PartitionWorkload("p", inserts=3)], {},
-        max_file_size=10, small_file_limit=0, record_size=100, new_file_id=counter_ids(),
+        [PartitionWorkload("p", inserts=3)],
+        {},
+        max_file_size=10,
+        small_file_limit=0,
+        record_size=100,
+        new_file_id=counter_ids(),
     )
     assert [b.planned_inserts for b in plan.buckets] == [1, 1, 1]
     # a record size of 0 is treated as 1 byte
     plan = plan_writes(
-        [PartitionWorkload("p", inserts=3)], {},
-        max_file_size=2, small_file_limit=0, record_size=0, new_file_id=counter_ids(),
+        [PartitionWorkload("p", inserts=3)],
+        {},
+        max_file_size=2,
+        small_file_limit=0,
+        record_size=0,
+        new_file_id=counter_ids(),
     )
     assert plan.record_size == 1
     assert [b.planned_inserts for b in plan.buckets] == [2, 1]
@@ -143,10 +164,24 @@ def test_small_files_filled_up_to_max_size_smallest_first() -> None:
         new_file_id=counter_ids(),
     )
     assert plan.buckets == (
-        Bucket(0, BucketType.UPDATE, "p", "f-100", prev_instant=I0,
-               base_path=f"p/f-100_0-1-2_{I0}.parquet", planned_inserts=9),
-        Bucket(1, BucketType.UPDATE, "p", "f-300", prev_instant=I0,
-               base_path=f"p/f-300_0-1-2_{I0}.parquet", planned_inserts=7),
+        Bucket(
+            0,
+            BucketType.UPDATE,
+            "p",
+            "f-100",
+            prev_instant=I0,
+            base_path=f"p/f-100_0-1-2_{I0}.parquet",
+            planned_inserts=9,
+        ),
+        Bucket(
+            1,
+            BucketType.UPDATE,
+            "p",
+            "f-300",
+            prev_instant=I0,
+            base_path=f"p/f-300_0-1-2_{I0}.parquet",
+            planned_inserts=7,
+        ),
         Bucket(2, BucketType.INSERT, "p", "new-0", planned_inserts=4),
     )
     assert plan.insert_ranges == {"p": (InsertRange(0, 9, 0), InsertRange(9, 16, 1), InsertRange(16, 20, 2))}
@@ -156,8 +191,12 @@ def test_small_files_filled_up_to_max_size_smallest_first() -> None:
 def test_small_files_absorb_all_inserts_without_new_files() -> None:
     files = {"p": [existing("p", "f-a", 500), existing("p", "f-b", 500)]}
     plan = plan_writes(
-        [PartitionWorkload("p", inserts=6)], files,
-        max_file_size=1000, small_file_limit=800, record_size=100, new_file_id=counter_ids(),
+        [PartitionWorkload("p", inserts=6)],
+        files,
+        max_file_size=1000,
+        small_file_limit=800,
+        record_size=100,
+        new_file_id=counter_ids(),
     )
     # equal sizes: ties broken by file id; f-a takes its 5, f-b the last one
     assert [(b.file_id, b.kind, b.planned_inserts) for b in plan.buckets] == [
@@ -171,8 +210,12 @@ def test_small_file_without_room_is_skipped() -> None:
     # 950 < limit 960 but only 50 bytes left: no whole record fits
     files = {"p": [existing("p", "f-full", 950)]}
     plan = plan_writes(
-        [PartitionWorkload("p", inserts=2)], files,
-        max_file_size=1000, small_file_limit=960, record_size=100, new_file_id=counter_ids(),
+        [PartitionWorkload("p", inserts=2)],
+        files,
+        max_file_size=1000,
+        small_file_limit=960,
+        record_size=100,
+        new_file_id=counter_ids(),
     )
     assert plan.buckets == (Bucket(0, BucketType.INSERT, "p", "new-0", planned_inserts=2),)
 
@@ -180,8 +223,12 @@ def test_small_file_without_room_is_skipped() -> None:
 def test_file_at_small_file_limit_is_not_small() -> None:
     files = {"p": [existing("p", "f-edge", 800)]}
     plan = plan_writes(
-        [PartitionWorkload("p", inserts=1)], files,
-        max_file_size=1000, small_file_limit=800, record_size=100, new_file_id=counter_ids(),
+        [PartitionWorkload("p", inserts=1)],
+        files,
+        max_file_size=1000,
+        small_file_limit=800,
+        record_size=100,
+        new_file_id=counter_ids(),
     )
     assert [(b.file_id, b.kind) for b in plan.buckets] == [("new-0", BucketType.INSERT)]
 
@@ -189,8 +236,12 @@ def test_file_at_small_file_limit_is_not_small() -> None:
 def test_bulk_insert_does_not_use_small_files() -> None:
     files = {"p": [existing("p", "f-100", 100)]}
     plan = plan_writes(
-        [PartitionWorkload("p", inserts=5)], files,
-        max_file_size=400, small_file_limit=800, record_size=100, new_file_id=counter_ids(),
+        [PartitionWorkload("p", inserts=5)],
+        files,
+        max_file_size=400,
+        small_file_limit=800,
+        record_size=100,
+        new_file_id=counter_ids(),
         use_small_files=False,
     )
     assert plan.buckets == (
@@ -203,8 +254,12 @@ def test_bulk_insert_does_not_use_small_files() -> None:
 def test_small_files_of_other_partitions_are_not_used() -> None:
     files = {"q": [existing("q", "f-q", 100)]}
     plan = plan_writes(
-        [PartitionWorkload("p", inserts=2)], files,
-        max_file_size=1000, small_file_limit=800, record_size=100, new_file_id=counter_ids(),
+        [PartitionWorkload("p", inserts=2)],
+        files,
+        max_file_size=1000,
+        small_file_limit=800,
+        record_size=100,
+        new_file_id=counter_ids(),
     )
     assert [(b.partition, b.file_id, b.kind, b.planned_inserts) for b in plan.buckets] == [
         ("p", "new-0", BucketType.INSERT, 2)
@@ -225,10 +280,24 @@ def test_update_and_delete_buckets() -> None:
         new_file_id=counter_ids(),
     )
     assert plan.buckets == (
-        Bucket(0, BucketType.UPDATE, "p", "f-big", prev_instant=I0,
-               base_path=f"p/f-big_0-1-2_{I0}.parquet", planned_updates=3),
-        Bucket(1, BucketType.UPDATE, "p", "f-other", prev_instant=I1,
-               base_path=f"p/f-other_0-1-2_{I1}.parquet", planned_deletes=2),
+        Bucket(
+            0,
+            BucketType.UPDATE,
+            "p",
+            "f-big",
+            prev_instant=I0,
+            base_path=f"p/f-big_0-1-2_{I0}.parquet",
+            planned_updates=3,
+        ),
+        Bucket(
+            1,
+            BucketType.UPDATE,
+            "p",
+            "f-other",
+            prev_instant=I1,
+            base_path=f"p/f-other_0-1-2_{I1}.parquet",
+            planned_deletes=2,
+        ),
     )
     assert plan.insert_ranges == {}
     assert plan.update_bucket("p", "f-big") == 0
@@ -244,11 +313,23 @@ def test_updates_and_deletes_to_one_file_share_a_bucket() -> None:
     files = {"p": [existing("p", "f-1", 5000)]}
     plan = plan_writes(
         [PartitionWorkload("p", updates={"f-1": 4}, deletes={"f-1": 1})],
-        files, max_file_size=1000, small_file_limit=800, record_size=100, new_file_id=counter_ids(),
+        files,
+        max_file_size=1000,
+        small_file_limit=800,
+        record_size=100,
+        new_file_id=counter_ids(),
     )
     assert plan.buckets == (
-        Bucket(0, BucketType.UPDATE, "p", "f-1", prev_instant=I0,
-               base_path=f"p/f-1_0-1-2_{I0}.parquet", planned_updates=4, planned_deletes=1),
+        Bucket(
+            0,
+            BucketType.UPDATE,
+            "p",
+            "f-1",
+            prev_instant=I0,
+            base_path=f"p/f-1_0-1-2_{I0}.parquet",
+            planned_updates=4,
+            planned_deletes=1,
+        ),
     )
 
 
@@ -263,10 +344,25 @@ def test_small_file_with_updates_also_absorbs_inserts_in_one_bucket() -> None:
         new_file_id=counter_ids(),
     )
     assert plan.buckets == (
-        Bucket(0, BucketType.UPDATE, "p", "f-big", prev_instant=I0,
-               base_path=f"p/f-big_0-1-2_{I0}.parquet", planned_updates=1),
-        Bucket(1, BucketType.UPDATE, "p", "f-small", prev_instant=I0,
-               base_path=f"p/f-small_0-1-2_{I0}.parquet", planned_inserts=8, planned_updates=2),
+        Bucket(
+            0,
+            BucketType.UPDATE,
+            "p",
+            "f-big",
+            prev_instant=I0,
+            base_path=f"p/f-big_0-1-2_{I0}.parquet",
+            planned_updates=1,
+        ),
+        Bucket(
+            1,
+            BucketType.UPDATE,
+            "p",
+            "f-small",
+            prev_instant=I0,
+            base_path=f"p/f-small_0-1-2_{I0}.parquet",
+            planned_inserts=8,
+            planned_updates=2,
+        ),
         Bucket(2, BucketType.INSERT, "p", "new-0", planned_inserts=2),
     )
     assert [b.file_id for b in plan.buckets].count("f-small") == 1
@@ -276,8 +372,12 @@ def test_small_file_with_updates_also_absorbs_inserts_in_one_bucket() -> None:
 
 def test_update_to_unknown_file_has_no_previous_slice() -> None:
     plan = plan_writes(
-        [PartitionWorkload("p", updates={"f-gone": 1})], {},
-        max_file_size=1000, small_file_limit=800, record_size=100, new_file_id=counter_ids(),
+        [PartitionWorkload("p", updates={"f-gone": 1})],
+        {},
+        max_file_size=1000,
+        small_file_limit=800,
+        record_size=100,
+        new_file_id=counter_ids(),
     )
     assert plan.buckets == (Bucket(0, BucketType.UPDATE, "p", "f-gone", planned_updates=1),)
 
@@ -299,7 +399,9 @@ def test_partitions_sorted_with_global_bucket_indexes_and_local_insert_numbers()
         record_size=100,
         new_file_id=counter_ids(),
     )
-    assert [(b.index, b.partition, b.file_id, b.kind, b.planned_inserts, b.planned_updates) for b in plan.buckets] == [
+    assert [
+        (b.index, b.partition, b.file_id, b.kind, b.planned_inserts, b.planned_updates) for b in plan.buckets
+    ] == [
         (0, "a", "f-a", BucketType.UPDATE, 0, 1),
         (1, "a", "new-0", BucketType.INSERT, 3, 0),
         (2, "b", "f-b", BucketType.UPDATE, 3, 0),
@@ -319,12 +421,23 @@ def test_partitions_sorted_with_global_bucket_indexes_and_local_insert_numbers()
 def test_non_partitioned_table_uses_empty_partition() -> None:
     files = {"": [existing("", "f-0", 100)]}
     plan = plan_writes(
-        [PartitionWorkload("", inserts=2)], files,
-        max_file_size=1000, small_file_limit=800, record_size=100, new_file_id=counter_ids(),
+        [PartitionWorkload("", inserts=2)],
+        files,
+        max_file_size=1000,
+        small_file_limit=800,
+        record_size=100,
+        new_file_id=counter_ids(),
     )
     assert plan.buckets == (
-        Bucket(0, BucketType.UPDATE, "", "f-0", prev_instant=I0,
-               base_path=f"f-0_0-1-2_{I0}.parquet", planned_inserts=2),
+        Bucket(
+            0,
+            BucketType.UPDATE,
+            "",
+            "f-0",
+            prev_instant=I0,
+            base_path=f"f-0_0-1-2_{I0}.parquet",
+            planned_inserts=2,
+        ),
     )
     assert plan.insert_ranges == {"": (InsertRange(0, 2, 0),)}
 
@@ -346,7 +459,9 @@ def test_bucket_for_insert_every_number() -> None:
 
 
 def meta(writes: int, bytes_: int) -> CommitMetadata:
-    stat = WriteStat(fileId="f-0", path="p/f.parquet", partitionPath="p", numWrites=writes, totalWriteBytes=bytes_)
+    stat = WriteStat(
+        fileId="f-0", path="p/f.parquet", partitionPath="p", numWrites=writes, totalWriteBytes=bytes_
+    )
     return CommitMetadata({"p": [stat]}, operation_type="UPSERT")
 
 
