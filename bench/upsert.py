@@ -64,12 +64,60 @@ class Run:
 
 
 class Ours:
-    def __init__(self, master: str, driver_memory: str, progress: bool) -> None:
+    def __init__(self, master: str, driver_memory: str, progress: bool, stages: bool) -> None:
         from engine.spark.session import build_session
 
-        self.conf = {"spark.driver.memory": driver_memory, "spark.ui.enabled": "false"}
+        self.conf = {"spark.driver.memory": driver_memory, "spark.ui.enabled": "true" if stages else "false"}
         self.spark = build_session(master, app_name="bench-upsert", conf=self.conf)
         self.progress = progress
+        self.stages = stages
+
+    def warm_up(self, work: Path) -> float:
+        """An untimed tiny bulk_insert + upsert, so JVM class loading / JIT and Python worker start-up
+        do not land on the first measured run (the peers are native code without a warm-up)."""
+        t0 = time.perf_counter()
+        wl = make_workload("uniform", 2_000, 200, seed=7)
+        progress, self.progress = self.progress, False
+        try:
+            base = str(work / "warmup-base.parquet")
+            pq.write_table(wl.base, base)
+            self.run(wl, base, work)
+        finally:
+            self.progress = progress
+        return time.perf_counter() - t0
+
+    # ---- stage timings from the Spark UI's REST API (only with --stages) ----------------
+    def _stage_list(self) -> list[dict]:
+        import urllib.request
+
+        sc = self.spark.sparkContext
+        url = f"{sc.uiWebUrl}/api/v1/applications/{sc.applicationId}/stages"
+        with urllib.request.urlopen(url, timeout=10) as resp:
+            return json.load(resp)
+
+    def _stages_since(self, last_id: int) -> list[dict]:
+        from datetime import datetime
+
+        def ts(v: str | None) -> float | None:
+            return datetime.strptime(v, "%Y-%m-%dT%H:%M:%S.%f%Z").timestamp() if v else None
+
+        out = []
+        for st in sorted(self._stage_list(), key=lambda s: s["stageId"]):
+            if st["stageId"] <= last_id or st.get("status") == "SKIPPED":
+                continue
+            sub, done = ts(st.get("submissionTime")), ts(st.get("completionTime"))
+            out.append(
+                {
+                    "stage": st["stageId"],
+                    "name": st.get("name", "")[:60],
+                    "tasks": st.get("numTasks"),
+                    "wall_s": round(done - sub, 2) if sub and done else None,
+                    "task_time_s": round(st.get("executorRunTime", 0) / 1000, 2),
+                    "input_rows": st.get("inputRecords"),
+                    "shuffle_read_rows": st.get("shuffleReadRecords"),
+                }
+            )
+        return out
 
     def spark_conf(self) -> dict:
         keys = [
@@ -119,10 +167,20 @@ class Ours:
         assert n == wl.batch.num_rows, (n, wl.batch.num_rows)
         setup = time.perf_counter() - t_setup
         gc.collect()
+        last_stage = max((s["stageId"] for s in self._stage_list()), default=-1) if self.stages else -1
 
         t0 = time.perf_counter()
         res = table.upsert(sdf, options=OURS_OPTIONS, progress=self._printer("upsert"))
         seconds = time.perf_counter() - t0
+
+        stages = self._stages_since(last_stage) if self.stages else None
+        if stages and self.progress:
+            print(f"      {'stage':>5} {'tasks':>5} {'wall s':>7} {'task s':>7}  name", flush=True)
+            for st in stages:
+                print(
+                    f"      {st['stage']:>5} {st['tasks']:>5} {_fmt(st['wall_s']):>7} {st['task_time_s']:>7}  {st['name']}",
+                    flush=True,
+                )
 
         snap = table.read()
         rows_after = snap.count()
@@ -138,6 +196,7 @@ class Ours:
                 "write_result": res.to_dict() | {"partitions": len(res.partitions)},
                 "bulk_insert_files": loaded.files_written,
                 "bulk_insert_seconds": loaded.seconds,
+                **({"stages": stages} if stages is not None else {}),
             },
         )
 
@@ -322,6 +381,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--seed", type=int, default=42)
     ap.add_argument("--workdir", default=None, help="where tables are written (default: a temp dir, removed)")
     ap.add_argument("--progress", action="store_true", help="print the engine's progress lines with timings")
+    ap.add_argument(
+        "--stages", action="store_true", help="enable the Spark UI and record per-stage timings of our upsert"
+    )
+    ap.add_argument("--no-warmup", action="store_true", help="skip the untimed Spark warm-up upsert")
     args = ap.parse_args(argv)
 
     workloads = [w.strip() for w in args.workloads.split(",") if w.strip()]
@@ -338,7 +401,14 @@ def main(argv: list[str] | None = None) -> int:
 
     root = Path(args.workdir) if args.workdir else Path(tempfile.mkdtemp(prefix="bench-upsert-"))
     root.mkdir(parents=True, exist_ok=True)
-    ours = Ours(args.master, args.driver_memory, args.progress) if "ours" in systems else None
+    ours = Ours(args.master, args.driver_memory, args.progress, args.stages) if "ours" in systems else None
+    warmup_s = None
+    if ours is not None and not args.no_warmup:
+        warm = root / "warmup"
+        warm.mkdir()
+        warmup_s = ours.warm_up(warm)
+        shutil.rmtree(warm, ignore_errors=True)
+        print(f"(spark warm-up: {warmup_s:.1f}s, untimed)", flush=True)
     results: dict = {
         "benchmark": "upsert",
         "started": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
@@ -350,6 +420,7 @@ def main(argv: list[str] | None = None) -> int:
             "repeat": args.repeat,
             "seed": args.seed,
             "master": args.master,
+            "spark_warmup_seconds": warmup_s,
         },
         "host": {"platform": platform.platform(), "cpus": os.cpu_count(), "load_avg_start": os.getloadavg()},
         "versions": _versions(),

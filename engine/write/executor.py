@@ -124,7 +124,7 @@ class WriteJob:
         table_schema = self.meta.latest_schema(timeline)
         is_delete = self.operation is Operation.DELETE
         write_schema = resolve_write_schema(
-            to_arrow_schema(df.schema),
+            to_arrow_schema(df.schema, timezone="UTC"),
             table_schema,
             spec,
             table_cfg.precombine_field,
@@ -268,7 +268,7 @@ class WriteJob:
         updates_idx, ranges = plan.lookup_tables()
         to_write = tagged.filter(F.col(FILE_ID_COL).isNotNull() | (F.col(OP_COL) == OP_UPSERT))
         with_bucket_schema = from_arrow_schema(
-            to_arrow_schema(to_write.schema).append(pa.field(BUCKET_COL, pa.int32()))
+            to_arrow_schema(to_write.schema, timezone="UTC").append(pa.field(BUCKET_COL, pa.int32()))
         )
         assigned = to_write.mapInArrow(
             _assign_buckets_task(updates_idx, ranges, offsets), with_bucket_schema

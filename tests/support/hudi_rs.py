@@ -32,5 +32,14 @@ def incremental(path: str | Path, start: str, end: str | None = None) -> list[di
     return _rows(_table(path).read(opts))
 
 
+def arrow_snapshot(path: str | Path, as_of: str | None = None) -> pa.Table | None:
+    """hudi-rs's snapshot as one Arrow table (None when it returns no batches)."""
+    opts = HudiReadOptions()
+    if as_of is not None:
+        opts = opts.with_as_of_timestamp(as_of)
+    batches = _table(path).read(opts)
+    return pa.Table.from_batches(batches) if batches else None
+
+
 def sort_rows(rows: list[dict]) -> list[dict]:
     return sorted(rows, key=lambda r: (r["_hoodie_partition_path"] or "", r["_hoodie_record_key"], r["_hoodie_commit_seqno"]))
