@@ -14,22 +14,14 @@ from engine.index import index_for
 from engine.read import reader
 from engine.storage import Storage, storage_for
 from engine.table.commit_metadata import CommitMetadata
+from engine.table.create import new_table_config
 from engine.table.fs_view import FileSystemView
 from engine.table.meta_client import MetaClient
-from engine.table.schema import arrow_to_avro, avro_to_json, normalize_for_write
 from engine.timeline.timeline import Timeline
 from engine.write.executor import WriteJob
 from engine.write.operation import Operation, WriteResult
 
 Progress = Callable[[str], None]
-
-
-def _fields(value: str | Sequence[str] | None) -> tuple[str, ...]:
-    if value is None:
-        return ()
-    if isinstance(value, str):
-        return tuple(v.strip() for v in value.split(",") if v.strip())
-    return tuple(value)
 
 
 class Table:
@@ -61,26 +53,15 @@ class Table:
         storage_options: Mapping[str, str] | None = None,
     ) -> Table:
         """Create an empty table at `path` (local path or s3://bucket/prefix)."""
-        ttype = TableType.parse(table_type)
-        if ttype is not TableType.COPY_ON_WRITE:
-            raise InvalidConfigError("this version writes COPY_ON_WRITE tables only")
-        itype = IndexType.parse(index)
-        index_for(itype)  # refuse an index this version cannot run before creating anything
-        keys = _fields(record_key)
-        parts = _fields(partition_fields)
-        if schema is not None:
-            missing = [f for f in keys + parts + ((precombine_field,) if precombine_field else ()) if f not in schema.names]
-            if missing:
-                raise InvalidInputError(f"schema lacks field(s) {', '.join(missing)}")
-        config = TableConfig(
+        config = new_table_config(
             name=name,
-            record_key_fields=keys,
-            partition_fields=parts,
+            record_key=record_key,
+            partition_fields=partition_fields,
             precombine_field=precombine_field,
-            table_type=ttype,
+            table_type=table_type,
+            index=index,
             hive_style=hive_style,
-            index_type=itype,
-            create_schema=avro_to_json(arrow_to_avro(normalize_for_write(schema), name)) if schema else None,
+            schema=schema,
         )
         storage = storage_for(path, dict(storage_options) if storage_options else None)
         return cls(spark, MetaClient.create(storage, config))

@@ -20,9 +20,10 @@ import traceback
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from engine.config.table_config import IndexType, TableConfig, TableType
-from engine.errors import EngineError, InstantNotFoundError, InvalidConfigError, InvalidInputError
+from engine.config.table_config import IndexType, TableType
+from engine.errors import EngineError, InstantNotFoundError, InvalidInputError
 from engine.storage import storage_for
+from engine.table.create import new_table_config
 from engine.table.meta_client import MetaClient
 from engine.timeline.instant import is_valid_instant_time
 
@@ -127,21 +128,14 @@ def _print_config(doc: dict[str, Any]) -> None:
 
 
 def cmd_init(args: argparse.Namespace) -> int:
-    # Mirrors `Table.create` without importing engine.api (which imports pyspark).
-    table_type = TableType.parse(args.type)
-    if table_type is not TableType.COPY_ON_WRITE:
-        raise InvalidConfigError("this version writes COPY_ON_WRITE tables only")
-    index = IndexType.parse(args.index)
-    if index is not IndexType.SIMPLE:
-        raise InvalidConfigError(f"index {index.value} is not available in this version; use SIMPLE")
-    config = TableConfig(
+    config = new_table_config(
         name=args.name,
-        record_key_fields=_split(args.record_key),
-        partition_fields=_split(args.partition_field),
+        record_key=args.record_key,
+        partition_fields=args.partition_field,
         precombine_field=args.precombine,
-        table_type=table_type,
+        table_type=args.type,
+        index=args.index,
         hive_style=args.hive_style,
-        index_type=index,
     )
     meta = MetaClient.create(storage_for(args.path), config)
     doc = _config_doc(meta)
@@ -415,10 +409,6 @@ def cmd_read(args: argparse.Namespace) -> int:
 
 
 # ---- parser ------------------------------------------------------------------------------
-def _split(value: str | None) -> tuple[str, ...]:
-    return tuple(v.strip() for v in (value or "").split(",") if v.strip())
-
-
 def build_parser() -> argparse.ArgumentParser:
     """The `hoodie` argument parser (one sub-command per action)."""
     parser = _Parser(prog=PROG, description="Apache Hudi (table version 6) tables on PySpark.")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import zlib
 from dataclasses import dataclass, field, replace
-from enum import Enum
+from enum import StrEnum
 
 import javaproperties
 
@@ -44,7 +44,7 @@ _ORDER = (
 )
 
 
-class TableType(str, Enum):
+class TableType(StrEnum):
     COPY_ON_WRITE = "COPY_ON_WRITE"
     MERGE_ON_READ = "MERGE_ON_READ"
 
@@ -58,7 +58,7 @@ class TableType(str, Enum):
             ) from exc
 
 
-class IndexType(str, Enum):
+class IndexType(StrEnum):
     SIMPLE = "SIMPLE"
     GLOBAL_SIMPLE = "GLOBAL_SIMPLE"
     BLOOM = "BLOOM"

@@ -3,17 +3,16 @@
 from __future__ import annotations
 
 from engine.config.table_config import IndexType
-from engine.errors import InvalidConfigError
 from engine.index.base import FILE_ID_COL, Index, TagContext
+from engine.table.create import require_index_available
 
 
 def index_for(index_type: IndexType) -> Index:
-    """The index implementation for `index_type`."""
+    """The index implementation for `index_type` (InvalidConfigError if this version lacks it)."""
     from engine.index.simple import SimpleIndex
 
-    if index_type is IndexType.SIMPLE:
-        return SimpleIndex()
-    raise InvalidConfigError(f"index {index_type.value} is not available in this version; use SIMPLE")
+    require_index_available(index_type)
+    return {IndexType.SIMPLE: SimpleIndex}[index_type]()
 
 
 __all__ = ["FILE_ID_COL", "Index", "TagContext", "index_for"]

@@ -24,12 +24,11 @@ def translate(exc: BaseException) -> engine_errors.EngineError | None:
     """The engine error a Spark task raised, rebuilt on the driver; None if it was something else."""
     if isinstance(exc, engine_errors.EngineError):
         return exc
-    match = None
-    for match in _TYPED.finditer(str(exc)):
-        pass
-    if match is None:
+    found = _TYPED.findall(str(exc))
+    if not found:
         return None
-    cls = getattr(engine_errors, match.group(1), None)
+    name, message = found[-1]
+    cls = getattr(engine_errors, name, None)
     if isinstance(cls, type) and issubclass(cls, engine_errors.EngineError):
-        return cls(match.group(2).strip())
+        return cls(message.strip())
     return None

@@ -13,7 +13,13 @@ import pyarrow as pa
 
 from engine.config.table_config import TableConfig
 from engine.constants import METAFOLDER, PARTITION_METADATA_FILE, PROPERTIES_FILE
-from engine.errors import CorruptTableError, InstantNotFoundError, StorageError, TableExistsError, TableNotFoundError
+from engine.errors import (
+    CorruptTableError,
+    InstantNotFoundError,
+    StorageError,
+    TableExistsError,
+    TableNotFoundError,
+)
 from engine.storage import Storage, storage_for
 from engine.table.commit_metadata import CommitMetadata
 from engine.table.fs_view import DataFile, FileSystemView

@@ -14,7 +14,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
-from enum import Enum
+from enum import StrEnum
 
 from engine.errors import InvalidInputError
 
@@ -22,7 +22,7 @@ INSTANT_TIME_FORMAT = "%Y%m%d%H%M%S"
 _INSTANT_TIME_RE = re.compile(r"^\d{17}$")
 
 
-class Action(str, Enum):
+class Action(StrEnum):
     """Timeline actions; values are the on-disk strings."""
 
     COMMIT = "commit"
@@ -43,7 +43,7 @@ class Action(str, Enum):
         return self in (Action.COMMIT, Action.DELTA_COMMIT, Action.REPLACE_COMMIT)
 
 
-class State(str, Enum):
+class State(StrEnum):
     """The lifecycle of an instant: requested -> inflight -> completed."""
 
     REQUESTED = "requested"

@@ -21,8 +21,8 @@ from pyspark.taskcontext import TaskContext
 from engine.config.write_config import WriteConfig
 from engine.constants import DEFAULT_PARTITION_PATH, EMPTY_RECORD_KEY_PLACEHOLDER, NULL_RECORD_KEY_PLACEHOLDER
 from engine.errors import EngineError, InvalidInputError, StorageError
-from engine.spark.errors import task_error_message, translate
 from engine.index import FILE_ID_COL, Index, TagContext
+from engine.spark.errors import task_error_message, translate
 from engine.table.file_names import new_file_id, write_token
 from engine.table.meta_client import MetaClient
 from engine.table.schema import arrow_to_avro, avro_to_arrow, with_meta_fields
@@ -341,9 +341,16 @@ def _profile(rows) -> tuple[dict[str, PartitionWorkload], dict, int, int]:
     return workloads, offsets, absent, kept
 
 
+def _task_context() -> TaskContext:
+    tc = TaskContext.get()
+    if tc is None:  # only ever called inside Spark tasks
+        raise RuntimeError("not running inside a Spark task")
+    return tc
+
+
 def _assign_buckets_task(updates_idx: dict, ranges: dict, offsets: dict):
     def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        sp = TaskContext.get().partitionId()
+        sp = _task_context().partitionId()
         counters: dict[str, int] = {}
         for batch in batches:
             keys_p = batch.column(PART_COL).to_pylist()
@@ -363,7 +370,7 @@ def _assign_buckets_task(updates_idx: dict, ranges: dict, offsets: dict):
 
 def _write_bucket_task(ctx: WriteContext, buckets: dict[int, BucketWrite]):
     def run(table: pa.Table) -> pa.Table:
-        tc = TaskContext.get()
+        tc = _task_context()
         token = write_token(tc.partitionId(), tc.stageId(), tc.taskAttemptId())
         index = table.column(BUCKET_COL)[0].as_py()
         outcome = write_bucket(ctx, buckets[index], table, token, tc.partitionId())

@@ -161,7 +161,7 @@ def write_bucket(
         num_updates = pc.sum(pc.is_valid(pos).cast(pa.int64())).as_py() or 0
         replaced = pc.is_in(old_keys, value_set=upserts.column(KEY_COL))
         deleted = pc.is_in(old_keys, value_set=delete_keys) if len(delete_keys) else pa.array([False] * old.num_rows)
-        num_deletes = pc.sum(pc.cast(deleted, pa.int64())).as_py() or 0 if old.num_rows else 0
+        num_deletes = (pc.sum(pc.cast(deleted, pa.int64())).as_py() or 0) if old.num_rows else 0
         keep = pc.invert(pc.or_(replaced, deleted))
         kept = old.filter(keep)
         kept = kept.set_column(
@@ -180,7 +180,7 @@ def write_bucket(
     min_key = pc.min(keys).as_py() if out.num_rows else None
     max_key = pc.max(keys).as_py() if out.num_rows else None
     footer = dict(ctx.extra_footer)
-    if min_key is not None:
+    if min_key is not None and max_key is not None:
         footer[FOOTER_MIN_RECORD_KEY] = min_key
         footer[FOOTER_MAX_RECORD_KEY] = max_key
     out = out.replace_schema_metadata({**(out.schema.metadata or {}), **footer})

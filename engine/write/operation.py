@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
-from enum import Enum
+from enum import StrEnum
 
 
-class Operation(str, Enum):
+class Operation(StrEnum):
     """Values are Apache Hudi's `operationType` strings."""
 
     UPSERT = "UPSERT"

@@ -15,15 +15,14 @@ numbers to buckets exactly, so no file exceeds its planned record count.
 from __future__ import annotations
 
 import bisect
-
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from enum import Enum
+from enum import StrEnum
 
 from engine.table.commit_metadata import CommitMetadata
 
 
-class BucketType(str, Enum):
+class BucketType(StrEnum):
     UPDATE = "UPDATE"  # rewrite an existing file group (merge)
     INSERT = "INSERT"  # create a new file group
 

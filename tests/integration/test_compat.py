@@ -79,7 +79,6 @@ def test_upsert_into_a_copy_of_a_sample(spark, sample, name, tmp_path):
     first_key = before.column("_hoodie_record_key")[0].as_py()
     data = table.read().drop(*META_COLUMNS)
     keys = table.config.record_key_fields
-    from pyspark.sql import functions as F
 
     # update the first record (bigger precombine value) and insert a brand-new one
     first = before.slice(0, 1).drop_columns(list(META_COLUMNS))

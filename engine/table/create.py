@@ -1,0 +1,75 @@
+"""Building the configuration of a new table (pure): the one place creation rules live.
+
+Both `engine.Table.create` and `hoodie init` call `new_table_config`, so the console, the CLI
+and the API refuse the same things with the same messages.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import pyarrow as pa
+
+from engine.config.table_config import IndexType, TableConfig, TableType
+from engine.errors import InvalidConfigError, InvalidInputError
+from engine.table.schema import arrow_to_create_schema, avro_to_json, normalize_for_write
+
+# the table types and indexes this version can write with
+WRITABLE_TABLE_TYPES = frozenset({TableType.COPY_ON_WRITE})
+AVAILABLE_INDEXES = frozenset({IndexType.SIMPLE})
+
+
+def split_fields(value: str | Sequence[str] | None) -> tuple[str, ...]:
+    """"a,b" or ["a", "b"] -> ("a", "b")."""
+    if value is None:
+        return ()
+    if isinstance(value, str):
+        return tuple(v.strip() for v in value.split(",") if v.strip())
+    return tuple(value)
+
+
+def require_index_available(index: str | IndexType) -> IndexType:
+    itype = IndexType.parse(index)
+    if itype not in AVAILABLE_INDEXES:
+        names = ", ".join(sorted(i.value for i in AVAILABLE_INDEXES))
+        raise InvalidConfigError(f"index {itype.value} is not available in this version; use {names}")
+    return itype
+
+
+def new_table_config(
+    *,
+    name: str,
+    record_key: str | Sequence[str],
+    partition_fields: str | Sequence[str] | None = None,
+    precombine_field: str | None = None,
+    table_type: str | TableType = TableType.COPY_ON_WRITE,
+    index: str | IndexType = IndexType.SIMPLE,
+    hive_style: bool = False,
+    schema: pa.Schema | None = None,
+) -> TableConfig:
+    """Validate the creation arguments and return the table's config (typed errors otherwise)."""
+    ttype = TableType.parse(table_type)
+    if ttype not in WRITABLE_TABLE_TYPES:
+        raise InvalidConfigError(f"this version writes {', '.join(t.value for t in WRITABLE_TABLE_TYPES)} tables only")
+    itype = require_index_available(index)
+    keys = split_fields(record_key)
+    parts = split_fields(partition_fields)
+    if not name or not name.replace("_", "a").isalnum():
+        raise InvalidConfigError(f"table name {name!r} must be letters, digits and underscores")
+    create_schema = None
+    if schema is not None:
+        needed = keys + parts + ((precombine_field,) if precombine_field else ())
+        missing = [f for f in needed if f not in schema.names]
+        if missing:
+            raise InvalidInputError(f"schema lacks field(s) {', '.join(missing)}")
+        create_schema = avro_to_json(arrow_to_create_schema(normalize_for_write(schema), name))
+    return TableConfig(
+        name=name,
+        record_key_fields=keys,
+        partition_fields=parts,
+        precombine_field=precombine_field or None,
+        table_type=ttype,
+        hive_style=hive_style,
+        index_type=itype,
+        create_schema=create_schema,
+    )
