@@ -349,21 +349,37 @@ def _task_context() -> TaskContext:
 
 
 def _assign_buckets_task(updates_idx: dict, ranges: dict, offsets: dict):
+    """Bucket of every record: its file group's bucket, or (inserts) by insert number.
+
+    Insert numbers count a partition path's inserts across Spark partitions (`offsets`), and
+    within a Spark partition follow the record key order, not the arrival order: if Spark
+    recomputes a lost partition, every record gets the same bucket again.
+    """
+
     def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         sp = _task_context().partitionId()
+        received = list(batches)
+        if not received:
+            return
+        table = pa.Table.from_batches(received)
+        parts = table.column(PART_COL).to_pylist()
+        fids = table.column(FILE_ID_COL).to_pylist()
+        keys = table.column(KEY_COL).to_pylist()
+        out = [0] * table.num_rows
+        inserts = []
+        for i, (part, fid) in enumerate(zip(parts, fids, strict=True)):
+            if fid is not None:
+                out[i] = updates_idx[(part, fid)]
+            else:
+                inserts.append(i)
+        inserts.sort(key=lambda i: (parts[i], keys[i]))
         counters: dict[str, int] = {}
-        for batch in batches:
-            keys_p = batch.column(PART_COL).to_pylist()
-            fids = batch.column(FILE_ID_COL).to_pylist()
-            out = []
-            for part, fid in zip(keys_p, fids, strict=True):
-                if fid is not None:
-                    out.append(updates_idx[(part, fid)])
-                else:
-                    n = counters.get(part, 0)
-                    counters[part] = n + 1
-                    out.append(bucket_for_insert(ranges[part], offsets[(sp, part)] + n))
-            yield batch.append_column(BUCKET_COL, pa.array(out, pa.int32()))
+        for i in inserts:
+            part = parts[i]
+            n = counters.get(part, 0)
+            counters[part] = n + 1
+            out[i] = bucket_for_insert(ranges[part], offsets[(sp, part)] + n)
+        yield from table.append_column(BUCKET_COL, pa.array(out, pa.int32())).to_batches()
 
     return run
 
