@@ -216,3 +216,27 @@ def test_empty_input_commits_nothing(spark, tmp_path):
     assert r.instant is None and r.input_records == 0
     assert list(t.timeline()) == []
     assert data_rows(t.read()) == []
+
+
+def test_files_of_inflight_instants_are_never_read(spark, tmp_path):
+    """A writer that died after writing a base file but before completing leaves debris we ignore."""
+    t = make(spark, tmp_path)
+    r1 = t.upsert(df(spark, [(1, "a", "paris", 1), (2, "b", "paris", 1)]))
+    (good,) = list(Path(t.path, "paris").glob("*.parquet"))
+    crashed = "29991231235959000"  # an instant after r1 that never completed
+    hoodie = Path(t.path, ".hoodie")
+    (hoodie / f"{crashed}.commit.requested").write_bytes(b"")
+    (hoodie / f"{crashed}.inflight").write_bytes(b"{}")
+    fid = parse_base_file_name(good.name).file_id
+    debris = Path(t.path, "paris", f"{fid}_0-1-1_{crashed}.parquet")
+    table = pq.read_table(good).to_pylist()
+    table[0]["name"] = "uncommitted"
+    pq.write_table(pq.read_table(good).from_pylist(table, schema=pq.read_schema(good)), debris)
+    assert [(r["id"], r["name"]) for r in rows(t.read())] == [(1, "a"), (2, "b")]
+    assert rows(t.read()) == oracle(t)
+    # the next write sees only committed data and its instant comes after the pending one
+    r2 = t.upsert(df(spark, [(2, "b2", "paris", 2)]))
+    assert r2.instant > crashed and r2.updates == 1
+    assert [(r["id"], r["name"]) for r in rows(t.read())] == [(1, "a"), (2, "b2")]
+    assert t.commit_metadata(r2.instant).write_stats[0].prevCommit == r1.instant
+    assert rows(t.read()) == oracle(t)
