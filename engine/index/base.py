@@ -10,9 +10,10 @@ global index may also rewrite `_hp` to the partition where the key lives.
 from __future__ import annotations
 
 import abc
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
+import pyarrow as pa
 from pyspark.sql import DataFrame, SparkSession
 
 from engine.table.fs_view import FileSystemView
@@ -27,6 +28,9 @@ class TagContext:
     meta: MetaClient
     view: FileSystemView
     partitions: Sequence[str]  # the partitions the incoming batch touches
+    # partition -> the incoming keys (as an Arrow array), when the batch is small enough to ship
+    # to the scan tasks; None for batches too big for that (then indexes join instead)
+    incoming_keys: Mapping[str, pa.Array] | None = None
 
 
 class Index(abc.ABC):

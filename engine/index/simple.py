@@ -22,6 +22,9 @@ class SimpleIndex(Index):
         ]
         if not files:
             return records.withColumn(FILE_ID_COL, F.lit(None).cast("string"))
-        existing = scan_keys(ctx.spark, ctx.meta.storage, files)
+        existing = scan_keys(ctx.spark, ctx.meta.storage, files, ctx.incoming_keys)
+        if ctx.incoming_keys is not None:
+            # filtered at the source: at most one row per incoming key, small enough to broadcast
+            existing = F.broadcast(existing)
         cond = (records[KEY_COL] == existing["_ek"]) & (records[PART_COL] == existing["_ep"])
         return records.join(existing, cond, "left").drop("_ek", "_ep").withColumnRenamed("_efid", FILE_ID_COL)

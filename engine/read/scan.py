@@ -6,11 +6,12 @@ distributed, and each task opens its files with `pyarrow.fs`.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 
 import pyarrow as pa
 import pyarrow.compute as pc
+from pyspark.broadcast import Broadcast
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.pandas.types import from_arrow_schema
 
@@ -28,10 +29,18 @@ class ScanFile:
     file_id: str
 
 
-def _file_frame(spark: SparkSession, files: Sequence[ScanFile], max_tasks: int = 256) -> DataFrame:
+def scan_parallelism(spark: SparkSession, items: int) -> int:
+    """Tasks for `items` units of Python work: about two per core.
+
+    Each Python task costs tens of milliseconds before it does anything, so one task per
+    file would spend more time starting than reading; each task loops over its files.
+    """
+    return max(1, min(items, 2 * spark.sparkContext.defaultParallelism))
+
+
+def _file_frame(spark: SparkSession, files: Sequence[ScanFile]) -> DataFrame:
     rows = [(f.path, f.partition, f.file_id) for f in files]
-    slices = max(1, min(len(rows), max_tasks))
-    return spark.sparkContext.parallelize(rows, slices).toDF(_FILE_LIST_SCHEMA)
+    return spark.sparkContext.parallelize(rows, scan_parallelism(spark, len(rows))).toDF(_FILE_LIST_SCHEMA)
 
 
 def _read_files_task(
@@ -74,28 +83,47 @@ KEYS_SCHEMA = pa.schema(
 )
 
 
-def _read_keys_task(storage: Storage):
+def _read_keys_task(storage: Storage, wanted: Broadcast | None):
     def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        lookup = wanted.value if wanted is not None else None
         for batch in batches:
             for path, partition, file_id in zip(*(c.to_pylist() for c in batch.columns), strict=True):
                 keys = read_base_file(storage, path, columns=[RECORD_KEY_COL]).column(0)
+                keys = keys.combine_chunks().cast(pa.string())
+                if lookup is not None:
+                    candidates = lookup.get(partition, lookup.get(ANY_PARTITION))
+                    if candidates is None:
+                        continue
+                    keys = keys.filter(pc.is_in(keys, value_set=candidates))
                 n = len(keys)
+                if n == 0:
+                    continue
                 yield pa.RecordBatch.from_arrays(
-                    [
-                        keys.combine_chunks().cast(pa.string()),
-                        pa.array([partition] * n, pa.string()),
-                        pa.array([file_id] * n, pa.string()),
-                    ],
+                    [keys, pa.array([partition] * n, pa.string()), pa.array([file_id] * n, pa.string())],
                     schema=KEYS_SCHEMA,
                 )
 
     return run
 
 
-def scan_keys(spark: SparkSession, storage: Storage, files: Iterable[ScanFile]) -> DataFrame:
-    """(record key, partition, file id) of every record in `files`, reading only the key column."""
+ANY_PARTITION = "\0*"  # key of `wanted` that matches every partition (global lookups)
+
+
+def scan_keys(
+    spark: SparkSession,
+    storage: Storage,
+    files: Iterable[ScanFile],
+    wanted: Mapping[str, pa.Array] | None = None,
+) -> DataFrame:
+    """(record key, partition, file id) of the records in `files`, reading only the key column.
+
+    With `wanted` (partition -> candidate keys, or ANY_PARTITION -> keys), only records whose
+    key is a candidate come back: the filter runs in the scan task, so a lookup of a small
+    batch against a big table moves little data.
+    """
     files = list(files)
     spark_schema = from_arrow_schema(KEYS_SCHEMA)
     if not files:
         return spark.createDataFrame([], spark_schema)
-    return _file_frame(spark, files).mapInArrow(_read_keys_task(storage), spark_schema)
+    shared = spark.sparkContext.broadcast(dict(wanted)) if wanted is not None else None
+    return _file_frame(spark, files).mapInArrow(_read_keys_task(storage, shared), spark_schema)

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import atexit
 import os
+import shutil
 import sys
 import tempfile
 import zipfile
@@ -44,7 +46,9 @@ def build_session(
 def ship_engine(spark: SparkSession) -> str:
     """Zip the `engine` package and add it to the executors' Python path; returns the zip path."""
     pkg = Path(__file__).resolve().parents[1]
-    out = Path(tempfile.mkdtemp(prefix="hoodie-engine-")) / "engine.zip"
+    folder = tempfile.mkdtemp(prefix="hoodie-engine-")
+    atexit.register(shutil.rmtree, folder, True)
+    out = Path(folder) / "engine.zip"
     with zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as zf:
         for file in pkg.rglob("*.py"):
             zf.write(file, file.relative_to(pkg.parent).as_posix())

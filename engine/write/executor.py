@@ -22,6 +22,7 @@ from engine.config.write_config import WriteConfig
 from engine.constants import DEFAULT_PARTITION_PATH, EMPTY_RECORD_KEY_PLACEHOLDER, NULL_RECORD_KEY_PLACEHOLDER
 from engine.errors import EngineError, InvalidInputError, StorageError
 from engine.index import FILE_ID_COL, Index, TagContext
+from engine.read.scan import scan_parallelism
 from engine.spark.errors import task_error_message, translate
 from engine.table.file_names import new_file_id, write_token
 from engine.table.meta_client import MetaClient
@@ -50,6 +51,8 @@ from engine.write.planner import (
 from engine.write.schema_check import resolve_write_schema
 
 BUCKET_COL = "_bucket"
+# batches up to this many records ship their keys to the index scan tasks (a few MB per million)
+BROADCAST_KEYS_LIMIT = 2_000_000
 ORDER_COL = "_ord"
 SP_COL = "_sp"
 
@@ -164,7 +167,10 @@ class WriteJob:
             records = records.withColumn(OP_COL, F.lit(OP_DELETE if is_delete else OP_UPSERT))
 
             view = self.meta.file_system_view(timeline)
-            tag_ctx = TagContext(spark, self.meta, view, partitions)
+            incoming = None
+            if self.operation.tags and total <= BROADCAST_KEYS_LIMIT:
+                incoming = _incoming_keys(prepared)
+            tag_ctx = TagContext(spark, self.meta, view, partitions, incoming)
             if self.operation.tags:
                 self.progress(f"tagging {total} records against {len(partitions)} partition(s) ({self.index.name})")
                 tagged = self.index.tag_location(tag_ctx, records)
@@ -283,7 +289,7 @@ class WriteJob:
         buckets = {
             b.index: BucketWrite(b.partition, b.file_id, b.base_path, b.prev_instant) for b in plan.buckets
         }
-        parallelism = self.config.shuffle_parallelism or n_buckets
+        parallelism = self.config.shuffle_parallelism or scan_parallelism(tagged.sparkSession, n_buckets)
         self.progress(f"writing {n_buckets} file group(s) for instant {instant}")
         written = (
             assigned.repartition(parallelism, BUCKET_COL)
@@ -291,6 +297,18 @@ class WriteJob:
             .applyInArrow(_write_bucket_task(ctx, buckets), from_arrow_schema(OUTCOME_SCHEMA))
         )
         return [r.asDict() for r in written.collect()]
+
+
+def _incoming_keys(prepared: DataFrame) -> dict[str, pa.Array]:
+    """partition path -> the distinct incoming keys, collected through Arrow."""
+    table = prepared.select(KEY_COL, PART_COL).toArrow()
+    grouped = table.group_by(PART_COL).aggregate([(KEY_COL, "distinct")])
+    return {
+        part: pa.array(keys, pa.string())
+        for part, keys in zip(
+            grouped.column(PART_COL).to_pylist(), grouped.column(f"{KEY_COL}_distinct").to_pylist(), strict=True
+        )
+    }
 
 
 def _delete_columns(spec: KeySpec, pc_field: str | None) -> list[str]:
