@@ -12,6 +12,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 import pyarrow as pa
+import pyarrow.compute as pc
 from pyspark import StorageLevel
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
@@ -149,27 +150,21 @@ class WriteJob:
         prepared = prepared.persist(StorageLevel.MEMORY_AND_DISK)
         cached = [prepared]
         try:
-            summary = prepared.groupBy(PART_COL).agg(
-                F.count(F.lit(1)).alias("n"), F.sum(F.col(KEY_COL).isNull().cast("long")).alias("bad")
-            ).collect()
-            bad = sum(r["bad"] for r in summary)
-            if bad:
+            summary = _summarize(prepared)
+            if summary.bad:
                 fields = ", ".join(spec.record_key_fields)
-                raise InvalidInputError(f"{bad} input record(s) have a null or empty record key ({fields})")
-            total = sum(r["n"] for r in summary)
-            partitions = sorted(r[PART_COL] for r in summary)
+                raise InvalidInputError(f"{summary.bad} input record(s) have a null or empty record key ({fields})")
+            total, partitions = summary.total, summary.partitions
             if total == 0:
                 return WriteResult(instant=None, operation=self.operation, seconds=time.monotonic() - started)
 
             records = prepared
-            if self._combine():
+            if self._combine() and summary.may_have_duplicates:
                 records = _dedupe(records, pc_field)
             records = records.withColumn(OP_COL, F.lit(OP_DELETE if is_delete else OP_UPSERT))
 
             view = self.meta.file_system_view(timeline)
-            incoming = None
-            if self.operation.tags and total <= BROADCAST_KEYS_LIMIT:
-                incoming = _incoming_keys(prepared)
+            incoming = summary.keys_by_partition() if self.operation.tags else None
             tag_ctx = TagContext(spark, self.meta, view, partitions, incoming)
             if self.operation.tags:
                 self.progress(f"tagging {total} records against {len(partitions)} partition(s) ({self.index.name})")
@@ -299,16 +294,54 @@ class WriteJob:
         return [r.asDict() for r in written.collect()]
 
 
-def _incoming_keys(prepared: DataFrame) -> dict[str, pa.Array]:
-    """partition path -> the distinct incoming keys, collected through Arrow."""
-    table = prepared.select(KEY_COL, PART_COL).toArrow()
-    grouped = table.group_by(PART_COL).aggregate([(KEY_COL, "distinct")])
-    return {
-        part: pa.array(keys, pa.string())
-        for part, keys in zip(
-            grouped.column(PART_COL).to_pylist(), grouped.column(f"{KEY_COL}_distinct").to_pylist(), strict=True
-        )
-    }
+@dataclass
+class _Summary:
+    """What the driver learns about the incoming batch before tagging."""
+
+    total: int
+    bad: int
+    partitions: list[str]
+    keys: pa.Table | None  # (key, partition) of every record, for batches up to BROADCAST_KEYS_LIMIT
+
+    @property
+    def may_have_duplicates(self) -> bool:
+        if self.keys is None:
+            return True
+        return self.keys.group_by([KEY_COL, PART_COL]).aggregate([]).num_rows < self.total
+
+    def keys_by_partition(self) -> dict[str, pa.Array] | None:
+        """partition path -> the distinct incoming keys (None for big batches)."""
+        if self.keys is None:
+            return None
+        grouped = self.keys.group_by(PART_COL).aggregate([(KEY_COL, "distinct")])
+        return {
+            part: pa.array(keys, pa.string())
+            for part, keys in zip(
+                grouped.column(PART_COL).to_pylist(),
+                grouped.column(f"{KEY_COL}_distinct").to_pylist(),
+                strict=True,
+            )
+        }
+
+
+def _summarize(prepared: DataFrame) -> _Summary:
+    """One job for small batches: collect (key, partition) through Arrow; else aggregate per partition."""
+    keys = prepared.select(KEY_COL, PART_COL).limit(BROADCAST_KEYS_LIMIT + 1).toArrow()
+    if keys.num_rows <= BROADCAST_KEYS_LIMIT:
+        bad = keys.column(KEY_COL).null_count
+        parts = sorted(p for p in pc.unique(keys.column(PART_COL)).to_pylist() if p is not None)
+        return _Summary(keys.num_rows, bad, parts, keys if not bad else None)
+    rows = (
+        prepared.groupBy(PART_COL)
+        .agg(F.count(F.lit(1)).alias("n"), F.sum(F.col(KEY_COL).isNull().cast("long")).alias("bad"))
+        .collect()
+    )
+    return _Summary(
+        total=sum(r["n"] for r in rows),
+        bad=sum(r["bad"] for r in rows),
+        partitions=sorted(r[PART_COL] for r in rows),
+        keys=None,
+    )
 
 
 def _delete_columns(spec: KeySpec, pc_field: str | None) -> list[str]:
