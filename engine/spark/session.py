@@ -34,7 +34,12 @@ def build_session(
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
     builder = SparkSession.builder.master(master).appName(app_name)
-    for key, value in {**DEFAULT_CONF, **(conf or {})}.items():
+    defaults = dict(DEFAULT_CONF)
+    if "HOODIE_SPARK_LOG_LEVEL" not in os.environ:
+        # quiet JVM start-up (no banner, no hostname warnings): the CLI's errors stay one line
+        log_config = Path(__file__).with_name("log4j2.properties").as_uri()
+        defaults["spark.driver.extraJavaOptions"] = f"-Dlog4j2.configurationFile={log_config}"
+    for key, value in {**defaults, **(conf or {})}.items():
         builder = builder.config(key, value)
     spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel(os.environ.get("HOODIE_SPARK_LOG_LEVEL", "ERROR"))
