@@ -21,6 +21,10 @@ _KEYS: dict[str, tuple[str, type]] = {
     "hoodie.combine.before.delete": ("combine_before_delete", bool),
     "hoodie.upsert.shuffle.parallelism": ("shuffle_parallelism", int),
     "hoodie.index.type": ("index_type", str),
+    "hoodie.index.bloom.num_entries": ("bloom_num_entries", int),
+    "hoodie.index.bloom.fpp": ("bloom_fpp", float),
+    "hoodie.bloom.index.filter.dynamic.max.entries": ("bloom_max_entries", int),
+    "hoodie.record.size.estimation.threshold": ("record_size_estimation_threshold", float),
 }
 
 
@@ -49,12 +53,19 @@ class WriteConfig:
     combine_before_delete: bool = True
     shuffle_parallelism: int = 0  # 0: let the planner pick (one task per file group)
     index_type: str | None = None
+    bloom_num_entries: int = 60_000
+    bloom_fpp: float = 1e-9
+    bloom_max_entries: int = 100_000
+    # only commits that wrote more than threshold x small_file_limit bytes estimate the record size
+    record_size_estimation_threshold: float = 1.0
 
     def __post_init__(self) -> None:
         if self.max_file_size <= 0:
             raise InvalidConfigError("hoodie.parquet.max.file.size must be positive")
         if self.small_file_limit < 0:
             raise InvalidConfigError("hoodie.parquet.small.file.limit must not be negative")
+        if self.bloom_num_entries <= 0 or not 0 < self.bloom_fpp < 1:
+            raise InvalidConfigError("bloom filters need num_entries > 0 and 0 < fpp < 1")
         if self.record_size_estimate <= 0:
             raise InvalidConfigError("hoodie.copyonwrite.record.size.estimate must be positive")
 

@@ -1,10 +1,20 @@
-"""Indexes: the contract (`Index`) and its implementations, chosen by `IndexType`."""
+"""Indexes: the contract (`Index`) and its implementations, chosen by `IndexType`.
+
+The Spark-facing symbols load lazily, so pure submodules (e.g. `engine.index.bloom_filter`,
+used inside write tasks) can be imported without pulling in pyspark.
+"""
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
 from engine.config.table_config import IndexType
-from engine.index.base import FILE_ID_COL, Index, TagContext
 from engine.table.create import require_index_available
+
+if TYPE_CHECKING:
+    from engine.index.base import Index, TagContext
+
+FILE_ID_COL = "_fid"  # the column `tag_location` adds: file id holding the key, null for new keys
 
 
 def index_for(index_type: IndexType) -> Index:
@@ -13,6 +23,14 @@ def index_for(index_type: IndexType) -> Index:
 
     require_index_available(index_type)
     return {IndexType.SIMPLE: SimpleIndex}[index_type]()
+
+
+def __getattr__(name: str) -> Any:
+    if name in ("Index", "TagContext"):
+        from engine.index import base
+
+        return getattr(base, name)
+    raise AttributeError(name)
 
 
 __all__ = ["FILE_ID_COL", "Index", "TagContext", "index_for"]

@@ -16,10 +16,9 @@ from dataclasses import dataclass
 import pyarrow as pa
 from pyspark.sql import DataFrame, SparkSession
 
+from engine.index import FILE_ID_COL  # noqa: F401  (re-exported for implementations)
 from engine.table.fs_view import FileSystemView
 from engine.table.meta_client import MetaClient
-
-FILE_ID_COL = "_fid"
 
 
 @dataclass(frozen=True)

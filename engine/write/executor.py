@@ -193,6 +193,7 @@ class WriteJob:
             record_size = estimate_record_size(
                 (m for _i, m in self.meta.completed_commits_newest_first(timeline)),
                 self.config.record_size_estimate,
+                min_bytes=int(self.config.record_size_estimation_threshold * self.config.small_file_limit),
             )
             plan = plan_writes(
                 workloads.values(),
@@ -280,6 +281,7 @@ class WriteJob:
             schema=full_schema,
             precombine_field=pc_field if not is_delete else None,
             compression=self.config.compression,
+            bloom=(self.config.bloom_num_entries, self.config.bloom_fpp, self.config.bloom_max_entries),
         )
         buckets = {
             b.index: BucketWrite(b.partition, b.file_id, b.base_path, b.prev_instant) for b in plan.buckets

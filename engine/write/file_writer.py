@@ -26,6 +26,7 @@ from engine.constants import (
     RECORD_KEY_COL,
 )
 from engine.errors import CorruptTableError
+from engine.index.bloom_filter import build_for_keys, footer_entries
 from engine.storage import Storage
 from engine.table.file_names import base_file_name, join_path
 
@@ -55,6 +56,7 @@ class WriteContext:
     compression: str = "snappy"
     row_group_size: int = 1_000_000
     sort_by_key: bool = True
+    bloom: tuple[int, float, int] = (60_000, 1e-9, 100_000)  # num entries, fpp, max entries
     extra_footer: dict[str, str] = field(default_factory=dict)
 
 
@@ -183,9 +185,14 @@ def write_bucket(
     if min_key is not None and max_key is not None:
         footer[FOOTER_MIN_RECORD_KEY] = min_key
         footer[FOOTER_MAX_RECORD_KEY] = max_key
-    out = out.replace_schema_metadata({**(out.schema.metadata or {}), **footer})
+    # Hudi adds each key as its row is written, so the keys go in in output order
+    footer.update(footer_entries(build_for_keys(keys.to_pylist(), *ctx.bloom)))
     with ctx.storage.open_output_stream(path) as sink:
-        pq.write_table(out, sink, compression=ctx.compression, row_group_size=ctx.row_group_size)
+        # Hudi's footer keys go in the parquet key-value metadata once; with store_schema the
+        # ~430 KB bloom filter would be stored a second time inside ARROW:schema
+        with pq.ParquetWriter(sink, out.schema, compression=ctx.compression, store_schema=False) as writer:
+            writer.write_table(out, row_group_size=ctx.row_group_size)
+            writer.add_key_value_metadata(footer)
     size = ctx.storage.size(path)
     return WriteOutcome(
         path=path,

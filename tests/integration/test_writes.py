@@ -10,6 +10,7 @@ import pytest
 
 from engine import Table
 from engine.constants import META_COLUMNS
+from engine.index.bloom_filter import build_for_keys
 from engine.table.file_names import parse_base_file_name
 from engine.timeline import Action, State
 from tests.support import hudi_rs
@@ -87,6 +88,10 @@ def test_commit_metadata_lists_exactly_the_files_written(spark, tmp_path):
     assert pf.schema_arrow.names[:5] == list(META_COLUMNS)
     md = pf.metadata.metadata
     assert md[b"hoodie_min_record_key"] == b"1" and md[b"hoodie_max_record_key"] == b"1"
+    # Apache Hudi's default bloom filter of exactly this file's keys, as its BLOOM index expects
+    assert md[b"hoodie_bloom_filter_type_code"] == b"DYNAMIC_V0"
+    assert md[b"org.apache.hudi.bloomfilter"].decode() == build_for_keys(["1"]).serialize()
+    assert b"ARROW:schema" not in md
     assert (Path(t.path) / "paris" / ".hoodie_partition_metadata").read_text().splitlines()[1:] == [
         f"commitTime={r1.instant}", "partitionDepth=1"
     ]
@@ -168,8 +173,10 @@ def test_non_partitioned_table(spark, tmp_path):
 
 def test_small_file_packing_with_tiny_max_file_size(spark, tmp_path):
     t = make(spark, tmp_path)
+    # a small bloom filter per file (the default one alone is ~430 KB, far above these sizes)
     opts = {"hoodie.parquet.max.file.size": 40_000, "hoodie.parquet.small.file.limit": 30_000,
-            "hoodie.copyonwrite.record.size.estimate": 100}
+            "hoodie.copyonwrite.record.size.estimate": 100,
+            "hoodie.index.bloom.num_entries": 1000, "hoodie.index.bloom.fpp": 0.001}
     data = [(i, f"name-{i:05d}-" + "x" * 60, "paris", 1) for i in range(1000)]
     r1 = t.upsert(df(spark, data), options=opts)
     # 40_000 // 100 = 400 records per new file group: 1000 inserts -> 3 groups of 334/333/333
