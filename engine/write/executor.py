@@ -180,6 +180,8 @@ class WriteJob:
                 .count()
                 .collect()
             )
+            # `tagged` is materialised now: one cached copy of the batch is enough
+            prepared.unpersist()
             workloads, offsets, absent, kept = _profile(profile_rows)
             dropped = total - kept
 
