@@ -49,7 +49,7 @@ class WriteConfig:
     compression: str = "snappy"
     row_group_size_bytes: int = 120 * MB
     combine_before_upsert: bool = True
-    combine_before_insert: bool = True
+    combine_before_insert: bool = False  # as in Apache Hudi
     combine_before_delete: bool = True
     shuffle_parallelism: int = 0  # 0: let the planner pick (one task per file group)
     index_type: str | None = None

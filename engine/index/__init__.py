@@ -14,7 +14,7 @@ from engine.table.create import require_index_available
 if TYPE_CHECKING:
     from engine.index.base import Index, TagContext
 
-FILE_ID_COL = "_fid"  # the column `tag_location` adds: file id holding the key, null for new keys
+FILE_ID_COL = "__hoodie_file_id"  # the column `tag_location` adds: file id holding the key, null for new keys
 
 
 def index_for(index_type: IndexType) -> Index:

@@ -6,7 +6,7 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 from engine.index.base import FILE_ID_COL, Index, TagContext
-from engine.read.scan import ScanFile, scan_keys
+from engine.read.scan import KEYS_SCHEMA, ScanFile, scan_keys
 from engine.write.file_writer import KEY_COL, PART_COL
 
 
@@ -26,5 +26,6 @@ class SimpleIndex(Index):
         if ctx.incoming_keys is not None:
             # filtered at the source: at most one row per incoming key, small enough to broadcast
             existing = F.broadcast(existing)
-        cond = (records[KEY_COL] == existing["_ek"]) & (records[PART_COL] == existing["_ep"])
-        return records.join(existing, cond, "left").drop("_ek", "_ep").withColumnRenamed("_efid", FILE_ID_COL)
+        key, part, fid = KEYS_SCHEMA.names
+        cond = (records[KEY_COL] == existing[key]) & (records[PART_COL] == existing[part])
+        return records.join(existing, cond, "left").drop(key, part).withColumnRenamed(fid, FILE_ID_COL)

@@ -79,7 +79,11 @@ def scan_files(
 
 
 KEYS_SCHEMA = pa.schema(
-    [pa.field("_ek", pa.string()), pa.field("_ep", pa.string()), pa.field("_efid", pa.string())]
+    [
+        pa.field("__hoodie_existing_key", pa.string()),
+        pa.field("__hoodie_existing_partition", pa.string()),
+        pa.field("__hoodie_existing_file_id", pa.string()),
+    ]
 )
 
 

@@ -10,9 +10,20 @@ from collections.abc import Sequence
 
 import pyarrow as pa
 
-from engine.config.table_config import IndexType, TableConfig, TableType
+from engine.config.table_config import (
+    COMPLEX_KEYGEN,
+    NONPARTITIONED_KEYGEN,
+    SIMPLE_KEYGEN,
+    IndexType,
+    TableConfig,
+    TableType,
+)
 from engine.errors import InvalidConfigError, InvalidInputError
 from engine.table.schema import arrow_to_create_schema, avro_to_json, normalize_for_write
+
+PAYLOAD_CLASS = "hoodie.compaction.payload.class"
+DEFAULT_PAYLOAD = "org.apache.hudi.common.model.DefaultHoodieRecordPayload"  # event-time ordering
+OVERWRITE_PAYLOAD = "org.apache.hudi.common.model.OverwriteWithLatestAvroPayload"
 
 # the table types and indexes this version can write with
 WRITABLE_TABLE_TYPES = frozenset({TableType.COPY_ON_WRITE})
@@ -63,7 +74,10 @@ def new_table_config(
         if missing:
             raise InvalidInputError(f"schema lacks field(s) {', '.join(missing)}")
         create_schema = avro_to_json(arrow_to_create_schema(normalize_for_write(schema), name))
+    # record the merge semantics we implement, so Apache Hudi writers merge the same way
+    payload = DEFAULT_PAYLOAD if precombine_field else OVERWRITE_PAYLOAD
     return TableConfig(
+        extra=((PAYLOAD_CLASS, payload),),
         name=name,
         record_key_fields=keys,
         partition_fields=parts,
@@ -73,3 +87,20 @@ def new_table_config(
         index_type=itype,
         create_schema=create_schema,
     )
+
+
+def require_writable(config: TableConfig) -> None:
+    """Refuse to write a table whose layout options this version does not implement (typed error)."""
+    problems = []
+    if config.table_type not in WRITABLE_TABLE_TYPES:
+        problems.append(f"table type {config.table_type.value}")
+    if config.url_encode:
+        problems.append("URL-encoded partition paths (hoodie.datasource.write.partitionpath.urlencode=true)")
+    if config.drop_partition_columns:
+        problems.append("dropped partition columns (hoodie.datasource.write.drop.partition.columns=true)")
+    if not config.populate_meta_fields:
+        problems.append("tables without meta fields (hoodie.populate.meta.fields=false)")
+    if config.keygen_class not in (SIMPLE_KEYGEN, COMPLEX_KEYGEN, NONPARTITIONED_KEYGEN):
+        problems.append(f"key generator {config.keygen_class}")
+    if problems:
+        raise InvalidConfigError("this version cannot write " + "; ".join(problems))

@@ -66,8 +66,12 @@ class MetaClient:
     # ---- timeline ------------------------------------------------------------------------
     def timeline(self) -> Timeline:
         """The active timeline, freshly listed."""
-        names = [f.name for f in self.storage.list_dir(METAFOLDER) if not f.is_dir]
-        return Timeline.from_file_names(names)
+        entries = self.storage.list_dir(METAFOLDER)
+        names = [f.name for f in entries if not f.is_dir]
+        has_archive = any(f.is_dir and f.name == self.config.archivelog_folder for f in entries) and bool(
+            self.storage.list_dir(f"{METAFOLDER}/{self.config.archivelog_folder}")
+        )
+        return Timeline.from_file_names(names, has_archive)
 
     def instant_path(self, instant: Instant) -> str:
         return f"{METAFOLDER}/{instant.file_name}"

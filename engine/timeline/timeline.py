@@ -19,9 +19,12 @@ class Timeline:
     """Instants sorted by time, one per instant time."""
 
     instants: tuple[Instant, ...]
+    # whether older instants were archived: only then can a file predating the first instant be
+    # valid; without an archive such a file is debris of a failed write and stays hidden
+    has_archive: bool = True
 
     @classmethod
-    def from_instants(cls, instants: Iterable[Instant]) -> Timeline:
+    def from_instants(cls, instants: Iterable[Instant], has_archive: bool = True) -> Timeline:
         """Collapse all timeline files' instants into one instant per time (most advanced state wins)."""
         best: dict[str, Instant] = {}
         for inst in instants:
@@ -31,12 +34,12 @@ class Timeline:
             elif _STATE_RANK[inst.state] == _STATE_RANK[cur.state] and inst.action is Action.COMMIT:
                 # compaction completes as a commit: the commit file names the finished action
                 best[inst.time] = inst
-        return cls(tuple(sorted(best.values())))
+        return cls(tuple(sorted(best.values())), has_archive)
 
     @classmethod
-    def from_file_names(cls, names: Iterable[str]) -> Timeline:
+    def from_file_names(cls, names: Iterable[str], has_archive: bool = True) -> Timeline:
         parsed = (Instant.parse_file_name(n) for n in names)
-        return cls.from_instants(i for i in parsed if i is not None)
+        return cls.from_instants((i for i in parsed if i is not None), has_archive)
 
     def __iter__(self) -> Iterator[Instant]:
         return iter(self.instants)
@@ -118,5 +121,7 @@ class Timeline:
         """
         if file_instant in self.completed_times:
             return True
+        if not self.has_archive:
+            return False
         first = self.first_time
         return first is not None and file_instant < first

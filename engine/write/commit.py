@@ -56,6 +56,17 @@ def start(
     else:
         raise CommitConflictError("could not claim a new instant time: the timeline keeps moving")
     pending = PendingCommit(time, action, operation, plan)
+    try:
+        _mark_inflight(meta, pending)
+    except BaseException:
+        abort(meta, pending)
+        raise
+    return pending
+
+
+def _mark_inflight(meta: MetaClient, pending: PendingCommit) -> None:
+    plan = pending.plan
+    requested = Instant(pending.instant, pending.action, State.REQUESTED)
     inflight = CommitMetadata(
         partition_to_write_stats={
             p: [
@@ -73,15 +84,14 @@ def start(
             ]
             for p in pending.partitions
         },
-        operation_type=operation.value,
+        operation_type=pending.operation.value,
     )
     meta.storage.create_exclusive(meta.instant_path(requested.with_state(State.INFLIGHT)), inflight.to_bytes())
     for partition in pending.partitions:
         rel = f"{partition}/{PARTITION_METADATA_FILE}" if partition else PARTITION_METADATA_FILE
         if not meta.storage.exists(rel):
-            meta.ensure_partition_metadata(partition, time)
+            meta.ensure_partition_metadata(partition, pending.instant)
             pending.created_partitions.append(partition)
-    return pending
 
 
 def remove_debris(meta: MetaClient, pending: PendingCommit, outcomes: list[dict]) -> list[str]:
@@ -131,15 +141,29 @@ def complete(
     """Write the completed instant file (exclusively): from here on the write is visible."""
     metadata = build_metadata(meta, pending, write_schema, outcomes, absent_deletes)
     done = Instant(pending.instant, pending.action, State.COMPLETED)
+    body = metadata.to_bytes()
     try:
-        meta.storage.create_exclusive(meta.instant_path(done), metadata.to_bytes())
+        meta.storage.create_exclusive(meta.instant_path(done), body)
     except FileExistsError as exc:
+        # a retried conditional PUT (its first attempt succeeded, the answer was lost) sees its own
+        # file: that is our commit, not a conflict
+        if meta.storage.read_bytes(meta.instant_path(done)) == body:
+            return metadata
         raise CommitConflictError(f"instant {pending.instant} was completed by another writer") from exc
     return metadata
 
 
+def is_completed(meta: MetaClient, pending: PendingCommit) -> bool:
+    return meta.storage.exists(meta.instant_path(Instant(pending.instant, pending.action, State.COMPLETED)))
+
+
 def abort(meta: MetaClient, pending: PendingCommit) -> None:
-    """Remove what an unfinished write created: its data files, new partition folders, timeline files."""
+    """Remove what an unfinished write created: its data files, new partition folders, timeline files.
+
+    Never touches a write whose completed instant exists: that data is committed.
+    """
+    if is_completed(meta, pending):
+        return
     remove_debris(meta, pending, [])
     for partition in pending.created_partitions:
         rel = f"{partition}/{PARTITION_METADATA_FILE}" if partition else PARTITION_METADATA_FILE

@@ -25,6 +25,7 @@ from engine.errors import EngineError, InvalidInputError, StorageError
 from engine.index import FILE_ID_COL, Index, TagContext
 from engine.read.scan import scan_parallelism
 from engine.spark.errors import task_error_message, translate
+from engine.table.create import require_writable
 from engine.table.file_names import new_file_id, write_token
 from engine.table.meta_client import MetaClient
 from engine.table.schema import arrow_to_avro, avro_to_arrow, with_meta_fields
@@ -51,11 +52,11 @@ from engine.write.planner import (
 )
 from engine.write.schema_check import resolve_write_schema
 
-BUCKET_COL = "_bucket"
+BUCKET_COL = "__hoodie_bucket"
 # batches up to this many records ship their keys to the index scan tasks (a few MB per million)
 BROADCAST_KEYS_LIMIT = 2_000_000
-ORDER_COL = "_ord"
-SP_COL = "_sp"
+ORDER_COL = "__hoodie_order"
+SP_COL = "__hoodie_task"
 
 Progress = Callable[[str], None]
 
@@ -123,6 +124,7 @@ class WriteJob:
         started = time.monotonic()
         spark = df.sparkSession
         table_cfg = self.meta.config
+        require_writable(table_cfg)
         spec = KeySpec.from_config(table_cfg)
         timeline = self.meta.timeline()
         table_schema = self.meta.latest_schema(timeline)
@@ -161,7 +163,7 @@ class WriteJob:
             records = prepared
             if self._combine() and summary.may_have_duplicates:
                 records = _dedupe(records, pc_field)
-            records = records.withColumn(OP_COL, F.lit(OP_DELETE if is_delete else OP_UPSERT))
+            records = records.withColumn(OP_COL, _op_expr(is_delete, records.columns))
 
             view = self.meta.file_system_view(timeline)
             incoming = summary.keys_by_partition() if self.operation.tags else None
@@ -214,7 +216,11 @@ class WriteJob:
                 self.index.update_location(tag_ctx, instant, outcomes)
                 commit_protocol.complete(self.meta, pending, write_schema, outcomes, absent)
             except BaseException as exc:
-                commit_protocol.abort(self.meta, pending)
+                _stop_tasks(spark, _job_group(instant))
+                try:
+                    commit_protocol.abort(self.meta, pending)
+                except Exception as cleanup:  # keep the original error; say what is left behind
+                    exc.add_note(f"cleaning up instant {instant} also failed: {cleanup}")
                 if not isinstance(exc, Exception):
                     raise
                 typed = translate(exc)
@@ -283,6 +289,7 @@ class WriteJob:
             schema=full_schema,
             precombine_field=pc_field if not is_delete else None,
             compression=self.config.compression,
+            match_keys=self.operation.tags,
             bloom=(self.config.bloom_num_entries, self.config.bloom_fpp, self.config.bloom_max_entries),
         )
         buckets = {
@@ -295,7 +302,12 @@ class WriteJob:
             .groupBy(BUCKET_COL)
             .applyInArrow(_write_bucket_task(ctx, buckets), from_arrow_schema(OUTCOME_SCHEMA))
         )
-        return [r.asDict() for r in written.collect()]
+        sc = tagged.sparkSession.sparkContext
+        sc.setJobGroup(_job_group(instant), f"hoodie write {instant}", interruptOnCancel=True)
+        try:
+            return [r.asDict() for r in written.collect()]
+        finally:
+            sc.setLocalProperty("spark.jobGroup.id", None)  # type: ignore[arg-type]
 
 
 @dataclass
@@ -348,6 +360,18 @@ def _summarize(prepared: DataFrame) -> _Summary:
     )
 
 
+IS_DELETED_COL = "_hoodie_is_deleted"
+
+
+def _op_expr(is_delete: bool, columns: list[str]) -> Column:
+    """Delete for delete operations, and (as in Apache Hudi) for rows whose `_hoodie_is_deleted` is true."""
+    if is_delete:
+        return F.lit(OP_DELETE)
+    if IS_DELETED_COL in columns:
+        return F.when(F.coalesce(F.col(IS_DELETED_COL), F.lit(False)), F.lit(OP_DELETE)).otherwise(F.lit(OP_UPSERT))
+    return F.lit(OP_UPSERT)
+
+
 def _delete_columns(spec: KeySpec, pc_field: str | None) -> list[str]:
     cols = list(spec.fields)
     if pc_field and pc_field not in cols:
@@ -360,7 +384,8 @@ def _dedupe(records: DataFrame, pc_field: str | None) -> DataFrame:
     order = [F.col(pc_field).desc_nulls_last()] if pc_field else []
     order.append(F.col(ORDER_COL).desc())
     w = Window.partitionBy(KEY_COL, PART_COL).orderBy(*order)
-    return records.withColumn("_rn", F.row_number().over(w)).filter(F.col("_rn") == 1).drop("_rn")
+    rank = "__hoodie_rank"
+    return records.withColumn(rank, F.row_number().over(w)).filter(F.col(rank) == 1).drop(rank)
 
 
 def _profile(rows) -> tuple[dict[str, PartitionWorkload], dict, int, int]:
@@ -394,6 +419,44 @@ def _profile(rows) -> tuple[dict[str, PartitionWorkload], dict, int, int]:
         for p in parts
     }
     return workloads, offsets, absent, kept
+
+
+def _job_group(instant: str) -> str:
+    return f"hoodie-write-{instant}"
+
+
+def _stop_tasks(spark, group: str, timeout: float = 30.0) -> None:
+    """Cancel a failed write's jobs and wait until none of their tasks runs any more.
+
+    A failed job does not wait for its other tasks; cleaning up before they stop could leave
+    behind a file that a still-running task finishes writing afterwards.
+    """
+    sc = spark.sparkContext
+    sc.cancelJobGroup(group)
+    tracker = sc.statusTracker()
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        stages = [
+            tracker.getStageInfo(s)
+            for j in tracker.getJobIdsForGroup(group)
+            if (info := tracker.getJobInfo(j)) is not None
+            for s in info.stageIds
+        ]
+        if all(st is None or st.numActiveTasks == 0 for st in stages):
+            break
+        time.sleep(0.2)
+    # Python workers of killed tasks get spark.python.task.killTimeout (2 s) to stop
+    time.sleep(_seconds(sc.getConf().get("spark.python.task.killTimeout", "2s")) + 0.5)
+
+
+def _seconds(value: str) -> float:
+    """Spark duration strings ("2s", "1500ms", "2") as seconds."""
+    value = value.strip().lower()
+    if value.endswith("ms"):
+        return float(value[:-2]) / 1000
+    if value.endswith("min"):
+        return float(value[:-3]) * 60
+    return float(value.rstrip("s"))
 
 
 def _task_context() -> TaskContext:

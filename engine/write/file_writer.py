@@ -25,14 +25,16 @@ from engine.constants import (
     PARTITION_PATH_COL,
     RECORD_KEY_COL,
 )
-from engine.errors import CorruptTableError
+from engine.errors import CorruptTableError, StorageError
 from engine.index.bloom_filter import build_for_keys, footer_entries
 from engine.storage import Storage
 from engine.table.file_names import base_file_name, join_path
 
-KEY_COL = "_hk"
-PART_COL = "_hp"
-OP_COL = "_op"
+# internal columns carry this prefix; incoming columns may not use it (see schema_check)
+INTERNAL_PREFIX = "__hoodie_"
+KEY_COL = "__hoodie_key"
+PART_COL = "__hoodie_partition"
+OP_COL = "__hoodie_op"
 OP_UPSERT = "U"
 OP_DELETE = "D"
 
@@ -56,6 +58,9 @@ class WriteContext:
     compression: str = "snappy"
     row_group_size: int = 1_000_000
     sort_by_key: bool = True
+    # False for inserts: append to the file group without matching keys (Hudi's insert keeps both
+    # copies of a key that already exists; use upsert to update)
+    match_keys: bool = True
     bloom: tuple[int, float, int] = (60_000, 1e-9, 100_000)  # num entries, fpp, max entries
     extra_footer: dict[str, str] = field(default_factory=dict)
 
@@ -97,8 +102,10 @@ def read_base_file(storage: Storage, path: str, columns: list[str] | None = None
             return pq.read_table(f, columns=columns)
     except FileNotFoundError:
         raise
-    except (pa.ArrowInvalid, OSError) as exc:
+    except pa.ArrowInvalid as exc:
         raise CorruptTableError(f"cannot read base file {storage.uri(path)}: {exc}") from exc
+    except OSError as exc:
+        raise StorageError(f"cannot read base file {storage.uri(path)}: {exc}") from exc
 
 
 def _with_meta(rows: pa.Table, ctx: WriteContext, file_name: str, seq_prefix: str, seq_start: int) -> pa.Table:
@@ -120,6 +127,15 @@ def _with_meta(rows: pa.Table, ctx: WriteContext, file_name: str, seq_prefix: st
         else:
             arrays.append(pa.nulls(n, type=f.type))
     return pa.Table.from_arrays(arrays, schema=ctx.schema)
+
+
+def _renamed(rows: pa.Table, ctx: WriteContext, file_name: str) -> pa.Table:
+    """Carried-over records keep their commit time and seqno and get the new file name."""
+    return rows.set_column(
+        rows.schema.get_field_index(FILE_NAME_COL),
+        ctx.schema.field(FILE_NAME_COL),
+        pa.array([file_name] * rows.num_rows, pa.string()),
+    )
 
 
 def _accept_newer(incoming: pa.ChunkedArray, stored: pa.ChunkedArray) -> pa.ChunkedArray:
@@ -145,14 +161,15 @@ def write_bucket(
     seq_prefix = f"{ctx.instant}_{task_partition}_"
 
     num_updates = num_deletes = num_stale = 0
-    if bucket.base_path is not None:
+    if bucket.base_path is not None and not ctx.match_keys:
+        kept = _renamed(conform(read_base_file(ctx.storage, bucket.base_path), ctx.schema), ctx, file_name)
+    elif bucket.base_path is not None:
         old = conform(read_base_file(ctx.storage, bucket.base_path), ctx.schema)
         old_keys = old.column(RECORD_KEY_COL)
         pos = pc.index_in(upserts.column(KEY_COL), value_set=old_keys)
         found = pc.is_valid(pos)
         if ctx.precombine_field and upserts.num_rows:
-            stored = old.column(ctx.precombine_field).take(pc.fill_null(pos, 0))
-            stored = pc.if_else(found, stored, pa.nulls(len(stored), stored.type))
+            stored = old.column(ctx.precombine_field).take(pos)  # null position -> null value
             accept = _accept_newer(upserts.column(ctx.precombine_field), stored)
         else:
             accept = pa.chunked_array([pa.array([True] * upserts.num_rows, pa.bool_())])
@@ -162,15 +179,10 @@ def write_bucket(
         pos = pc.index_in(upserts.column(KEY_COL), value_set=old_keys)
         num_updates = pc.sum(pc.is_valid(pos).cast(pa.int64())).as_py() or 0
         replaced = pc.is_in(old_keys, value_set=upserts.column(KEY_COL))
-        deleted = pc.is_in(old_keys, value_set=delete_keys) if len(delete_keys) else pa.array([False] * old.num_rows)
+        deleted = pc.is_in(old_keys, value_set=delete_keys) if len(delete_keys) else pa.array([False] * old.num_rows, pa.bool_())
         num_deletes = (pc.sum(pc.cast(deleted, pa.int64())).as_py() or 0) if old.num_rows else 0
         keep = pc.invert(pc.or_(replaced, deleted))
-        kept = old.filter(keep)
-        kept = kept.set_column(
-            kept.schema.get_field_index(FILE_NAME_COL),
-            ctx.schema.field(FILE_NAME_COL),
-            pa.array([file_name] * kept.num_rows, pa.string()),
-        )
+        kept = _renamed(old.filter(keep), ctx, file_name)
     else:
         kept = ctx.schema.empty_table()
     fresh = _with_meta(upserts, ctx, file_name, seq_prefix, 0)

@@ -7,6 +7,7 @@ import pyarrow as pa
 from engine.constants import META_COLUMNS
 from engine.errors import InvalidInputError, SchemaMismatchError
 from engine.table.schema import normalize_for_write
+from engine.write.file_writer import INTERNAL_PREFIX
 from engine.write.keygen import KeySpec
 
 # incoming type -> table types it may be written as without loss
@@ -56,6 +57,9 @@ def resolve_write_schema(
     table column is refused.
     """
     names = [n for n in incoming.names if n not in META_COLUMNS]
+    reserved = [n for n in names if n.startswith(INTERNAL_PREFIX)]
+    if reserved:
+        raise InvalidInputError(f"column name(s) {', '.join(reserved)} use the reserved prefix {INTERNAL_PREFIX!r}")
     for f in spec.record_key_fields:
         if f not in names:
             raise InvalidInputError(f"the input has no record key column {f!r} (columns: {', '.join(names)})")
@@ -65,6 +69,8 @@ def resolve_write_schema(
     if precombine_field and not deleting and precombine_field not in names:
         raise InvalidInputError(f"the input has no precombine column {precombine_field!r}")
     data = normalize_for_write(pa.schema([incoming.field(n) for n in names]))
+    if "_hoodie_is_deleted" in data.names and not pa.types.is_boolean(data.field("_hoodie_is_deleted").type):
+        raise SchemaMismatchError("column '_hoodie_is_deleted' must be boolean (true deletes the record)")
     if deleting:
         if table is not None:
             _check_types(data, table, only=set(data.names) & set(table.names))

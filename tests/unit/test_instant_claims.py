@@ -67,3 +67,14 @@ def test_a_frozen_clock_still_yields_distinct_increasing_instants(tmp_path):
     assert everything[-1] == "20260101000000029"
     for claimed in results:
         assert claimed == sorted(claimed)
+
+
+def test_without_an_archive_files_older_than_the_timeline_are_debris():
+    """Archived commits explain files older than the first instant; without an archive they are
+    what a failed (and cleaned-up) first write left, and must stay hidden."""
+    from engine.timeline import Timeline
+
+    names = ["20260101000000000.commit.requested", "20260101000000000.inflight", "20260101000000000.commit"]
+    assert Timeline.from_file_names(names, has_archive=True).is_visible("20251231000000000")
+    assert not Timeline.from_file_names(names, has_archive=False).is_visible("20251231000000000")
+    assert Timeline.from_file_names(names, has_archive=False).is_visible("20260101000000000")
