@@ -5,7 +5,7 @@ from __future__ import annotations
 import pyarrow as pa
 from pyspark.sql import DataFrame, SparkSession
 
-from engine.errors import InstantNotFoundError, InvalidInputError
+from engine.errors import InstantNotFoundError, InvalidConfigError, InvalidInputError
 from engine.read.scan import ScanFile, scan_files
 from engine.table.meta_client import MetaClient
 from engine.table.schema import with_meta_fields
@@ -26,7 +26,20 @@ def table_schema_or_empty(meta: MetaClient, timeline: Timeline) -> pa.Schema:
 
 def snapshot_files(meta: MetaClient, timeline: Timeline, as_of: str | None) -> list[ScanFile]:
     view = meta.file_system_view(timeline, as_of=as_of)
-    return [ScanFile(b.path, b.partition, b.file_id) for b in view.latest_base_files()]
+    slices = view.latest_slices()
+    _refuse_log_files(meta, [s for s in slices if s.log_files])
+    return [ScanFile(s.base_file.path, s.partition, s.file_id) for s in slices if s.base_file is not None]
+
+
+def _refuse_log_files(meta: MetaClient, with_logs: list) -> None:
+    """Merge-on-read log files are not merged by this version: refuse rather than read stale rows."""
+    if with_logs:
+        first = with_logs[0]
+        raise InvalidConfigError(
+            f"{meta.storage.base_uri} is a {meta.config.table_type.value} table whose file slices have log "
+            f"files ({len(with_logs)} slice(s), e.g. {first.log_files[0].path}); this version reads base "
+            "files only and would miss their updates"
+        )
 
 
 def read_snapshot(spark: SparkSession, meta: MetaClient, as_of: str | None = None) -> DataFrame:
@@ -61,5 +74,7 @@ def read_incremental(spark: SparkSession, meta: MetaClient, start: str, end: str
             raise InvalidInputError(f"end {end} is before start {start}")
     timeline = meta.timeline()
     schema = table_schema_or_empty(meta, timeline)
+    view = meta.file_system_view(timeline, as_of=end)
+    _refuse_log_files(meta, [s for s in view.latest_slices() if s.log_files])
     files = incremental_files(meta, timeline, start, end)
     return scan_files(spark, meta.storage, files, schema, commit_range=(start, end))

@@ -13,18 +13,16 @@ from engine.table.file_names import BaseFileName, LogFileName, join_path
 
 
 @dataclass(frozen=True)
-class BaseFile:
+class _DataFile:
+    """A file of a file group: its partition, parsed name and size."""
+
     partition: str
-    name: BaseFileName
+    name: BaseFileName | LogFileName
     size: int
 
     @property
     def file_id(self) -> str:
         return self.name.file_id
-
-    @property
-    def instant(self) -> str:
-        return self.name.instant
 
     @property
     def file_name(self) -> str:
@@ -36,26 +34,21 @@ class BaseFile:
 
 
 @dataclass(frozen=True)
-class LogFile:
-    partition: str
-    name: LogFileName
-    size: int
+class BaseFile(_DataFile):
+    name: BaseFileName
 
     @property
-    def file_id(self) -> str:
-        return self.name.file_id
+    def instant(self) -> str:
+        return self.name.instant
+
+
+@dataclass(frozen=True)
+class LogFile(_DataFile):
+    name: LogFileName
 
     @property
     def base_instant(self) -> str:
         return self.name.base_instant
-
-    @property
-    def file_name(self) -> str:
-        return self.name.name
-
-    @property
-    def path(self) -> str:
-        return join_path(self.partition, self.file_name)
 
 
 @dataclass(frozen=True)

@@ -136,3 +136,18 @@ def test_random_commit_sequence_agrees_with_hudi_rs(spark, tmp_path):
     for start, end in zip(instants, instants[1:], strict=False):
         assert rows(table.read_incremental(start, end)) == hudi_rs.sort_rows(hudi_rs.incremental(table.path, start, end))
     assert rows(table.read_incremental(instants[0])) == hudi_rs.sort_rows(hudi_rs.incremental(table.path, instants[0]))
+
+
+MOR_SAMPLES = ["mor_parquet_v6_simplekeygen_nonhivestyle", "mor_parquet_v6_nonpartitioned", "trips_mor_avro_v6_trips_8i1u"]
+
+
+@pytest.mark.parametrize("name", MOR_SAMPLES)
+def test_merge_on_read_tables_with_log_files_are_refused_not_misread(spark, sample, name):
+    from engine import InvalidConfigError
+
+    table = Table.open(spark, str(sample(name)))
+    with pytest.raises(InvalidConfigError, match=r"MERGE_ON_READ table whose file slices have log files .*\.log\.1_"):
+        table.read()
+    first = table.timeline().completed_writes.first_time
+    with pytest.raises(InvalidConfigError, match="log files"):
+        table.read_incremental(first)
