@@ -23,7 +23,7 @@ from typing import Any
 from engine.config.table_config import IndexType, TableType
 from engine.errors import EngineError, InstantNotFoundError, InvalidInputError
 from engine.storage import storage_for
-from engine.table.create import new_table_config
+from engine.table.create import AVAILABLE_INDEXES, new_table_config
 from engine.table.meta_client import MetaClient
 from engine.timeline.instant import is_valid_instant_time
 
@@ -350,7 +350,8 @@ def cmd_write(args: argparse.Namespace) -> int:
     elif result.instant is None:
         print("the input is empty: nothing was committed")
     else:
-        _print_pairs(list(doc.items()))
+        stats = doc.pop("index_stats", {})
+        _print_pairs(list(doc.items()) + [(f"index.{k}", v) for k, v in stats.items()])
     return EXIT_OK
 
 
@@ -430,7 +431,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--partition-field", metavar="F[,G]", help="partition field(s)")
     p.add_argument("--precombine", metavar="F", help="precombine (ordering) field")
     p.add_argument("--type", default=TableType.COPY_ON_WRITE.value, help="table type (COPY_ON_WRITE)")
-    p.add_argument("--index", default=IndexType.SIMPLE.value, help="index type (SIMPLE)")
+    p.add_argument(
+        "--index",
+        default=IndexType.SIMPLE.value,
+        help=f"index type: {', '.join(sorted(i.value for i in AVAILABLE_INDEXES))} (default SIMPLE)",
+    )
     p.add_argument("--hive-style", action="store_true", help="hive-style partition paths (field=value)")
 
     command("show", "show the table config, schema and timeline summary", cmd_show)

@@ -19,10 +19,12 @@ FILE_ID_COL = "__hoodie_file_id"  # the column `tag_location` adds: file id hold
 
 def index_for(index_type: IndexType) -> Index:
     """The index implementation for `index_type` (InvalidConfigError if this version lacks it)."""
+    from engine.index.bloom import BloomIndex
     from engine.index.simple import SimpleIndex
 
     require_index_available(index_type)
-    return {IndexType.SIMPLE: SimpleIndex}[index_type]()
+    implementations: dict[IndexType, type[Index]] = {IndexType.SIMPLE: SimpleIndex, IndexType.BLOOM: BloomIndex}
+    return implementations[index_type]()
 
 
 def __getattr__(name: str) -> Any:

@@ -42,6 +42,10 @@ class Index(abc.ABC):
     def tag_location(self, ctx: TagContext, records: DataFrame) -> DataFrame:
         """Return `records` with a `_fid` column (null where the key is new)."""
 
+    def tagging_stats(self) -> dict[str, int]:
+        """Counts describing the last `tag_location` (files pruned, read...); empty if none."""
+        return {}
+
     def update_location(self, ctx: TagContext, instant: str, written: Sequence[dict]) -> None:  # noqa: B027
         """Record new locations after a write (no-op for indexes that read the data files)."""
 

@@ -38,7 +38,8 @@ def scan_parallelism(spark: SparkSession, items: int) -> int:
     return max(1, min(items, 2 * spark.sparkContext.defaultParallelism))
 
 
-def _file_frame(spark: SparkSession, files: Sequence[ScanFile]) -> DataFrame:
+def file_frame(spark: SparkSession, files: Sequence[ScanFile]) -> DataFrame:
+    """A DataFrame of (path, partition, file id), about two tasks per core."""
     rows = [(f.path, f.partition, f.file_id) for f in files]
     return spark.sparkContext.parallelize(rows, scan_parallelism(spark, len(rows))).toDF(_FILE_LIST_SCHEMA)
 
@@ -75,7 +76,7 @@ def scan_files(
     spark_schema = from_arrow_schema(schema)
     if not files:
         return spark.createDataFrame([], spark_schema)
-    return _file_frame(spark, files).mapInArrow(_read_files_task(storage, schema, commit_range), spark_schema)
+    return file_frame(spark, files).mapInArrow(_read_files_task(storage, schema, commit_range), spark_schema)
 
 
 KEYS_SCHEMA = pa.schema(
@@ -130,4 +131,4 @@ def scan_keys(
     if not files:
         return spark.createDataFrame([], spark_schema)
     shared = spark.sparkContext.broadcast(dict(wanted)) if wanted is not None else None
-    return _file_frame(spark, files).mapInArrow(_read_keys_task(storage, shared), spark_schema)
+    return file_frame(spark, files).mapInArrow(_read_keys_task(storage, shared), spark_schema)

@@ -108,7 +108,12 @@ def remove_debris(meta: MetaClient, pending: PendingCommit, outcomes: list[dict]
 
 
 def build_metadata(
-    meta: MetaClient, pending: PendingCommit, write_schema: pa.Schema, outcomes: list[dict], absent_deletes: int
+    meta: MetaClient,
+    pending: PendingCommit,
+    write_schema: pa.Schema,
+    outcomes: list[dict],
+    absent_deletes: int,
+    extra: dict[str, str] | None = None,
 ) -> CommitMetadata:
     stats: dict[str, list[WriteStat]] = {}
     for o in sorted(outcomes, key=lambda o: (o["partition"], o["file_id"])):
@@ -126,7 +131,7 @@ def build_metadata(
                 fileSizeInBytes=o["file_size"],
             )
         )
-    extra = {"schema": avro_to_json(arrow_to_avro(write_schema, meta.config.name))}
+    extra = {"schema": avro_to_json(arrow_to_avro(write_schema, meta.config.name)), **(extra or {})}
     if absent_deletes:
         extra["engine.deletes.absent"] = str(absent_deletes)
     stale = sum(o["num_stale"] for o in outcomes)
@@ -136,10 +141,15 @@ def build_metadata(
 
 
 def complete(
-    meta: MetaClient, pending: PendingCommit, write_schema: pa.Schema, outcomes: list[dict], absent_deletes: int
+    meta: MetaClient,
+    pending: PendingCommit,
+    write_schema: pa.Schema,
+    outcomes: list[dict],
+    absent_deletes: int,
+    extra: dict[str, str] | None = None,
 ) -> CommitMetadata:
     """Write the completed instant file (exclusively): from here on the write is visible."""
-    metadata = build_metadata(meta, pending, write_schema, outcomes, absent_deletes)
+    metadata = build_metadata(meta, pending, write_schema, outcomes, absent_deletes, extra)
     done = Instant(pending.instant, pending.action, State.COMPLETED)
     body = metadata.to_bytes()
     try:

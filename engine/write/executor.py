@@ -184,6 +184,7 @@ class WriteJob:
             )
             # `tagged` is materialised now: one cached copy of the batch is enough
             prepared.unpersist()
+            index_stats = self.index.tagging_stats() if self.operation.tags else {}
             workloads, offsets, absent, kept = _profile(profile_rows)
             dropped = total - kept
 
@@ -214,7 +215,8 @@ class WriteJob:
                 outcomes = self._write(tagged, plan, offsets, full_schema, pc_field, pending.instant, is_delete)
                 commit_protocol.remove_debris(self.meta, pending, outcomes)
                 self.index.update_location(tag_ctx, instant, outcomes)
-                commit_protocol.complete(self.meta, pending, write_schema, outcomes, absent)
+                extra = {f"engine.index.{k}": str(v) for k, v in index_stats.items()}
+                commit_protocol.complete(self.meta, pending, write_schema, outcomes, absent, extra)
             except BaseException as exc:
                 _stop_tasks(spark, _job_group(instant))
                 try:
@@ -241,6 +243,7 @@ class WriteJob:
                 partitions=tuple(sorted({o["partition"] for o in outcomes})),
                 bytes_written=sum(o["file_size"] for o in outcomes),
                 seconds=round(time.monotonic() - started, 3),
+                index_stats=index_stats,
             )
         except EngineError:
             raise

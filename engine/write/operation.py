@@ -37,6 +37,7 @@ class WriteResult:
     partitions: tuple[str, ...] = field(default=())
     bytes_written: int = 0
     seconds: float = 0.0
+    index_stats: dict[str, int] = field(default_factory=dict)  # e.g. BLOOM: files pruned by range/bloom
 
     def to_dict(self) -> dict:
         d = asdict(self)

@@ -1,0 +1,137 @@
+"""BLOOM index (Apache Hudi's default): key ranges and bloom filters in base-file footers.
+
+For each latest base file of the touched partitions, a scan task
+1. reads only the footer and keeps the incoming keys inside the file's [min, max] record-key
+   range (binary search over the sorted incoming keys of that partition: O(log n) per file);
+2. checks those candidates against the file's bloom filter;
+3. reads the record-key column only when candidates survive, and keeps the exact matches, so a
+   bloom false positive never tags a record to the wrong file.
+Counts of files pruned by range, by bloom filter, and of false positives go into the commit's
+extra metadata (`engine.index.*`).
+
+Batches too big to ship their keys to the tasks fall back to the SIMPLE join.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+from pyspark.accumulators import Accumulator, AccumulatorParam
+from pyspark.broadcast import Broadcast
+from pyspark.sql import DataFrame
+from pyspark.sql import functions as F
+from pyspark.sql.pandas.types import from_arrow_schema
+
+from engine.constants import FOOTER_MAX_RECORD_KEY, FOOTER_MIN_RECORD_KEY, RECORD_KEY_COL
+from engine.index import FILE_ID_COL
+from engine.index.base import Index, TagContext
+from engine.index.bloom_filter import bloom_filter_from_footer
+from engine.index.simple import SimpleIndex
+from engine.read.scan import KEYS_SCHEMA, ScanFile, file_frame
+from engine.storage import Storage
+from engine.write.file_writer import KEY_COL, PART_COL, read_base_file
+
+STAT_NAMES = ("files", "range_pruned", "bloom_pruned", "files_read", "candidates", "false_positives")
+
+
+class _CountsParam(AccumulatorParam):
+    def zero(self, value: dict[str, int]) -> dict[str, int]:
+        return dict.fromkeys(STAT_NAMES, 0)
+
+    def addInPlace(self, a: dict[str, int], b: dict[str, int]) -> dict[str, int]:  # noqa: N802 (Spark's name)
+        for k, v in b.items():
+            a[k] = a.get(k, 0) + v
+        return a
+
+
+def candidates_in_range(sorted_keys: np.ndarray, low: str | None, high: str | None) -> np.ndarray:
+    """The keys of `sorted_keys` inside [low, high] (all of them when the footer has no range)."""
+    if low is None or high is None:
+        return sorted_keys
+    start = np.searchsorted(sorted_keys, low, side="left")
+    end = np.searchsorted(sorted_keys, high, side="right")
+    return sorted_keys[start:end]
+
+
+def _lookup_task(storage: Storage, wanted: Broadcast, counts: Accumulator):
+    def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        lookup: dict[str, np.ndarray] = wanted.value
+        local = dict.fromkeys(STAT_NAMES, 0)
+        for batch in batches:
+            for path, partition, file_id in zip(*(c.to_pylist() for c in batch.columns), strict=True):
+                keys = lookup.get(partition)
+                if keys is None or len(keys) == 0:
+                    continue
+                local["files"] += 1
+                with storage.open_input_file(path) as f:
+                    footer = pq.read_metadata(f).metadata or {}
+                low = footer.get(FOOTER_MIN_RECORD_KEY.encode())
+                high = footer.get(FOOTER_MAX_RECORD_KEY.encode())
+                candidates = candidates_in_range(
+                    keys, low.decode() if low else None, high.decode() if high else None
+                )
+                if len(candidates) == 0:
+                    local["range_pruned"] += 1
+                    continue
+                bloom = bloom_filter_from_footer(footer)
+                if bloom is not None:
+                    candidates = candidates[np.asarray(bloom.might_contain_many(candidates.tolist()), dtype=bool)]
+                if len(candidates) == 0:
+                    local["bloom_pruned"] += 1
+                    continue
+                local["files_read"] += 1
+                local["candidates"] += len(candidates)
+                stored = read_base_file(storage, path, columns=[RECORD_KEY_COL]).column(0).cast(pa.string())
+                matched = pc.unique(stored.filter(pc.is_in(stored, value_set=pa.array(candidates, pa.string()))))
+                local["false_positives"] += len(candidates) - len(matched)
+                n = len(matched)
+                if n:
+                    yield pa.RecordBatch.from_arrays(
+                        [matched, pa.array([partition] * n, pa.string()), pa.array([file_id] * n, pa.string())],
+                        schema=KEYS_SCHEMA,
+                    )
+        counts.add(local)
+
+    return run
+
+
+class BloomIndex(Index):
+    """Non-global: a key is looked up in its own partition's files only."""
+
+    name = "BLOOM"
+    is_global = False
+
+    def __init__(self) -> None:
+        self.last_stats: dict[str, int] = {}
+
+    def tag_location(self, ctx: TagContext, records: DataFrame) -> DataFrame:
+        files = [ScanFile(b.path, b.partition, b.file_id) for b in ctx.view.latest_base_files(ctx.partitions)]
+        if not files:
+            self.last_stats = dict.fromkeys(STAT_NAMES, 0)
+            return records.withColumn(FILE_ID_COL, F.lit(None).cast("string"))
+        if ctx.incoming_keys is None:
+            self.last_stats = {}
+            return SimpleIndex().tag_location(ctx, records)
+        sc = ctx.spark.sparkContext
+        wanted = sc.broadcast(_sorted_keys(ctx.incoming_keys))
+        self._counts = sc.accumulator(dict.fromkeys(STAT_NAMES, 0), _CountsParam())
+        existing = file_frame(ctx.spark, files).mapInArrow(
+            _lookup_task(ctx.meta.storage, wanted, self._counts), from_arrow_schema(KEYS_SCHEMA)
+        )
+        key, part, fid = KEYS_SCHEMA.names
+        existing = F.broadcast(existing)
+        cond = (records[KEY_COL] == existing[key]) & (records[PART_COL] == existing[part])
+        return records.join(existing, cond, "left").drop(key, part).withColumnRenamed(fid, FILE_ID_COL)
+
+    def tagging_stats(self) -> dict[str, int]:
+        """Counts from the last tagging (available once the tagged records were computed)."""
+        counts = getattr(self, "_counts", None)
+        return dict(counts.value) if counts is not None else dict(self.last_stats)
+
+
+def _sorted_keys(incoming: Mapping[str, pa.Array]) -> dict[str, np.ndarray]:
+    return {part: np.sort(np.asarray(keys.to_pylist(), dtype=object)) for part, keys in incoming.items()}
