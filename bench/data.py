@@ -76,7 +76,7 @@ def day_string(i: int) -> str:
 
 
 def day_start_ms(i: int) -> int:
-    return int(_dt.datetime.combine(FIRST_DAY, _dt.time(), tzinfo=_dt.timezone.utc).timestamp() * 1000) + int(i) * DAY_MS
+    return int(_dt.datetime.combine(FIRST_DAY, _dt.time(), tzinfo=_dt.UTC).timestamp() * 1000) + int(i) * DAY_MS
 
 
 def random_strings(rng: np.random.Generator, n: int, length: int) -> pa.Array:
