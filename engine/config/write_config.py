@@ -25,6 +25,11 @@ _KEYS: dict[str, tuple[str, type]] = {
     "hoodie.index.bloom.fpp": ("bloom_fpp", float),
     "hoodie.bloom.index.filter.dynamic.max.entries": ("bloom_max_entries", int),
     "hoodie.record.size.estimation.threshold": ("record_size_estimation_threshold", float),
+    "hoodie.index.update.partition.path": ("update_partition_path", bool),
+    "hoodie.simple.index.update.partition.path": ("update_partition_path", bool),
+    "hoodie.bloom.index.update.partition.path": ("update_partition_path", bool),
+    "hoodie.hbase.index.update.partition.path": ("update_partition_path", bool),
+    "hoodie.record.index.update.partition.path": ("update_partition_path", bool),
 }
 
 
@@ -58,6 +63,8 @@ class WriteConfig:
     bloom_max_entries: int = 100_000
     # only commits that wrote more than threshold x small_file_limit bytes estimate the record size
     record_size_estimation_threshold: float = 1.0
+    # global indexes, key found in another partition: delete there + insert here (True), or update there
+    update_partition_path: bool = True
 
     def __post_init__(self) -> None:
         if self.max_file_size <= 0:

@@ -19,11 +19,16 @@ FILE_ID_COL = "__hoodie_file_id"  # the column `tag_location` adds: file id hold
 
 def index_for(index_type: IndexType) -> Index:
     """The index implementation for `index_type` (InvalidConfigError if this version lacks it)."""
-    from engine.index.bloom import BloomIndex
-    from engine.index.simple import SimpleIndex
+    from engine.index.bloom import BloomIndex, GlobalBloomIndex
+    from engine.index.simple import GlobalSimpleIndex, SimpleIndex
 
     require_index_available(index_type)
-    implementations: dict[IndexType, type[Index]] = {IndexType.SIMPLE: SimpleIndex, IndexType.BLOOM: BloomIndex}
+    implementations: dict[IndexType, type[Index]] = {
+        IndexType.SIMPLE: SimpleIndex,
+        IndexType.GLOBAL_SIMPLE: GlobalSimpleIndex,
+        IndexType.BLOOM: BloomIndex,
+        IndexType.GLOBAL_BLOOM: GlobalBloomIndex,
+    }
     return implementations[index_type]()
 
 

@@ -23,17 +23,15 @@ import pyarrow.parquet as pq
 from pyspark.accumulators import Accumulator, AccumulatorParam
 from pyspark.broadcast import Broadcast
 from pyspark.sql import DataFrame
-from pyspark.sql import functions as F
 from pyspark.sql.pandas.types import from_arrow_schema
 
 from engine.constants import FOOTER_MAX_RECORD_KEY, FOOTER_MIN_RECORD_KEY, RECORD_KEY_COL
-from engine.index import FILE_ID_COL
-from engine.index.base import Index, TagContext
+from engine.index.base import Index, TagContext, candidate_files, join_existing, untagged, wanted_keys
 from engine.index.bloom_filter import bloom_filter_from_footer
-from engine.index.simple import SimpleIndex
-from engine.read.scan import KEYS_SCHEMA, ScanFile, file_frame
+from engine.index.simple import GlobalSimpleIndex, SimpleIndex
+from engine.read.scan import ANY_PARTITION, KEYS_SCHEMA, file_frame
 from engine.storage import Storage
-from engine.write.file_writer import KEY_COL, PART_COL, read_base_file
+from engine.write.file_writer import read_base_file
 
 STAT_NAMES = ("files", "range_pruned", "bloom_pruned", "files_read", "candidates", "false_positives")
 
@@ -63,7 +61,7 @@ def _lookup_task(storage: Storage, wanted: Broadcast, counts: Accumulator):
         local = dict.fromkeys(STAT_NAMES, 0)
         for batch in batches:
             for path, partition, file_id in zip(*(c.to_pylist() for c in batch.columns), strict=True):
-                keys = lookup.get(partition)
+                keys = lookup.get(partition, lookup.get(ANY_PARTITION))
                 if keys is None or len(keys) == 0:
                     continue
                 local["files"] += 1
@@ -109,28 +107,34 @@ class BloomIndex(Index):
         self.last_stats: dict[str, int] = {}
 
     def tag_location(self, ctx: TagContext, records: DataFrame) -> DataFrame:
-        files = [ScanFile(b.path, b.partition, b.file_id) for b in ctx.view.latest_base_files(ctx.partitions)]
+        self._counts = None
+        files = candidate_files(ctx, self.is_global)
         if not files:
             self.last_stats = dict.fromkeys(STAT_NAMES, 0)
-            return records.withColumn(FILE_ID_COL, F.lit(None).cast("string"))
-        if ctx.incoming_keys is None:
+            return untagged(records, self.is_global)
+        wanted = wanted_keys(ctx, self.is_global)
+        if wanted is None:
             self.last_stats = {}
-            return SimpleIndex().tag_location(ctx, records)
+            return (GlobalSimpleIndex() if self.is_global else SimpleIndex()).tag_location(ctx, records)
         sc = ctx.spark.sparkContext
-        wanted = sc.broadcast(_sorted_keys(ctx.incoming_keys))
+        shared = sc.broadcast(_sorted_keys(wanted))
         self._counts = sc.accumulator(dict.fromkeys(STAT_NAMES, 0), _CountsParam())
         existing = file_frame(ctx.spark, files).mapInArrow(
-            _lookup_task(ctx.meta.storage, wanted, self._counts), from_arrow_schema(KEYS_SCHEMA)
+            _lookup_task(ctx.meta.storage, shared, self._counts), from_arrow_schema(KEYS_SCHEMA)
         )
-        key, part, fid = KEYS_SCHEMA.names
-        existing = F.broadcast(existing)
-        cond = (records[KEY_COL] == existing[key]) & (records[PART_COL] == existing[part])
-        return records.join(existing, cond, "left").drop(key, part).withColumnRenamed(fid, FILE_ID_COL)
+        return join_existing(records, existing, self.is_global, small=True)
 
     def tagging_stats(self) -> dict[str, int]:
         """Counts from the last tagging (available once the tagged records were computed)."""
         counts = getattr(self, "_counts", None)
         return dict(counts.value) if counts is not None else dict(self.last_stats)
+
+
+class GlobalBloomIndex(BloomIndex):
+    """Every partition's files are candidates; a key is found wherever it lives."""
+
+    name = "GLOBAL_BLOOM"
+    is_global = True
 
 
 def _sorted_keys(incoming: Mapping[str, pa.Array]) -> dict[str, np.ndarray]:

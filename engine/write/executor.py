@@ -23,6 +23,7 @@ from engine.config.write_config import WriteConfig
 from engine.constants import DEFAULT_PARTITION_PATH, EMPTY_RECORD_KEY_PLACEHOLDER, NULL_RECORD_KEY_PLACEHOLDER
 from engine.errors import EngineError, InvalidInputError, StorageError
 from engine.index import FILE_ID_COL, Index, TagContext
+from engine.index.base import EXISTING_PART_COL
 from engine.read.scan import scan_parallelism
 from engine.spark.errors import task_error_message, translate
 from engine.table.create import require_writable
@@ -161,8 +162,10 @@ class WriteJob:
                 return WriteResult(instant=None, operation=self.operation, seconds=time.monotonic() - started)
 
             records = prepared
-            if self._combine() and summary.may_have_duplicates:
-                records = _dedupe(records, pc_field)
+            # a global index knows a key in one partition only: dedupe by key alone
+            dedupe_by = [KEY_COL] if self.index.is_global else [KEY_COL, PART_COL]
+            if self._combine() and summary.may_have_duplicates(dedupe_by):
+                records = _dedupe(records, pc_field, dedupe_by)
             records = records.withColumn(OP_COL, _op_expr(is_delete, records.columns))
 
             view = self.meta.file_system_view(timeline)
@@ -171,6 +174,8 @@ class WriteJob:
             if self.operation.tags:
                 self.progress(f"tagging {total} records against {len(partitions)} partition(s) ({self.index.name})")
                 tagged = self.index.tag_location(tag_ctx, records)
+                if self.index.is_global:
+                    tagged = _relocate(tagged, is_delete, self.config.update_partition_path)
             else:
                 tagged = records.withColumn(FILE_ID_COL, F.lit(None).cast("string"))
             tagged = tagged.persist(StorageLevel.MEMORY_AND_DISK)
@@ -193,7 +198,7 @@ class WriteJob:
                     ExistingFile(b.partition, b.file_id, b.instant, b.path, b.size)
                     for b in view.latest_base_files([p])
                 ]
-                for p in partitions
+                for p in workloads
             }
             record_size = estimate_record_size(
                 (m for _i, m in self.meta.completed_commits_newest_first(timeline)),
@@ -322,11 +327,10 @@ class _Summary:
     partitions: list[str]
     keys: pa.Table | None  # (key, partition) of every record, for batches up to BROADCAST_KEYS_LIMIT
 
-    @property
-    def may_have_duplicates(self) -> bool:
+    def may_have_duplicates(self, by: list[str]) -> bool:
         if self.keys is None:
             return True
-        return self.keys.group_by([KEY_COL, PART_COL]).aggregate([]).num_rows < self.total
+        return self.keys.group_by(by).aggregate([]).num_rows < self.total
 
     def keys_by_partition(self) -> dict[str, pa.Array] | None:
         """partition path -> the distinct incoming keys (None for big batches)."""
@@ -382,11 +386,31 @@ def _delete_columns(spec: KeySpec, pc_field: str | None) -> list[str]:
     return cols
 
 
-def _dedupe(records: DataFrame, pc_field: str | None) -> DataFrame:
-    """Keep one record per (key, partition): the largest precombine value, later input on ties."""
+def _relocate(tagged: DataFrame, is_delete: bool, update_partition_path: bool) -> DataFrame:
+    """Apply a global index's answer: where does each found key go?
+
+    A key found in another partition than the incoming record's (Apache Hudi's
+    `hoodie.index.update.partition.path`): true -> delete it there and insert the record into its
+    new partition; false -> update it in place in the old partition. Deletes always act where the
+    key lives.
+    """
+    found = F.col(FILE_ID_COL).isNotNull()
+    moved = found & (F.col(EXISTING_PART_COL) != F.col(PART_COL))
+    if is_delete or not update_partition_path:
+        out = tagged.withColumn(PART_COL, F.when(found, F.col(EXISTING_PART_COL)).otherwise(F.col(PART_COL)))
+    else:
+        stay = tagged.filter(~moved | F.col(FILE_ID_COL).isNull())
+        old = tagged.filter(moved).withColumn(PART_COL, F.col(EXISTING_PART_COL)).withColumn(OP_COL, F.lit(OP_DELETE))
+        new = tagged.filter(moved).withColumn(FILE_ID_COL, F.lit(None).cast("string"))
+        out = stay.unionByName(old).unionByName(new)
+    return out.drop(EXISTING_PART_COL)
+
+
+def _dedupe(records: DataFrame, pc_field: str | None, by: list[str]) -> DataFrame:
+    """Keep one record per key (and partition): the largest precombine value, later input on ties."""
     order = [F.col(pc_field).desc_nulls_last()] if pc_field else []
     order.append(F.col(ORDER_COL).desc())
-    w = Window.partitionBy(KEY_COL, PART_COL).orderBy(*order)
+    w = Window.partitionBy(*by).orderBy(*order)
     rank = "__hoodie_rank"
     return records.withColumn(rank, F.row_number().over(w)).filter(F.col(rank) == 1).drop(rank)
 
