@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 
 import pyarrow as pa
 from pyspark.sql import DataFrame, SparkSession
@@ -134,6 +134,26 @@ class Table:
     def read_incremental(self, start: str, end: str | None = None) -> DataFrame:
         """Records committed in (start, end]."""
         return reader.read_incremental(self._spark(), self.meta, start, end)
+
+    def _index(self):
+        from engine.index import index_for
+
+        return index_for(IndexType.parse(self.config.index_type or IndexType.SIMPLE))
+
+    def read_keys(self, keys: Iterable[str]) -> DataFrame:
+        """The records with these record keys (as in `_hoodie_record_key`), reading only the files
+        the index says hold them; absent keys give no row."""
+        from engine.read.lookup import read_keys
+
+        return read_keys(self._spark(), self.meta, self._index(), keys)
+
+    def filter_exists(self, df: DataFrame) -> DataFrame:
+        """The rows of `df` whose keys are not in the table yet (de-duplicate before an insert)."""
+        from engine.read.lookup import filter_exists
+
+        if not isinstance(df, DataFrame):
+            raise InvalidInputError(f"expected a Spark DataFrame, got {type(df).__name__}")
+        return filter_exists(self._spark(), self.meta, self._index(), df)
 
     def __repr__(self) -> str:
         return f"Table({self.config.name!r}, {self.path!r}, {self.config.table_type.value})"

@@ -1,7 +1,7 @@
 """The `hoodie` command: create, write, read and inspect tables from a shell.
 
 Metadata commands (`init`, `show`, `commits`, `fsview`) run on `MetaClient` alone and never
-import pyspark; only `upsert`, `insert`, `bulk-insert`, `delete` and `read` start Spark, and
+import pyspark; only `upsert`, `insert`, `bulk-insert`, `delete`, `read` and `lookup` start Spark, and
 only after their arguments, the table and the input file have been checked.
 
 Every command takes `--json` (one JSON document on stdout). Errors print one line,
@@ -409,6 +409,33 @@ def cmd_read(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def cmd_lookup(args: argparse.Namespace) -> int:
+    """Print the records with the keys listed in --keys-file (one record key per line) as JSON lines."""
+    try:
+        with open(args.keys_file, encoding="utf-8") as f:
+            keys = [line.strip() for line in f if line.strip()]
+    except OSError as exc:
+        raise UsageError(f"cannot read --keys-file {args.keys_file}: {exc.strerror or exc}") from exc
+    meta = MetaClient.open(args.path)
+    progress = _progress(args)
+    spark, owned = _start_spark(args, progress)
+    try:
+        from engine.api import Table
+
+        progress(f"looking up {len(keys)} key(s)")
+        records = Table(spark, meta).read_keys(keys).toArrow().to_pylist()
+    finally:
+        if owned:
+            spark.stop()
+    records.sort(key=lambda r: (r["_hoodie_partition_path"] or "", r["_hoodie_record_key"]))
+    if args.json:
+        _emit_json({"path": meta.storage.base_uri, "keys": len(keys), "records": records})
+    else:
+        for record in records:
+            print(json.dumps(record, default=str, sort_keys=False))
+    return EXIT_OK
+
+
 # ---- parser ------------------------------------------------------------------------------
 def build_parser() -> argparse.ArgumentParser:
     """The `hoodie` argument parser (one sub-command per action)."""
@@ -460,6 +487,9 @@ def build_parser() -> argparse.ArgumentParser:
     when.add_argument("--since", metavar="INSTANT", help="incremental read of commits after INSTANT")
     p.add_argument("--until", metavar="INSTANT", help="end (inclusive) of the incremental read")
     p.add_argument("--output", required=True, metavar="FILE.parquet", help="the parquet file to write")
+
+    p = command("lookup", "print the records with the given keys (JSON lines)", cmd_lookup, spark=True)
+    p.add_argument("--keys-file", required=True, metavar="FILE", help="one record key per line")
     return parser
 
 

@@ -45,12 +45,18 @@ def file_frame(spark: SparkSession, files: Sequence[ScanFile]) -> DataFrame:
 
 
 def _read_files_task(
-    storage: Storage, schema: pa.Schema, commit_range: tuple[str | None, str | None] | None
+    storage: Storage,
+    schema: pa.Schema,
+    commit_range: tuple[str | None, str | None] | None,
+    keys: Broadcast | None = None,
 ):
     def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        wanted = keys.value if keys is not None else None
         for batch in batches:
             for path in batch.column(0).to_pylist():
                 table = conform(read_base_file(storage, path), schema)
+                if wanted is not None:
+                    table = table.filter(pc.is_in(table.column(RECORD_KEY_COL), value_set=wanted))
                 if commit_range is not None:
                     start, end = commit_range
                     times = table.column(COMMIT_TIME_COL)
@@ -71,12 +77,16 @@ def scan_files(
     files: Sequence[ScanFile],
     schema: pa.Schema,
     commit_range: tuple[str | None, str | None] | None = None,
+    keys: pa.Array | None = None,
 ) -> DataFrame:
-    """A DataFrame of the rows of `files`, conformed to `schema` (optionally filtered by commit time)."""
+    """A DataFrame of the rows of `files`, conformed to `schema`, optionally only those committed
+    in `commit_range` (start, end] or whose record key is in `keys`."""
     spark_schema = from_arrow_schema(schema)
     if not files:
         return spark.createDataFrame([], spark_schema)
-    return file_frame(spark, files).mapInArrow(_read_files_task(storage, schema, commit_range), spark_schema)
+    shared = spark.sparkContext.broadcast(keys) if keys is not None else None
+    task = _read_files_task(storage, schema, commit_range, shared)
+    return file_frame(spark, files).mapInArrow(task, spark_schema)
 
 
 KEYS_SCHEMA = pa.schema(
