@@ -95,8 +95,16 @@ class Index(abc.ABC):
         """Counts describing the last `tag_location` (files pruned, read...); empty if none."""
         return {}
 
-    def update_location(self, ctx: TagContext, instant: str, written: Sequence[dict]) -> None:  # noqa: B027
-        """Record new locations after a write (no-op for indexes that read the data files)."""
+    # indexes that store locations themselves (HBase) get the written records' locations
+    wants_locations: bool = False
+
+    def check_available(self) -> None:  # noqa: B027
+        """Fail early (before any file is written) when the index's backing service is unreachable."""
+
+    def update_location(self, ctx: TagContext, instant: str, located: DataFrame) -> None:  # noqa: B027
+        """Record the locations of a write's records, after its data files are written and before
+        it completes. `located` has the key, partition, file id and op ("U"/"D") columns. Only
+        called when `wants_locations`; a failure here leaves the commit uncompleted."""
 
     def rollback_commit(self, meta: MetaClient, instant: str) -> None:  # noqa: B027
         """Undo `update_location` for a rolled-back instant (no-op for file-based indexes)."""

@@ -126,6 +126,7 @@ class WriteJob:
         spark = df.sparkSession
         table_cfg = self.meta.config
         require_writable(table_cfg)
+        self.index.check_available()
         spec = KeySpec.from_config(table_cfg)
         timeline = self.meta.timeline()
         table_schema = self.meta.latest_schema(timeline)
@@ -217,9 +218,13 @@ class WriteJob:
             pending = commit_protocol.start(self.meta, timeline, self.operation, plan)
             instant = pending.instant
             try:
-                outcomes = self._write(tagged, plan, offsets, full_schema, pc_field, pending.instant, is_delete)
+                outcomes, assigned = self._write(
+                    tagged, plan, offsets, full_schema, pc_field, pending.instant, is_delete
+                )
                 commit_protocol.remove_debris(self.meta, pending, outcomes)
-                self.index.update_location(tag_ctx, instant, outcomes)
+                if self.index.wants_locations and assigned is not None:
+                    self.progress(f"updating the {self.index.name} index")
+                    self.index.update_location(tag_ctx, instant, _located(assigned, plan))
                 extra = {f"engine.index.{k}": str(v) for k, v in index_stats.items()}
                 commit_protocol.complete(self.meta, pending, write_schema, outcomes, absent, extra)
             except BaseException as exc:
@@ -279,10 +284,10 @@ class WriteJob:
         pc_field: str | None,
         instant: str,
         is_delete: bool,
-    ) -> list[dict]:
+    ) -> tuple[list[dict], DataFrame | None]:
         n_buckets = len(plan.buckets)
         if n_buckets == 0:
-            return []
+            return [], None
         updates_idx, ranges = plan.lookup_tables()
         to_write = tagged.filter(F.col(FILE_ID_COL).isNotNull() | (F.col(OP_COL) == OP_UPSERT))
         with_bucket_schema = from_arrow_schema(
@@ -313,7 +318,7 @@ class WriteJob:
         sc = tagged.sparkSession.sparkContext
         sc.setJobGroup(_job_group(instant), f"hoodie write {instant}", interruptOnCancel=True)
         try:
-            return [r.asDict() for r in written.collect()]
+            return [r.asDict() for r in written.collect()], assigned
         finally:
             sc.setLocalProperty("spark.jobGroup.id", None)  # type: ignore[arg-type]
 
@@ -384,6 +389,12 @@ def _delete_columns(spec: KeySpec, pc_field: str | None) -> list[str]:
     if pc_field and pc_field not in cols:
         cols.append(pc_field)
     return cols
+
+
+def _located(assigned: DataFrame, plan: WritePlan) -> DataFrame:
+    """(key, partition, file id, op) of every record a write placed, from its bucket."""
+    file_of = F.create_map(*[v for b in plan.buckets for v in (F.lit(b.index), F.lit(b.file_id))])
+    return assigned.select(KEY_COL, PART_COL, file_of[F.col(BUCKET_COL)].alias(FILE_ID_COL), OP_COL)
 
 
 def _relocate(tagged: DataFrame, is_delete: bool, update_partition_path: bool) -> DataFrame:
