@@ -100,7 +100,8 @@ class Table:
             raise InvalidInputError(f"expected a Spark DataFrame, got {type(df).__name__}")
         config = WriteConfig.from_options(options)
         itype = IndexType.parse(config.index_type or self.config.index_type or IndexType.SIMPLE)
-        job = WriteJob(self.meta, index_for(itype), config, op, progress or (lambda _msg: None))
+        index = index_for(itype, dict(config.index_options), self.config.name)
+        job = WriteJob(self.meta, index, config, op, progress or (lambda _msg: None))
         if self.spark is None:
             self.spark = df.sparkSession
         return job.run(df)
@@ -138,7 +139,7 @@ class Table:
     def _index(self):
         from engine.index import index_for
 
-        return index_for(IndexType.parse(self.config.index_type or IndexType.SIMPLE))
+        return index_for(IndexType.parse(self.config.index_type or IndexType.SIMPLE), table_name=self.config.name)
 
     def read_keys(self, keys: Iterable[str]) -> DataFrame:
         """The records with these record keys (as in `_hoodie_record_key`), reading only the files

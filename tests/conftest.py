@@ -27,3 +27,19 @@ def spark():
     session = build_session("local[2]", app_name="hoodie-tests", conf={"spark.ui.enabled": "false"})
     yield session
     session.stop()
+
+
+@pytest.fixture(scope="session")
+def hbase_thrift() -> Iterator[tuple[str, int]]:
+    """(host, port) of an HBase Thrift1 server: the real one named by HBASE_THRIFT_HOST
+    (HBASE_THRIFT_PORT, default 9090), else an in-memory stand-in on 127.0.0.1."""
+    import os
+
+    host = os.environ.get("HBASE_THRIFT_HOST")
+    if host:
+        yield host, int(os.environ.get("HBASE_THRIFT_PORT", "9090"))
+        return
+    from tests.support.hbase_server import hbase_server
+
+    with hbase_server() as address:
+        yield address

@@ -8,6 +8,7 @@ from dataclasses import dataclass, fields
 from engine.errors import InvalidConfigError
 
 MB = 1024 * 1024
+INDEX_OPTION_PREFIXES = ("hoodie.index.hbase.",)
 
 # option key -> (attribute, parser)
 _KEYS: dict[str, tuple[str, type]] = {
@@ -66,6 +67,9 @@ class WriteConfig:
     # global indexes, key found in another partition: delete there + insert here (True), or update there
     update_partition_path: bool = True
 
+    # settings of the index itself, passed through untouched (hoodie.index.hbase.*)
+    index_options: tuple[tuple[str, str], ...] = ()
+
     def __post_init__(self) -> None:
         if self.max_file_size <= 0:
             raise InvalidConfigError("hoodie.parquet.max.file.size must be positive")
@@ -80,7 +84,11 @@ class WriteConfig:
     def from_options(cls, options: Mapping[str, object] | None = None) -> WriteConfig:
         values: dict[str, object] = {}
         known = {f.name for f in fields(cls)}
+        passthrough = []
         for key, raw in (options or {}).items():
+            if key.startswith(INDEX_OPTION_PREFIXES):
+                passthrough.append((key, str(raw)))
+                continue
             if key in _KEYS:
                 attr, kind = _KEYS[key]
             elif key in known:
@@ -91,4 +99,4 @@ class WriteConfig:
                 values[attr] = _parse_bool(raw) if kind is bool else kind(raw)
             except (TypeError, ValueError) as exc:
                 raise InvalidConfigError(f"bad value for {key}: {raw!r}") from exc
-        return cls(**values)  # type: ignore[arg-type]
+        return cls(**values, index_options=tuple(sorted(passthrough)))  # type: ignore[arg-type]

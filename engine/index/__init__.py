@@ -6,6 +6,7 @@ used inside write tasks) can be imported without pulling in pyspark.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from engine.config.table_config import IndexType
@@ -17,12 +18,22 @@ if TYPE_CHECKING:
 FILE_ID_COL = "__hoodie_file_id"  # the column `tag_location` adds: file id holding the key, null for new keys
 
 
-def index_for(index_type: IndexType) -> Index:
-    """The index implementation for `index_type` (InvalidConfigError if this version lacks it)."""
+def index_for(
+    index_type: IndexType, options: Mapping[str, str] | None = None, table_name: str | None = None
+) -> Index:
+    """The index implementation for `index_type` (InvalidConfigError if this version lacks it).
+
+    `options` are the index's own settings (e.g. `hoodie.index.hbase.*`); `table_name` names
+    per-table resources (the HBase table `hudi_index_<name>`).
+    """
     from engine.index.bloom import BloomIndex, GlobalBloomIndex
     from engine.index.simple import GlobalSimpleIndex, SimpleIndex
 
     require_index_available(index_type)
+    if index_type is IndexType.HBASE:
+        from engine.index.hbase import HBaseIndex
+
+        return HBaseIndex(options, table_name=table_name)
     implementations: dict[IndexType, type[Index]] = {
         IndexType.SIMPLE: SimpleIndex,
         IndexType.GLOBAL_SIMPLE: GlobalSimpleIndex,

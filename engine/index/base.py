@@ -33,6 +33,7 @@ class TagContext:
 
 
 EXISTING_PART_COL = "__hoodie_existing_partition"  # global indexes: where the key lives now
+PREV_FILE_ID_COL = "__hoodie_prev_file_id"  # in `update_location`'s input: the file tagging found
 
 
 def candidate_files(ctx: TagContext, is_global: bool) -> list:
@@ -105,6 +106,10 @@ class Index(abc.ABC):
         """Record the locations of a write's records, after its data files are written and before
         it completes. `located` has the key, partition, file id and op ("U"/"D") columns. Only
         called when `wants_locations`; a failure here leaves the commit uncompleted."""
+
+    def update_stats(self) -> dict[str, int]:
+        """Counts describing the last `update_location` (puts, deletes...); empty if none."""
+        return {}
 
     def rollback_commit(self, meta: MetaClient, instant: str) -> None:  # noqa: B027
         """Undo `update_location` for a rolled-back instant (no-op for file-based indexes)."""

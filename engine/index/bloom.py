@@ -27,7 +27,7 @@ from pyspark.sql.pandas.types import from_arrow_schema
 
 from engine.constants import FOOTER_MAX_RECORD_KEY, FOOTER_MIN_RECORD_KEY, RECORD_KEY_COL
 from engine.index.base import Index, TagContext, candidate_files, join_existing, untagged, wanted_keys
-from engine.index.bloom_filter import bloom_filter_from_footer
+from engine.index.bloom_filter import bloom_filter_from_footer, encode_keys, hash_chain
 from engine.index.simple import GlobalSimpleIndex, SimpleIndex
 from engine.read.scan import ANY_PARTITION, KEYS_SCHEMA, file_frame
 from engine.storage import Storage
@@ -46,18 +46,42 @@ class _CountsParam(AccumulatorParam):
         return a
 
 
-def candidates_in_range(sorted_keys: np.ndarray, low: str | None, high: str | None) -> np.ndarray:
-    """The keys of `sorted_keys` inside [low, high] (all of them when the footer has no range)."""
+def range_bounds(sorted_keys: np.ndarray, low: str | None, high: str | None) -> tuple[int, int]:
+    """[start, end) of the keys of `sorted_keys` inside [low, high] (binary search; all of them when
+    the footer has no range)."""
     if low is None or high is None:
-        return sorted_keys
-    start = np.searchsorted(sorted_keys, low, side="left")
-    end = np.searchsorted(sorted_keys, high, side="right")
+        return 0, len(sorted_keys)
+    return (
+        int(np.searchsorted(sorted_keys, low, side="left")),
+        int(np.searchsorted(sorted_keys, high, side="right")),
+    )
+
+
+def candidates_in_range(sorted_keys: np.ndarray, low: str | None, high: str | None) -> np.ndarray:
+    start, end = range_bounds(sorted_keys, low, high)
     return sorted_keys[start:end]
+
+
+class _Chains:
+    """Per task: each partition's candidate keys hashed once, reused for every file's filter."""
+
+    def __init__(self, lookup: Mapping[str, np.ndarray]) -> None:
+        self.lookup = lookup
+        self.cache: dict[tuple[str, int], np.ndarray] = {}
+
+    def get(self, partition: str, num_hashes: int) -> np.ndarray:
+        key = (partition, num_hashes)
+        if key not in self.cache:
+            keys = self.lookup.get(partition, self.lookup.get(ANY_PARTITION))
+            assert keys is not None  # the caller found keys for this partition
+            self.cache[key] = hash_chain(encode_keys(keys.tolist()), num_hashes)
+        return self.cache[key]
 
 
 def _lookup_task(storage: Storage, wanted: Broadcast, counts: Accumulator):
     def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         lookup: dict[str, np.ndarray] = wanted.value
+        chains = _Chains(lookup)
         local = dict.fromkeys(STAT_NAMES, 0)
         for batch in batches:
             for path, partition, file_id in zip(*(c.to_pylist() for c in batch.columns), strict=True):
@@ -69,15 +93,15 @@ def _lookup_task(storage: Storage, wanted: Broadcast, counts: Accumulator):
                     footer = pq.read_metadata(f).metadata or {}
                 low = footer.get(FOOTER_MIN_RECORD_KEY.encode())
                 high = footer.get(FOOTER_MAX_RECORD_KEY.encode())
-                candidates = candidates_in_range(
-                    keys, low.decode() if low else None, high.decode() if high else None
-                )
-                if len(candidates) == 0:
+                start, end = range_bounds(keys, low.decode() if low else None, high.decode() if high else None)
+                if start >= end:
                     local["range_pruned"] += 1
                     continue
+                candidates = keys[start:end]
                 bloom = bloom_filter_from_footer(footer)
                 if bloom is not None:
-                    candidates = candidates[np.asarray(bloom.might_contain_many(candidates.tolist()), dtype=bool)]
+                    chain = chains.get(partition, bloom.num_hashes)[start:end]
+                    candidates = candidates[bloom.contains_chain(chain)]
                 if len(candidates) == 0:
                     local["bloom_pruned"] += 1
                     continue

@@ -135,7 +135,15 @@ def _positions(data: bytes, nb_hash: int, vector_size: int) -> list[int]:
 
 
 def _positions_batch(keys: Sequence[bytes], nb_hash: int, vector_size: int) -> np.ndarray:
-    """The bit positions of many keys at once, shape ``(len(keys), nb_hash)``, int64.
+    """The bit positions of many keys at once, shape ``(len(keys), nb_hash)``, int64."""
+    return hash_chain(keys, nb_hash) % np.int64(vector_size)
+
+
+def hash_chain(keys: Sequence[bytes], nb_hash: int) -> np.ndarray:
+    """``abs(h_i)`` of the chained murmur hashes of many keys, shape ``(len(keys), nb_hash)``.
+
+    Independent of the filter's bit count, so a lookup can hash its keys once and test them
+    against many files' filters (position = chain % vector size).
 
     Keys are grouped by byte length so each group is a 2-D byte array; the block mixing
     (``k *= m; k ^= k >>> 24; k *= m``) and the tail bytes do not depend on the seed, so they
@@ -164,7 +172,6 @@ def _positions_batch(keys: Sequence[bytes], nb_hash: int, vector_size: int) -> n
                 tail ^= extended[:, j] << np.uint32(8 * (left - 1 - j))
         idx = np.asarray(rows, dtype=np.int64)
         seed = np.zeros(len(rows), dtype=np.uint32)
-        size = np.int64(vector_size)
         for r in range(nb_hash):
             h = seed ^ np.uint32(length)
             for block in blocks:
@@ -177,8 +184,13 @@ def _positions_batch(keys: Sequence[bytes], nb_hash: int, vector_size: int) -> n
             h *= m
             h ^= h >> np.uint32(15)
             seed = h
-            out[idx, r] = np.abs(h.view(np.int32).astype(np.int64)) % size
+            out[idx, r] = np.abs(h.view(np.int32).astype(np.int64))
     return out
+
+
+def encode_keys(keys: Iterable[str]) -> list[bytes]:
+    """Keys as the bytes the filters hash (UTF-8; null or empty keys are refused)."""
+    return [_key_bytes(k) for k in keys]
 
 
 class _BitRow:
@@ -305,6 +317,11 @@ class SimpleBloomFilter:
             return []
         return self._row.bits[self._row.positions_batch(encoded)].all(axis=1).tolist()
 
+    def contains_chain(self, chain: np.ndarray) -> np.ndarray:
+        """`might_contain` for keys given by their `hash_chain` (bool array)."""
+        self._row.check_hash()
+        return np.asarray(self._row.bits[chain % np.int64(self._row.vector_size)].all(axis=1), dtype=bool)
+
     def serialize(self) -> str:
         """The Base64 text Hudi stores in the footer."""
         out = bytearray()
@@ -429,6 +446,15 @@ class DynamicBloomFilter:
         for row in self._rows:
             hit |= row.bits[pos].all(axis=1)
         return hit.tolist()
+
+    def contains_chain(self, chain: np.ndarray) -> np.ndarray:
+        """`might_contain` for keys given by their `hash_chain` (bool array)."""
+        self._rows[0].check_hash()
+        pos = chain % np.int64(self.vector_size)
+        hit = np.zeros(len(chain), dtype=bool)
+        for row in self._rows:
+            hit |= row.bits[pos].all(axis=1)
+        return hit
 
     def serialize(self) -> str:
         """The Base64 text Hudi stores in the footer."""

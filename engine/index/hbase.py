@@ -30,7 +30,7 @@ from __future__ import annotations
 import os
 import re
 import time
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -41,7 +41,7 @@ from pyspark.sql.pandas.types import from_arrow_schema
 
 from engine.errors import EngineError, InvalidConfigError, StorageError
 from engine.index import FILE_ID_COL
-from engine.index.base import Index, TagContext, join_existing
+from engine.index.base import PREV_FILE_ID_COL, Index, TagContext, join_existing
 from engine.read.scan import KEYS_SCHEMA
 from engine.write.file_writer import KEY_COL, OP_COL, OP_DELETE, OP_UPSERT, PART_COL
 
@@ -58,7 +58,6 @@ COLUMNS = [COMMIT_TS, FILE_NAME, PARTITION_PATH]
 # plus, optionally, PREV_FILE_ID_COL: the file id `tag_location` found (null for a new key). A row
 # whose file id did not change needs no Put (and must not get one: re-stamping commit_ts with an
 # instant that might roll back would make the key look new afterwards)
-PREV_FILE_ID_COL = "__hoodie_prev_file_id"
 
 STAT_NAMES = ("keys", "found", "ignored_uncommitted")
 
@@ -327,6 +326,7 @@ class HBaseIndex(Index):
 
     name = "HBASE"
     is_global = True
+    wants_locations = True
 
     def __init__(self, options: Mapping[str, str] | None = None, table_name: str | None = None) -> None:
         """`options`: the writer options (`hoodie.index.hbase.*`); `table_name`: the Hudi table's
@@ -371,6 +371,11 @@ class HBaseIndex(Index):
             conn.close()
         return name
 
+    def check_available(self) -> None:
+        """The contract's early check (see `check_reachable`); needs the table name given at construction
+        (or `hoodie.index.hbase.table`)."""
+        self.check_reachable()
+
     def tag_location(self, ctx: TagContext, records: DataFrame) -> DataFrame:
         """`records` + FILE_ID_COL and EXISTING_PART_COL: the file id and partition holding each key,
         null for keys the index does not know or whose entry's commit is not visible."""
@@ -390,12 +395,18 @@ class HBaseIndex(Index):
         """Keys looked up, found, and entries ignored (commit not visible) by the last tagging."""
         return dict(self._counts.value) if self._counts is not None else {}
 
-    def update_location(self, ctx: TagContext, instant: str, written: Sequence[dict] | DataFrame) -> None:
+    def update_stats(self) -> dict[str, int]:
+        """Puts and deletes of the last `update_location`."""
+        return dict(self.last_update)
+
+    def update_location(self, ctx: TagContext, instant: str, located: DataFrame) -> None:
         """Put the new locations and delete the removed keys of the records written by `instant`.
 
-        `written` must be the located records: a DataFrame with KEY_COL, PART_COL, FILE_ID_COL
-        (the file id written), OP_COL ("U"/"D") and optionally PREV_FILE_ID_COL (what tagging found).
+        `located`: a DataFrame with KEY_COL, PART_COL, FILE_ID_COL (the file id written), OP_COL
+        ("U"/"D") and optionally PREV_FILE_ID_COL (the file id tagging found). Without the latter
+        every "U" row is Put, re-stamping unchanged entries with `instant`.
         """
+        written: Any = located
         if not isinstance(written, DataFrame):
             raise TypeError(
                 "the HBASE index needs the located records (a DataFrame with "
@@ -407,10 +418,10 @@ class HBaseIndex(Index):
         has_prev = PREV_FILE_ID_COL in written.columns
         cols = [KEY_COL, PART_COL, FILE_ID_COL, OP_COL] + ([PREV_FILE_ID_COL] if has_prev else [])
         tasks = max(1, ctx.spark.sparkContext.defaultParallelism)
-        located = written.select(*cols).repartition(tasks, KEY_COL)
+        by_key = written.select(*cols).repartition(tasks, KEY_COL)
         task = _update_task(self.settings, self.hbase_table(ctx.meta), instant, tasks, has_prev)
         try:
-            stats = located.mapInArrow(task, from_arrow_schema(UPDATE_STATS_SCHEMA)).collect()
+            stats = by_key.mapInArrow(task, from_arrow_schema(UPDATE_STATS_SCHEMA)).collect()
         except Exception as exc:
             raise StorageError(
                 f"updating the HBase index at {self.settings.address} for instant {instant} failed: {exc}"

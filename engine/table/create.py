@@ -28,7 +28,7 @@ OVERWRITE_PAYLOAD = "org.apache.hudi.common.model.OverwriteWithLatestAvroPayload
 # the table types and indexes this version can write with
 WRITABLE_TABLE_TYPES = frozenset({TableType.COPY_ON_WRITE})
 AVAILABLE_INDEXES = frozenset(
-    {IndexType.SIMPLE, IndexType.GLOBAL_SIMPLE, IndexType.BLOOM, IndexType.GLOBAL_BLOOM}
+    {IndexType.SIMPLE, IndexType.GLOBAL_SIMPLE, IndexType.BLOOM, IndexType.GLOBAL_BLOOM, IndexType.HBASE}
 )
 
 

@@ -23,7 +23,7 @@ from engine.config.write_config import WriteConfig
 from engine.constants import DEFAULT_PARTITION_PATH, EMPTY_RECORD_KEY_PLACEHOLDER, NULL_RECORD_KEY_PLACEHOLDER
 from engine.errors import EngineError, InvalidInputError, StorageError
 from engine.index import FILE_ID_COL, Index, TagContext
-from engine.index.base import EXISTING_PART_COL
+from engine.index.base import EXISTING_PART_COL, PREV_FILE_ID_COL
 from engine.read.scan import scan_parallelism
 from engine.spark.errors import task_error_message, translate
 from engine.table.create import require_writable
@@ -225,6 +225,7 @@ class WriteJob:
                 if self.index.wants_locations and assigned is not None:
                     self.progress(f"updating the {self.index.name} index")
                     self.index.update_location(tag_ctx, instant, _located(assigned, plan))
+                    index_stats.update({f"update_{k}": v for k, v in self.index.update_stats().items()})
                 extra = {f"engine.index.{k}": str(v) for k, v in index_stats.items()}
                 commit_protocol.complete(self.meta, pending, write_schema, outcomes, absent, extra)
             except BaseException as exc:
@@ -394,7 +395,13 @@ def _delete_columns(spec: KeySpec, pc_field: str | None) -> list[str]:
 def _located(assigned: DataFrame, plan: WritePlan) -> DataFrame:
     """(key, partition, file id, op) of every record a write placed, from its bucket."""
     file_of = F.create_map(*[v for b in plan.buckets for v in (F.lit(b.index), F.lit(b.file_id))])
-    return assigned.select(KEY_COL, PART_COL, file_of[F.col(BUCKET_COL)].alias(FILE_ID_COL), OP_COL)
+    return assigned.select(
+        KEY_COL,
+        PART_COL,
+        file_of[F.col(BUCKET_COL)].alias(FILE_ID_COL),
+        OP_COL,
+        F.col(FILE_ID_COL).alias(PREV_FILE_ID_COL),  # the file tagging found: unchanged locations need no put
+    )
 
 
 def _relocate(tagged: DataFrame, is_delete: bool, update_partition_path: bool) -> DataFrame:

@@ -1,0 +1,91 @@
+"""Writes under the HBASE index, end to end, against the HBase Thrift server of `hbase_thrift`
+(the stand-in in tests/support, or a real HBase when HBASE_THRIFT_HOST is set)."""
+
+from __future__ import annotations
+
+import random
+import socket
+import uuid
+
+import happybase
+import pytest
+
+from engine import StorageError, Table
+from tests.support import hudi_rs
+from tests.support.tables import data_rows, rows, tree_bytes
+
+pytestmark = [pytest.mark.spark, pytest.mark.hbase]
+
+SCHEMA = "id string, city string, v string, ts long"
+
+
+@pytest.fixture
+def hbase(hbase_thrift):
+    host, port = hbase_thrift
+    name = f"hbt_{uuid.uuid4().hex[:10]}"
+    options = {"hoodie.index.hbase.thrift.host": host, "hoodie.index.hbase.thrift.port": str(port),
+               "hoodie.index.hbase.table": name}
+    conn = happybase.Connection(host, port, autoconnect=True)
+    yield options, conn, name
+    if name.encode() in conn.tables():
+        conn.delete_table(name, disable=True)
+    conn.close()
+
+
+def entries(conn, name) -> dict[str, tuple[str, str, str]]:
+    return {
+        k.decode(): (d[b"_s:partition_path"].decode(), d[b"_s:file_name"].decode(), d[b"_s:commit_ts"].decode())
+        for k, d in conn.table(name).scan()
+    }
+
+
+def make(spark, path, index="HBASE") -> Table:
+    return Table.create(spark, str(path), name="h", record_key="id", partition_fields="city",
+                        precombine_field="ts", index=index)
+
+
+def test_same_operations_same_snapshot_as_global_simple(spark, tmp_path, hbase):
+    options, conn, name = hbase
+    rng = random.Random(5)
+    tables = {"HBASE": make(spark, tmp_path / "h"), "GLOBAL_SIMPLE": make(spark, tmp_path / "g", "GLOBAL_SIMPLE")}
+    for step in range(4):
+        batch = [(f"k{rng.randrange(40):02d}", f"c{rng.randrange(3)}", f"v{step}", step) for _ in range(20)]
+        victims = [(f"k{rng.randrange(40):02d}", "any") for _ in range(4)]
+        for t in tables.values():
+            t.upsert(spark.createDataFrame(batch, SCHEMA), options=options)
+            t.delete(spark.createDataFrame(victims, "id string, city string"), options=options)
+    h = tables["HBASE"]
+    assert data_rows(h.read()) == data_rows(tables["GLOBAL_SIMPLE"].read())
+    assert rows(h.read()) == hudi_rs.sort_rows(hudi_rs.snapshot(h.path))
+    # one HBase row per live key, pointing at its partition and file group
+    live = {r["id"]: (r["_hoodie_partition_path"], r["_hoodie_file_name"].split("_")[0]) for r in rows(h.read())}
+    stored = entries(conn, name)
+    assert {k: v[:2] for k, v in stored.items()} == live
+    completed = {i.time for i in h.timeline().completed_writes}
+    assert {v[2] for v in stored.values()} <= completed
+
+
+def test_unreachable_hbase_fails_before_any_file_is_written(spark, tmp_path):
+    t = make(spark, tmp_path / "t")
+    with socket.socket() as s:  # a port with nobody listening
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    before = tree_bytes(t.path)
+    opts = {"hoodie.index.hbase.thrift.host": "127.0.0.1", "hoodie.index.hbase.thrift.port": str(port)}
+    with pytest.raises(StorageError, match=f"HBase index unreachable at 127.0.0.1:{port}"):
+        t.upsert(spark.createDataFrame([("a", "paris", "v", 1)], SCHEMA), options=opts)
+    assert tree_bytes(t.path) == before
+
+
+def test_entries_of_uncompleted_commits_are_ignored(spark, tmp_path, hbase):
+    options, conn, name = hbase
+    t = make(spark, tmp_path / "t")
+    r1 = t.upsert(spark.createDataFrame([("a", "paris", "v1", 1)], SCHEMA), options=options)
+    # an entry left by a commit that never completed (as after a crash or a rollback)
+    conn.table(name).put(b"ghost", {b"_s:commit_ts": b"29990101000000000", b"_s:file_name": b"nope-0",
+                                    b"_s:partition_path": b"paris"})
+    r2 = t.upsert(spark.createDataFrame([("ghost", "paris", "g", 2), ("a", "paris", "v2", 2)], SCHEMA), options=options)
+    assert (r2.inserts, r2.updates) == (1, 1)
+    assert [(x["id"], x["v"]) for x in rows(t.read())] == [("a", "v2"), ("ghost", "g")]
+    stored = entries(conn, name)
+    assert stored["ghost"][2] == r2.instant and stored["a"][2] == r1.instant  # an in-place update keeps its entry
