@@ -135,8 +135,11 @@ def test_init_creates_the_table_and_prints_its_config(tmp_path, capsys):
 def test_init_refuses_what_this_version_cannot_write(tmp_path, capsys):
     code, out, err = cli(capsys, *init_args(tmp_path / "m"), "--type", "MERGE_ON_READ")
     assert_user_error(code, out, err, "this version writes COPY_ON_WRITE tables only")
-    code, out, err = cli(capsys, *init_args(tmp_path / "h"), "--index", "HBASE")
-    assert_user_error(code, out, err, "index HBASE is not available in this version; use BLOOM, SIMPLE")
+    code, out, err = cli(capsys, *init_args(tmp_path / "h"), "--index", "RECORD")
+    assert_user_error(
+        code, out, err,
+        "index RECORD is not available in this version; use BLOOM, GLOBAL_BLOOM, GLOBAL_SIMPLE, HBASE, SIMPLE",
+    )
     assert list(tmp_path.iterdir()) == []
     code, out, err = cli(capsys, *init_args(tmp_path / "b"), "--index", "BLOOM", "--json")
     assert code == 0 and "hoodie.index.type=BLOOM" in (tmp_path / "b" / ".hoodie" / "hoodie.properties").read_text()
