@@ -14,7 +14,7 @@ from engine.index import index_for
 from engine.read import reader
 from engine.storage import Storage, storage_for
 from engine.table.commit_metadata import CommitMetadata
-from engine.table.create import new_table_config
+from engine.table.create import DEFAULT_INDEX, new_table_config
 from engine.table.fs_view import FileSystemView
 from engine.table.meta_client import MetaClient
 from engine.timeline.timeline import Timeline
@@ -47,7 +47,7 @@ class Table:
         partition_fields: str | Sequence[str] | None = None,
         precombine_field: str | None = None,
         table_type: str | TableType = TableType.COPY_ON_WRITE,
-        index: str | IndexType = IndexType.SIMPLE,
+        index: str | IndexType = DEFAULT_INDEX,
         hive_style: bool = False,
         schema: pa.Schema | None = None,
         storage_options: Mapping[str, str] | None = None,
@@ -99,7 +99,7 @@ class Table:
         if not isinstance(df, DataFrame):
             raise InvalidInputError(f"expected a Spark DataFrame, got {type(df).__name__}")
         config = WriteConfig.from_options(options)
-        itype = IndexType.parse(config.index_type or self.config.index_type or IndexType.SIMPLE)
+        itype = IndexType.parse(config.index_type or self.config.index_type or DEFAULT_INDEX)
         index = index_for(itype, dict(config.index_options), self.config.name)
         job = WriteJob(self.meta, index, config, op, progress or (lambda _msg: None))
         if self.spark is None:
@@ -139,7 +139,7 @@ class Table:
     def _index(self):
         from engine.index import index_for
 
-        return index_for(IndexType.parse(self.config.index_type or IndexType.SIMPLE), table_name=self.config.name)
+        return index_for(IndexType.parse(self.config.index_type or DEFAULT_INDEX), table_name=self.config.name)
 
     def read_keys(self, keys: Iterable[str]) -> DataFrame:
         """The records with these record keys (as in `_hoodie_record_key`), reading only the files

@@ -20,10 +20,10 @@ import traceback
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from engine.config.table_config import IndexType, TableType
+from engine.config.table_config import TableType
 from engine.errors import EngineError, InstantNotFoundError, InvalidInputError
 from engine.storage import storage_for
-from engine.table.create import AVAILABLE_INDEXES, new_table_config
+from engine.table.create import AVAILABLE_INDEXES, DEFAULT_INDEX, new_table_config
 from engine.table.meta_client import MetaClient
 from engine.timeline.instant import is_valid_instant_time
 
@@ -460,8 +460,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--type", default=TableType.COPY_ON_WRITE.value, help="table type (COPY_ON_WRITE)")
     p.add_argument(
         "--index",
-        default=IndexType.SIMPLE.value,
-        help=f"index type: {', '.join(sorted(i.value for i in AVAILABLE_INDEXES))} (default SIMPLE)",
+        default=DEFAULT_INDEX.value,
+        help=f"index type: {', '.join(sorted(i.value for i in AVAILABLE_INDEXES))} (default {DEFAULT_INDEX.value})",
     )
     p.add_argument("--hive-style", action="store_true", help="hive-style partition paths (field=value)")
 

@@ -19,7 +19,6 @@ from collections.abc import Iterator, Mapping
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
-import pyarrow.parquet as pq
 from pyspark.accumulators import Accumulator, AccumulatorParam
 from pyspark.broadcast import Broadcast
 from pyspark.sql import DataFrame
@@ -31,7 +30,7 @@ from engine.index.bloom_filter import bloom_filter_from_footer, encode_keys, has
 from engine.index.simple import GlobalSimpleIndex, SimpleIndex
 from engine.read.scan import ANY_PARTITION, KEYS_SCHEMA, file_frame
 from engine.storage import Storage
-from engine.write.file_writer import read_base_file
+from engine.write.file_writer import read_base_file, read_footer
 
 STAT_NAMES = ("files", "range_pruned", "bloom_pruned", "files_read", "candidates", "false_positives")
 
@@ -89,8 +88,7 @@ def _lookup_task(storage: Storage, wanted: Broadcast, counts: Accumulator):
                 if keys is None or len(keys) == 0:
                     continue
                 local["files"] += 1
-                with storage.open_input_file(path) as f:
-                    footer = pq.read_metadata(f).metadata or {}
+                footer = read_footer(storage, path)
                 low = footer.get(FOOTER_MIN_RECORD_KEY.encode())
                 high = footer.get(FOOTER_MAX_RECORD_KEY.encode())
                 start, end = range_bounds(keys, low.decode() if low else None, high.decode() if high else None)

@@ -27,6 +27,8 @@ OVERWRITE_PAYLOAD = "org.apache.hudi.common.model.OverwriteWithLatestAvroPayload
 
 # the table types and indexes this version can write with
 WRITABLE_TABLE_TYPES = frozenset({TableType.COPY_ON_WRITE})
+# Apache Hudi's default, also used for tables whose hoodie.properties names no index
+DEFAULT_INDEX = IndexType.BLOOM
 AVAILABLE_INDEXES = frozenset(
     {IndexType.SIMPLE, IndexType.GLOBAL_SIMPLE, IndexType.BLOOM, IndexType.GLOBAL_BLOOM, IndexType.HBASE}
 )
@@ -56,7 +58,7 @@ def new_table_config(
     partition_fields: str | Sequence[str] | None = None,
     precombine_field: str | None = None,
     table_type: str | TableType = TableType.COPY_ON_WRITE,
-    index: str | IndexType = IndexType.SIMPLE,
+    index: str | IndexType = DEFAULT_INDEX,
     hive_style: bool = False,
     schema: pa.Schema | None = None,
 ) -> TableConfig:

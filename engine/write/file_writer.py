@@ -8,8 +8,9 @@ Incoming rows carry the data columns plus `_hk` (record key), `_hp` (partition p
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -32,6 +33,7 @@ from engine.table.file_names import base_file_name, join_path
 
 # internal columns carry this prefix; incoming columns may not use it (see schema_check)
 INTERNAL_PREFIX = "__hoodie_"
+_T = TypeVar("_T")
 KEY_COL = "__hoodie_key"
 PART_COL = "__hoodie_partition"
 OP_COL = "__hoodie_op"
@@ -96,10 +98,21 @@ def conform(table: pa.Table, schema: pa.Schema) -> pa.Table:
     return pa.Table.from_arrays(arrays, schema=schema)
 
 
+def read_footer(storage: Storage, path: str) -> dict[bytes, bytes]:
+    """A base file's parquet key-value metadata (bloom filter, key range), reading only the footer."""
+    return _typed_read(storage, path, lambda f: pq.read_metadata(f).metadata or {})
+
+
 def read_base_file(storage: Storage, path: str, columns: list[str] | None = None) -> pa.Table:
+    """A base file's rows (only `columns` when given)."""
+    return _typed_read(storage, path, lambda f: pq.read_table(f, columns=columns))
+
+
+def _typed_read(storage: Storage, path: str, read: Callable[[Any], _T]) -> _T:
+    """Run `read` on the opened file: not parquet -> CorruptTableError, I/O -> StorageError."""
     try:
         with storage.open_input_file(path) as f:
-            return pq.read_table(f, columns=columns)
+            return read(f)
     except FileNotFoundError:
         raise
     except pa.ArrowInvalid as exc:

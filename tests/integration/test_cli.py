@@ -117,7 +117,7 @@ def test_init_creates_the_table_and_prints_its_config(tmp_path, capsys):
     assert doc["partition_fields"] == ["region"]
     assert doc["precombine_field"] == "ts"
     assert doc["hive_style"] is True
-    assert doc["index_type"] == "SIMPLE"
+    assert doc["index_type"] == "BLOOM"  # Apache Hudi's default
     assert doc["keygen_class"] == "org.apache.hudi.keygen.SimpleKeyGenerator"
     props = doc["properties"]
     assert props["hoodie.table.name"] == "people"
