@@ -1,9 +1,10 @@
 """Index benchmark: time to TAG one batch (find the file group of every existing key), no write.
 
-    python -m bench.index                          # 1M rows, batch 100k, keys ordered + uuid, BLOOM + SIMPLE
+    python -m bench.index                          # 1M rows, batch 100k, keys ordered + uuid, BLOOM + SIMPLE + HBASE
     python -m bench.index --rows 100000 --batch 10000 --repeat 1         # small, for development
     python -m bench.index --rows 10000000                                # 100 files of 100k rows
     python -m bench.index --keys uuid --indexes BLOOM,SIMPLE --hot-files 1.0
+    HBASE_THRIFT_HOST=hbase.local python -m bench.index --indexes HBASE,SIMPLE   # a real HBase
 
 For each key kind a COPY_ON_WRITE table is loaded (untimed) with `bulk_insert`, partitioned by
 day with several files per day; then, for each index, the batch is tagged the way the write
@@ -20,6 +21,13 @@ Batch: `--batch` records, 80% keys already in the table (drawn from a random `--
 fraction of the files, so some files hold none of them) and 20% new keys on random days
 (ordered: ids above every existing one; uuid: fresh UUIDs). Both key kinds use the same rows,
 days and layout; only the key strings differ.
+
+HBASE: the server is HBASE_THRIFT_HOST (HBASE_THRIFT_PORT, default 9090) when set, else the
+in-memory stand-in of the tests (tests/support/hbase_server.py), started here and labelled
+"HBASE (stand-in)": a pure-Python test server, so its figures say nothing about a real HBase.
+The table HBASE tags is loaded with the HBASE index (every bulk insert Puts its keys into a
+per-run HBase table). The stand-in takes minutes to load 1M keys, so with it the HBASE cases use
+a table of `--hbase-rows` (default 200,000) rows of its own, on which SIMPLE is timed too.
 
 See bench/README.md for the columns and caveats.
 """
@@ -52,7 +60,7 @@ if __package__ in (None, ""):  # `python bench/index.py`
 from bench.data import day_string, random_strings  # noqa: E402
 
 KEY_KINDS = ("ordered", "uuid")
-INDEXES = ("BLOOM", "SIMPLE")
+INDEXES = ("BLOOM", "SIMPLE", "HBASE")
 BASELINE = "SIMPLE"
 RECORD_KEY, PARTITION_FIELD, PRECOMBINE_FIELD = "id", "day", "ts"
 KEY_WIDTH = 12  # ordered keys: zero-padded to this many digits, so string order == numeric order
@@ -62,6 +70,13 @@ MIN_FILES_PER_DAY = 4
 _HEX = np.frombuffer(b"0123456789abcdef", dtype=np.uint8)
 _CITIES = ["Amsterdam", "Berlin", "Lisbon", "Oslo", "Paris", "Rome", "Tokyo", "Zurich"]
 STAT_COLS = ("files", "files_read", "range_pruned", "bloom_pruned", "candidates", "false_positives")
+HBASE = "HBASE"
+HBASE_STAND_IN_ROWS = 200_000  # default --hbase-rows with the stand-in (see --hbase-rows)
+# while loading: no rate limit (the engine's default is 10,000 operations/s), 1000 rows a round trip
+HBASE_LOAD_OPTIONS = {
+    "hoodie.index.hbase.max.qps.per.region.server": 1_000_000_000,
+    "hoodie.index.hbase.put.batch.size": 1000,
+}
 
 
 # ---------------------------------------------------------------------------------------
@@ -214,35 +229,54 @@ def load_options(layout: Layout) -> dict:
     }
 
 
-def build_table(spark, layout: Layout, kind: str, work: Path, seed: int, progress: bool):
+def build_table(
+    spark,
+    layout: Layout,
+    kind: str,
+    work: Path,
+    seed: int,
+    progress: bool,
+    index: str = "BLOOM",
+    index_options: dict | None = None,
+    suffix: str = "",
+):
+    """Create and load one table; (table, files per day, index puts). With index="HBASE" every
+    bulk insert also Puts its keys' locations into HBase (`index_options`: hoodie.index.hbase.*)."""
     from engine.api import Table
 
     table = Table.create(
         spark,
-        str(work / f"hudi-{kind}"),
-        name=f"bench_index_{kind}",
+        str(work / f"hudi-{kind}{suffix}"),
+        name=f"bench_index_{kind}{suffix.replace('-', '_')}",
         record_key=RECORD_KEY,
         partition_fields=PARTITION_FIELD,
         precombine_field=PRECOMBINE_FIELD,
-        index="BLOOM",
+        index=index,
     )
-    options = load_options(layout)
+    options = {**load_options(layout), **(index_options or {})}
     rng = np.random.default_rng([seed, 5])
+    puts = 0
     for j in range(layout.files_per_day):
         ids = layout.load_ids(j)
-        path = work / f"load-{kind}-{j}.parquet"
+        path = work / f"load-{kind}{suffix}-{j}.parquet"
         pq.write_table(rows_table(rng, layout.keys(kind, ids), layout.day_of(ids), 10**12), path)
         t0 = time.perf_counter()
         res = table.bulk_insert(spark.read.parquet(str(path)), options=options)
+        puts += int(res.index_stats.get("update_puts", 0))
         if progress:
+            extra = (
+                f", {res.index_stats['update_puts']:,} {index} puts"
+                if "update_puts" in res.index_stats
+                else ""
+            )
             print(
-                f"      load {kind} {j + 1}/{layout.files_per_day}: {len(ids):,} rows -> "
-                f"{res.files_written} files in {time.perf_counter() - t0:.1f}s",
+                f"      load {kind}{suffix} {j + 1}/{layout.files_per_day}: {len(ids):,} rows -> "
+                f"{res.files_written} files{extra} in {time.perf_counter() - t0:.1f}s",
                 flush=True,
             )
         path.unlink()
     per_day = Counter(b.partition for b in table.file_system_view().latest_base_files())
-    return table, dict(sorted(per_day.items()))
+    return table, dict(sorted(per_day.items())), puts
 
 
 def prepare_records(spark, table, path: str):
@@ -281,11 +315,11 @@ def tag_context(spark, table, records):
     return ctx, t1 - t0, t2 - t1
 
 
-def new_index(name: str):
+def new_index(name: str, options: dict | None = None, table_name: str | None = None):
     from engine.config.table_config import IndexType
     from engine.index import index_for
 
-    return index_for(IndexType.parse(name))
+    return index_for(IndexType.parse(name), options, table_name)
 
 
 def tag_once(index, ctx, records) -> tuple[float, int, dict]:
@@ -311,6 +345,75 @@ def check_run(index, ctx, records) -> tuple[int, int]:
     rows = tagged.groupBy(F.col(FILE_ID_COL).isNotNull().alias("found")).count().collect()
     by = {r["found"]: r["count"] for r in rows}
     return sum(by.values()), by.get(True, 0)
+
+
+# ---------------------------------------------------------------------------------------
+# HBase
+
+
+class HBaseTarget:
+    """The HBase Thrift1 server the HBASE cases use: a real one named by HBASE_THRIFT_HOST
+    (HBASE_THRIFT_PORT, default 9090), else the in-memory stand-in of the tests, started here."""
+
+    def __init__(self) -> None:
+        self.host: str | None = None
+        self.port = 9090
+        self.stand_in = False
+        self.error: str | None = None
+        self._cm = None
+
+    @property
+    def label(self) -> str:
+        return "HBASE (stand-in)" if self.stand_in else "HBASE"
+
+    def start(self) -> HBaseTarget:
+        host = os.environ.get("HBASE_THRIFT_HOST", "").strip()
+        if host:
+            self.host, self.port = host, int(os.environ.get("HBASE_THRIFT_PORT") or 9090)
+            return self
+        self.stand_in = True
+        try:
+            root = str(Path(__file__).resolve().parents[1])
+            if root not in sys.path:
+                sys.path.insert(0, root)
+            from tests.support.hbase_server import hbase_server
+
+            self._cm = hbase_server()
+            self.host, self.port = self._cm.__enter__()
+        except Exception as exc:  # e.g. happybase / thriftpy2 not installed
+            traceback.print_exc()
+            self.error = f"could not start the HBase stand-in: {type(exc).__name__}: {exc}"
+        return self
+
+    def stop(self) -> None:
+        if self._cm is not None:
+            self._cm.__exit__(None, None, None)
+            self._cm = None
+
+    def options(self, table: str, loading: bool = False) -> dict:
+        """hoodie.index.hbase.* for one HBase table; `loading`: no rate limit, 1000 Puts a round trip."""
+        opts = {
+            "hoodie.index.hbase.thrift.host": self.host,
+            "hoodie.index.hbase.thrift.port": self.port,
+            "hoodie.index.hbase.table": table,
+        }
+        if loading:
+            opts.update(HBASE_LOAD_OPTIONS)
+        return opts
+
+    def drop(self, table: str) -> None:
+        """Disable and delete an HBase table this run created (best effort)."""
+        from engine.index.hbase import HBaseSettings
+
+        try:
+            conn = HBaseSettings.from_options(self.options(table)).connect()
+            try:
+                if table.encode() in conn.tables():
+                    conn.delete_table(table, disable=True)
+            finally:
+                conn.close()
+        except Exception as exc:  # leave it; say so
+            print(f"   note: could not drop HBase table {table}: {type(exc).__name__}: {exc}", flush=True)
 
 
 # ---------------------------------------------------------------------------------------
@@ -341,39 +444,66 @@ def _versions() -> dict:
 
 def print_table(results: dict) -> None:
     head = (
-        f"{'keys':<8} {'index':<13} {'seconds':>8} {'vs SIMPLE':>9} {'files':>6} {'read':>6} "
-        f"{'range-pr':>8} {'bloom-pr':>8} {'candidates':>10} {'false+':>6} {'tagged':>8}  check"
+        f"{'keys':<8} {'index':<16} {'rows':>9} {'seconds':>8} {'vs SIMPLE':>9} {'files':>6} {'read':>6} "
+        f"{'range-pr':>8} {'bloom-pr':>8} {'candidates':>10} {'false+':>6} {'looked-up':>9} {'found':>8} "
+        f"{'tagged':>8}  check"
     )
     print()
     print(head)
     print("-" * len(head))
     for kind, per_kind in results["cases"].items():
-        for name, c in per_kind.items():
+        for key, c in per_kind.items():
+            label = c.get("label", key)
+            rows = _fmt(c.get("table_rows"), ",")
             if "error" in c:
-                print(f"{kind:<8} {name:<13} {'FAILED':>8}  {c['error'][:80]}")
+                print(f"{kind:<8} {label:<16} {rows:>9} {'FAILED':>8}  {c['error'][:80]}")
                 continue
             s = c["stats"]
             print(
-                f"{kind:<8} {name:<13} {c['seconds']:>8.2f} {_fmt(c.get('vs_simple'), '.2f'):>9} "
+                f"{kind:<8} {label:<16} {rows:>9} {c['seconds']:>8.2f} {_fmt(c.get('vs_simple'), '.2f'):>9} "
                 f"{_fmt(s.get('files')):>6} {_fmt(s.get('files_read')):>6} {_fmt(s.get('range_pruned')):>8} "
                 f"{_fmt(s.get('bloom_pruned')):>8} {_fmt(s.get('candidates'), ','):>10} "
-                f"{_fmt(s.get('false_positives')):>6} {c['tagged']:>8,}  {'ok' if c['ok'] else 'MISMATCH'}"
+                f"{_fmt(s.get('false_positives')):>6} {_fmt(s.get('keys'), ','):>9} {_fmt(s.get('found'), ','):>8} "
+                f"{c['tagged']:>8,}  {'ok' if c['ok'] else 'MISMATCH'}"
             )
-    lay, b = results["layout"], results["batch"]
+    hb = results.get("hbase")
+    separate = bool(hb and hb.get("separate_table"))
+
+    def describe(lay: dict, b: dict) -> str:
+        return (
+            f"{lay['rows']:,} rows, {lay['days']} days x {lay['files_per_day']} files of {lay['rows_per_file']:,} rows "
+            f"= {lay['files']} files; batch {b['batch']:,} = {b['existing_keys']:,} existing keys "
+            f"(from {b['hot_files']} of {lay['files']} files) + {b['new_keys']:,} new keys over {b['batch_days']} day(s)"
+        )
+
     print()
-    print(
-        f"table: {lay['rows']:,} rows, {lay['days']} days x {lay['files_per_day']} files of {lay['rows_per_file']:,} rows "
-        f"= {lay['files']} files; batch {b['batch']:,} = {b['existing_keys']:,} existing keys "
-        f"(from {b['hot_files']} of {lay['files']} files) + {b['new_keys']:,} new keys over {b['batch_days']} day(s)"
-    )
+    print(f"table: {describe(results['layout'], results['batch'])}")
+    if separate:
+        print(f"HBASE table: {describe(hb['layout'], hb['batch'])}")
+        print(
+            f"  HBASE ran on this smaller table (--hbase-rows {hb['rows']:,}: {hb['rows_reason']}); the "
+            f"{BASELINE} row of {hb['layout']['rows']:,} rows is {BASELINE} on that same table, HBASE's vs SIMPLE is against it"
+        )
     for line in (
-        "seconds: best of --repeat, tag_location + count only; vs SIMPLE: seconds / SIMPLE's seconds on the same keys (< 1 = faster)",
+        "seconds: best of --repeat, tag_location + count only; vs SIMPLE: seconds / SIMPLE's seconds on the same table (< 1 = faster)",
         "files: latest base files in the touched partitions; read: files whose record-key column was read",
         "range-pr / bloom-pr: files skipped by the footer's min/max key / by its bloom filter",
         "candidates: keys that passed both and were looked up in a file; false+: candidates not in that file",
-        "tagged: records found in a file (must equal the existing keys in the batch)",
+        "looked-up / found (HBASE): keys looked up in HBase / found there with a committed location",
+        "tagged: records found in a file (must equal the existing keys in the batch); '-': not reported by that index",
     ):
         print(line)
+    if hb:
+        print(
+            f"HBASE server: {hb['server']}; tagging with get.batch.size {hb['tag_get_batch_size']} and "
+            f"max.qps.per.region.server {hb['tag_max_qps']:,} (engine defaults)"
+        )
+        if hb.get("stand_in"):
+            print(
+                "HBASE (stand-in): the in-memory pure-Python Thrift test server of tests/support/hbase_server.py, "
+                "run inside this\n  benchmark's process on the same cores. Its seconds measure that test server, "
+                "NOT HBase: they say nothing\n  about a real HBase (set HBASE_THRIFT_HOST to measure one)."
+            )
 
 
 # ---------------------------------------------------------------------------------------
@@ -386,6 +516,40 @@ def _csv(value: str, allowed: tuple[str, ...] | None, what: str) -> list[str]:
         if bad:
             raise SystemExit(f"unknown {what}: {', '.join(bad)} (use {', '.join(allowed)})")
     return items
+
+
+def run_case(spark, table, records, batch: Batch, name: str, repeat: int, options=None) -> dict:
+    """Check run + `repeat` timed runs of one index on one prepared batch; the case's record."""
+    ctx, summary_s, view_s = tag_context(spark, table, records)
+    touched = len(ctx.view.latest_base_files(ctx.partitions))
+    total, found = check_run(new_index(name, options, table.config.name), ctx, records)
+    runs = []
+    for _ in range(repeat):
+        ctx, _s, _v = tag_context(spark, table, records)
+        gc.collect()
+        runs.append(tag_once(new_index(name, options, table.config.name), ctx, records))
+    best = min(runs, key=lambda r: r[0])
+    stats = dict(best[2])
+    if not stats:  # SIMPLE (or a fallback): reads the key column of every touched file
+        stats = {"files": touched, "files_read": touched}
+    counts = [r[1] for r in runs]
+    ok = total == batch.size and found == batch.updates and all(c == batch.updates for c in counts)
+    return {
+        "seconds": round(best[0], 3),
+        "all_seconds": [round(r[0], 3) for r in runs],
+        "summary_seconds": round(summary_s, 3),
+        "view_seconds": round(view_s, 3),
+        "touched_partitions": len(ctx.partitions),
+        "touched_files": touched,
+        "stats": stats,
+        "index_stats": best[2],
+        "tagged": best[1],
+        "tagged_all_runs": counts,
+        "rows_out": total,
+        "check_tagged": found,
+        "expected_tagged": batch.updates,
+        "ok": ok,
+    }
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -411,7 +575,15 @@ def main(argv: list[str] | None = None) -> int:
         help="fraction of the files the existing keys are drawn from (default 0.25; 1.0 = uniform)",
     )
     ap.add_argument("--keys", default=",".join(KEY_KINDS), help="key kinds: ordered,uuid")
-    ap.add_argument("--indexes", default=",".join(INDEXES), help="index types (default BLOOM,SIMPLE)")
+    ap.add_argument("--indexes", default=",".join(INDEXES), help=f"index types (default {','.join(INDEXES)})")
+    ap.add_argument(
+        "--hbase-rows",
+        type=int,
+        default=None,
+        help=f"rows of the table the HBASE cases use (default: {HBASE_STAND_IN_ROWS:,} with the stand-in, "
+        "--rows with a real HBase; never more than --rows). A smaller table than --rows gets its own "
+        "table and batch, and SIMPLE is also timed on it for the ratio",
+    )
     ap.add_argument("--repeat", type=int, default=3, help="best of K timed runs per case (default 3)")
     ap.add_argument("--json", default=None, help="result file (default bench/results/index-<rows>.json)")
     ap.add_argument("--master", default="local[*]")
@@ -429,6 +601,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"note: {BASELINE} is not in --indexes, so there is no 'vs SIMPLE' ratio", flush=True)
     if args.rows < args.days or args.batch < 1 or args.repeat < 1 or not 0 <= args.update_fraction <= 1:
         raise SystemExit("need rows >= days, batch >= 1, repeat >= 1, 0 <= update fraction <= 1")
+    if args.hbase_rows is not None and args.hbase_rows < args.days:
+        raise SystemExit("need --hbase-rows >= days")
     out_path = (
         Path(args.json)
         if args.json
@@ -448,6 +622,68 @@ def main(argv: list[str] | None = None) -> int:
     if layout.rows != args.rows:
         print(f"   (rows rounded down from {args.rows:,} to whole files)", flush=True)
 
+    # --- HBase: the server, and the table size its cases use
+    hbase: HBaseTarget | None = None
+    hbase_error: str | None = None
+    hb_layout, hb_batch = layout, batch
+    separate = False
+    if HBASE in indexes:
+        hbase = HBaseTarget().start()
+        if hbase.error:
+            hbase_error = hbase.error
+            _loud(f"HBASE cases skipped: {hbase_error}")
+        else:
+            if args.hbase_rows is not None:
+                hb_rows, reason = args.hbase_rows, "given"
+            elif hbase.stand_in:
+                hb_rows, reason = (
+                    HBASE_STAND_IN_ROWS,
+                    "the default with the stand-in, which takes minutes to load 1M keys",
+                )
+            else:
+                hb_rows, reason = args.rows, "a real HBase: same as --rows"
+            if hb_rows > args.rows:
+                hb_rows, reason = args.rows, f"{reason}, capped at --rows"
+            separate = hb_rows != args.rows
+            if separate:
+                hb_layout = Layout(hb_rows, args.days, args.file_rows, args.seed)
+                hb_batch = Batch(hb_layout, args.batch, args.update_fraction, args.hot_files, args.seed)
+            server = (
+                f"in-memory stand-in (tests/support/hbase_server.py) at {hbase.host}:{hbase.port} -- a pure-Python "
+                "test server, its figures say nothing about a real HBase"
+                if hbase.stand_in
+                else f"{hbase.host}:{hbase.port} (HBASE_THRIFT_HOST)"
+            )
+            print(f"== HBASE: {server}", flush=True)
+            if separate:
+                print(
+                    f"== HBASE cases on a separate table of {hb_layout.rows:,} rows (--hbase-rows: {reason}): "
+                    f"{hb_layout.days} days x {hb_layout.files_per_day} files x {hb_layout.file_rows:,} rows; "
+                    f"batch {hb_batch.size:,} = {hb_batch.updates:,} existing (from {len(hb_batch.hot_files)} hot "
+                    f"files) + {hb_batch.inserts:,} new; {BASELINE} is timed on it too",
+                    flush=True,
+                )
+
+    # what runs on which table, per key kind
+    use_hbase = hbase is not None and hbase_error is None
+    groups: list[dict] = []
+    main_names = [n for n in indexes if n != HBASE or (use_hbase and not separate)]
+    if main_names:
+        groups.append(
+            {
+                "suffix": "",
+                "layout": layout,
+                "batch": batch,
+                "names": main_names,
+                "hbase": use_hbase and not separate,
+            }
+        )
+    if use_hbase and separate:
+        names = [HBASE] + ([BASELINE] if BASELINE in indexes else [])
+        groups.append(
+            {"suffix": "-hbase", "layout": hb_layout, "batch": hb_batch, "names": names, "hbase": True}
+        )
+
     from engine.spark.session import build_session
 
     spark = build_session(
@@ -462,6 +698,7 @@ def main(argv: list[str] | None = None) -> int:
         "benchmark": "index",
         "started": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
         "args": vars(args),
+        "indexes": indexes,
         "layout": layout.describe(),
         "batch": batch.describe(),
         "load_options": load_options(layout),
@@ -482,87 +719,168 @@ def main(argv: list[str] | None = None) -> int:
         "tables": {},
         "cases": {},
     }
-    failed = False
+    if hbase is not None:
+        from engine.index.hbase import HBaseSettings
+
+        tag_settings = HBaseSettings.from_options(hbase.options("t")) if use_hbase else None
+        results["hbase"] = {
+            "server": (
+                "error"
+                if not use_hbase
+                else "stand-in (tests/support/hbase_server.py, in-memory, pure Python, in this process)"
+                if hbase.stand_in
+                else f"{hbase.host}:{hbase.port} (HBASE_THRIFT_HOST)"
+            ),
+            "stand_in": hbase.stand_in,
+            "error": hbase_error,
+            "note": (
+                "the stand-in is a pure-Python test server: its figures say nothing about a real HBase"
+                if hbase.stand_in
+                else None
+            ),
+            "rows": hb_layout.rows if use_hbase else None,
+            "rows_reason": reason if use_hbase else None,
+            "separate_table": separate,
+            "layout": hb_layout.describe(),
+            "batch": hb_batch.describe(),
+            "load_index_options": HBASE_LOAD_OPTIONS,
+            "tag_get_batch_size": tag_settings.get_batch_size if tag_settings else None,
+            "tag_max_qps": tag_settings.max_qps if tag_settings else None,
+            "tables": {},
+        }
+    failed = hbase_error is not None
     try:
         for kind in kinds:
-            t0 = time.perf_counter()
-            table, per_day = build_table(spark, layout, kind, root, args.seed, args.progress)
-            load_s = time.perf_counter() - t0
-            files_total = sum(per_day.values())
-            print(
-                f"   {kind}: loaded {files_total} files in {layout.files_per_day} bulk inserts, {load_s:.1f}s",
-                flush=True,
-            )
-            if set(per_day.values()) != {layout.files_per_day} or len(per_day) != layout.days:
-                _loud(
-                    f"{kind}: unexpected layout, files per day = {per_day} (expected {layout.files_per_day} each)"
-                )
-            batch_path = root / f"batch-{kind}.parquet"
-            pq.write_table(batch.table(kind), batch_path)
-            records = prepare_records(spark, table, str(batch_path))
-            results["tables"][kind] = {"load_seconds": round(load_s, 2), "files_per_day": per_day}
             per_kind: dict = {}
             results["cases"][kind] = per_kind
-            for name in indexes:
+            if hbase_error:
+                per_kind[HBASE] = {"label": hbase.label, "error": hbase_error}
+            for g in groups:
+                g_layout, g_batch, suffix = g["layout"], g["batch"], g["suffix"]
+                hb_table = hb_tag_options = None
+
+                def key_of(name: str, g: dict = g) -> str:
+                    """Case key: the index name; SIMPLE on a separate HBASE table: SIMPLE@<rows>."""
+                    return name if not g["suffix"] or name == HBASE else f"{name}@{g['layout'].rows}"
+
+                def label_of(name: str) -> str:
+                    return hbase.label if name == HBASE else name
+
+                if g["hbase"]:
+                    hb_table = (
+                        f"bench_index_{kind}_{g_layout.rows}_{os.getpid()}_{time.strftime('%Y%m%d%H%M%S')}"
+                    )
+                    hb_tag_options = hbase.options(hb_table)
                 try:
-                    ctx, summary_s, view_s = tag_context(spark, table, records)
-                    touched = len(ctx.view.latest_base_files(ctx.partitions))
-                    total, found = check_run(new_index(name), ctx, records)
-                    runs = []
-                    for _ in range(args.repeat):
-                        ctx, _s, _v = tag_context(spark, table, records)
-                        gc.collect()
-                        runs.append(tag_once(new_index(name), ctx, records))
-                except Exception as exc:  # keep the other cases' numbers
+                    t0 = time.perf_counter()
+                    table, per_day, puts = build_table(
+                        spark,
+                        g_layout,
+                        kind,
+                        root,
+                        args.seed,
+                        args.progress,
+                        index=HBASE if g["hbase"] else "BLOOM",
+                        index_options=hbase.options(hb_table, loading=True) if g["hbase"] else None,
+                        suffix=suffix,
+                    )
+                    load_s = time.perf_counter() - t0
+                except Exception as exc:
                     traceback.print_exc()
-                    per_kind[name] = {"error": f"{type(exc).__name__}: {exc}"}
-                    _loud(f"{kind}/{name} FAILED: {exc}")
+                    for name in g["names"]:
+                        per_kind[key_of(name)] = {
+                            "label": label_of(name),
+                            "table_rows": g_layout.rows,
+                            "error": f"load failed: {type(exc).__name__}: {exc}",
+                        }
+                    _loud(f"{kind}{suffix}: loading the table FAILED: {exc}")
                     failed = True
+                    if hb_table:
+                        hbase.drop(hb_table)
                     continue
-                best = min(runs, key=lambda r: r[0])
-                stats = dict(best[2])
-                if not stats:  # SIMPLE (or a fallback): reads the key column of every touched file
-                    stats = {"files": touched, "files_read": touched}
-                counts = [r[1] for r in runs]
-                ok = (
-                    total == batch.size and found == batch.updates and all(c == batch.updates for c in counts)
-                )
-                per_kind[name] = {
-                    "seconds": round(best[0], 3),
-                    "all_seconds": [round(r[0], 3) for r in runs],
-                    "summary_seconds": round(summary_s, 3),
-                    "view_seconds": round(view_s, 3),
-                    "touched_partitions": len(ctx.partitions),
-                    "touched_files": touched,
-                    "stats": stats,
-                    "index_stats": best[2],
-                    "tagged": best[1],
-                    "tagged_all_runs": counts,
-                    "rows_out": total,
-                    "expected_tagged": batch.updates,
-                    "ok": ok,
-                }
+                files_total = sum(per_day.values())
                 print(
-                    f"   {kind:<8} {name:<13} best {best[0]:6.2f}s of {[round(r[0], 2) for r in runs]} "
-                    f"tagged={best[1]:,} stats={best[2] or '-'}" + ("" if ok else "  <-- MISMATCH"),
+                    f"   {kind}{suffix}: loaded {g_layout.rows:,} rows = {files_total} files in "
+                    f"{g_layout.files_per_day} bulk inserts, {load_s:.1f}s"
+                    + (f" (index HBASE: {puts:,} keys Put into {hb_table})" if g["hbase"] else ""),
                     flush=True,
                 )
-                if not ok:
+                if set(per_day.values()) != {g_layout.files_per_day} or len(per_day) != g_layout.days:
+                    _loud(
+                        f"{kind}{suffix}: unexpected layout, files per day = {per_day} "
+                        f"(expected {g_layout.files_per_day} each)"
+                    )
+                if g["hbase"] and puts != g_layout.rows:
                     failed = True
                     _loud(
-                        f"TAG COUNT MISMATCH: {kind}/{name}: tagged {counts} (check run {found:,} of {total:,} rows), "
-                        f"expected {batch.updates:,} existing keys of {batch.size:,} records"
+                        f"{kind}{suffix}: the loads Put {puts:,} keys into HBase, expected {g_layout.rows:,}"
                     )
-            base = per_kind.get(BASELINE, {}).get("seconds")
-            for c in per_kind.values():
-                if base and "seconds" in c:
-                    c["vs_simple"] = round(c["seconds"] / base, 3)
-            records.unpersist()
-            batch_path.unlink()
-            shutil.rmtree(root / f"hudi-{kind}", ignore_errors=True)
-            gc.collect()
+                table_info = {
+                    "rows": g_layout.rows,
+                    "load_seconds": round(load_s, 2),
+                    "files_per_day": per_day,
+                }
+                if g["hbase"]:
+                    table_info.update({"hbase_table": hb_table, "hbase_puts": puts})
+                results["tables"][kind + suffix] = table_info
+                batch_path = root / f"batch-{kind}{suffix}.parquet"
+                pq.write_table(g_batch.table(kind), batch_path)
+                records = prepare_records(spark, table, str(batch_path))
+                for name in g["names"]:
+                    key, label = key_of(name), label_of(name)
+                    try:
+                        case = run_case(
+                            spark,
+                            table,
+                            records,
+                            g_batch,
+                            name,
+                            args.repeat,
+                            hb_tag_options if name == HBASE else None,
+                        )
+                    except Exception as exc:  # keep the other cases' numbers
+                        traceback.print_exc()
+                        per_kind[key] = {
+                            "label": label,
+                            "table_rows": g_layout.rows,
+                            "error": f"{type(exc).__name__}: {exc}",
+                        }
+                        _loud(f"{kind}/{label} FAILED: {exc}")
+                        failed = True
+                        continue
+                    case = {"label": label, "table_rows": g_layout.rows, "table": kind + suffix, **case}
+                    if name == HBASE:
+                        case["hbase_table"] = hb_table
+                        case["hbase_server"] = "stand-in" if hbase.stand_in else f"{hbase.host}:{hbase.port}"
+                    per_kind[key] = case
+                    print(
+                        f"   {kind:<8} {label:<16} {g_layout.rows:>9,} rows  best {case['seconds']:6.2f}s of "
+                        f"{case['all_seconds']} tagged={case['tagged']:,} stats={case['index_stats'] or '-'}"
+                        + ("" if case["ok"] else "  <-- MISMATCH"),
+                        flush=True,
+                    )
+                    if not case["ok"]:
+                        failed = True
+                        _loud(
+                            f"TAG COUNT MISMATCH: {kind}/{label}: tagged {case['tagged_all_runs']} (check run "
+                            f"{case['check_tagged']:,} of {case['rows_out']:,} rows), expected "
+                            f"{g_batch.updates:,} existing keys of {g_batch.size:,} records"
+                        )
+                base = per_kind.get(key_of(BASELINE), {}).get("seconds")
+                for name in g["names"]:
+                    c = per_kind.get(key_of(name), {})
+                    if base and "seconds" in c:
+                        c["vs_simple"] = round(c["seconds"] / base, 3)
+                records.unpersist()
+                batch_path.unlink()
+                shutil.rmtree(root / f"hudi-{kind}{suffix}", ignore_errors=True)
+                if hb_table:
+                    hbase.drop(hb_table)
+                gc.collect()
     finally:
         spark.stop()
+        if hbase is not None:
+            hbase.stop()
         if not args.workdir:
             shutil.rmtree(root, ignore_errors=True)
 
