@@ -14,6 +14,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 import pyarrow as pa
+from pyspark.accumulators import AccumulatorParam
 from pyspark.sql import DataFrame, SparkSession
 
 from engine.index import FILE_ID_COL  # noqa: F401  (re-exported for implementations)
@@ -30,6 +31,18 @@ class TagContext:
     # partition -> the incoming keys (as an Arrow array), when the batch is small enough to ship
     # to the scan tasks; None for batches too big for that (then indexes join instead)
     incoming_keys: Mapping[str, pa.Array] | None = None
+
+
+class CountsParam(AccumulatorParam):
+    """Spark accumulator of named counts (index statistics gathered in tasks)."""
+
+    def zero(self, value: dict[str, int]) -> dict[str, int]:
+        return dict.fromkeys(value, 0)
+
+    def addInPlace(self, a: dict[str, int], b: dict[str, int]) -> dict[str, int]:  # noqa: N802 (Spark's name)
+        for k, v in b.items():
+            a[k] = a.get(k, 0) + v
+        return a
 
 
 EXISTING_PART_COL = "__hoodie_existing_partition"  # global indexes: where the key lives now

@@ -19,13 +19,21 @@ from collections.abc import Iterator, Mapping
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
-from pyspark.accumulators import Accumulator, AccumulatorParam
+from pyspark.accumulators import Accumulator
 from pyspark.broadcast import Broadcast
 from pyspark.sql import DataFrame
 from pyspark.sql.pandas.types import from_arrow_schema
 
 from engine.constants import FOOTER_MAX_RECORD_KEY, FOOTER_MIN_RECORD_KEY, RECORD_KEY_COL
-from engine.index.base import Index, TagContext, candidate_files, join_existing, untagged, wanted_keys
+from engine.index.base import (
+    CountsParam,
+    Index,
+    TagContext,
+    candidate_files,
+    join_existing,
+    untagged,
+    wanted_keys,
+)
 from engine.index.bloom_filter import bloom_filter_from_footer, encode_keys, hash_chain
 from engine.index.simple import GlobalSimpleIndex, SimpleIndex
 from engine.read.scan import ANY_PARTITION, KEYS_SCHEMA, file_frame
@@ -33,16 +41,6 @@ from engine.storage import Storage
 from engine.write.file_writer import read_base_file, read_footer
 
 STAT_NAMES = ("files", "range_pruned", "bloom_pruned", "files_read", "candidates", "false_positives")
-
-
-class _CountsParam(AccumulatorParam):
-    def zero(self, value: dict[str, int]) -> dict[str, int]:
-        return dict.fromkeys(STAT_NAMES, 0)
-
-    def addInPlace(self, a: dict[str, int], b: dict[str, int]) -> dict[str, int]:  # noqa: N802 (Spark's name)
-        for k, v in b.items():
-            a[k] = a.get(k, 0) + v
-        return a
 
 
 def range_bounds(sorted_keys: np.ndarray, low: str | None, high: str | None) -> tuple[int, int]:
@@ -140,7 +138,7 @@ class BloomIndex(Index):
             return (GlobalSimpleIndex() if self.is_global else SimpleIndex()).tag_location(ctx, records)
         sc = ctx.spark.sparkContext
         shared = sc.broadcast(_sorted_keys(wanted))
-        self._counts = sc.accumulator(dict.fromkeys(STAT_NAMES, 0), _CountsParam())
+        self._counts = sc.accumulator(dict.fromkeys(STAT_NAMES, 0), CountsParam())
         existing = file_frame(ctx.spark, files).mapInArrow(
             _lookup_task(ctx.meta.storage, shared, self._counts), from_arrow_schema(KEYS_SCHEMA)
         )

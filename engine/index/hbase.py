@@ -35,13 +35,12 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import pyarrow as pa
-from pyspark.accumulators import AccumulatorParam
 from pyspark.sql import DataFrame
 from pyspark.sql.pandas.types import from_arrow_schema
 
 from engine.errors import EngineError, InvalidConfigError, StorageError
 from engine.index import FILE_ID_COL
-from engine.index.base import PREV_FILE_ID_COL, Index, TagContext, join_existing
+from engine.index.base import PREV_FILE_ID_COL, CountsParam, Index, TagContext, join_existing
 from engine.read.scan import KEYS_SCHEMA
 from engine.write.file_writer import KEY_COL, OP_COL, OP_DELETE, OP_UPSERT, PART_COL
 
@@ -383,7 +382,7 @@ class HBaseIndex(Index):
         visible = (timeline.completed_times, timeline.first_time if timeline.has_archive else None)
         sc = ctx.spark.sparkContext
         shared = sc.broadcast(visible)
-        self._counts = sc.accumulator(dict.fromkeys(STAT_NAMES, 0), _CountsParam())
+        self._counts = sc.accumulator(dict.fromkeys(STAT_NAMES, 0), CountsParam())
         keys = records.select(KEY_COL)
         tasks = max(1, min(keys.rdd.getNumPartitions(), sc.defaultParallelism))
         task = _lookup_task(self.settings, self.hbase_table(ctx.meta), shared, self._counts, tasks)
@@ -434,13 +433,3 @@ class HBaseIndex(Index):
     def rollback_commit(self, meta: MetaClient, instant: str) -> None:
         """Nothing to undo: entries stamped with an instant that never completed are ignored by
         `tag_location` (as in Apache Hudi), and a later write of the key overwrites them."""
-
-
-class _CountsParam(AccumulatorParam):
-    def zero(self, value: dict[str, int]) -> dict[str, int]:
-        return dict.fromkeys(STAT_NAMES, 0)
-
-    def addInPlace(self, a: dict[str, int], b: dict[str, int]) -> dict[str, int]:  # noqa: N802 (Spark's name)
-        for k, v in b.items():
-            a[k] = a.get(k, 0) + v
-        return a
