@@ -442,6 +442,26 @@ def _versions() -> dict:
     return out
 
 
+def _git_state() -> dict:
+    """The engine's commit and whether engine/ differs from it (the numbers belong to that code)."""
+    import subprocess
+
+    repo = Path(__file__).resolve().parents[1]
+
+    def git(*cmd: str) -> str | None:
+        try:
+            return subprocess.run(
+                ["git", *cmd], cwd=repo, capture_output=True, text=True, timeout=10, check=True
+            ).stdout.strip()
+        except (OSError, subprocess.SubprocessError):
+            return None
+
+    return {
+        "commit": git("rev-parse", "HEAD"),
+        "engine_modified": bool(git("status", "--porcelain", "engine")),
+    }
+
+
 def print_table(results: dict) -> None:
     head = (
         f"{'keys':<8} {'index':<16} {'rows':>9} {'seconds':>8} {'vs SIMPLE':>9} {'files':>6} {'read':>6} "
@@ -621,6 +641,12 @@ def main(argv: list[str] | None = None) -> int:
     )
     if layout.rows != args.rows:
         print(f"   (rows rounded down from {args.rows:,} to whole files)", flush=True)
+    git_start = _git_state()
+    print(
+        f"== engine: commit {str(git_start['commit'])[:12]}"
+        + (" + uncommitted changes in engine/" if git_start["engine_modified"] else ""),
+        flush=True,
+    )
 
     # --- HBase: the server, and the table size its cases use
     hbase: HBaseTarget | None = None
@@ -704,6 +730,7 @@ def main(argv: list[str] | None = None) -> int:
         "load_options": load_options(layout),
         "host": {"platform": platform.platform(), "cpus": os.cpu_count(), "load_avg_start": os.getloadavg()},
         "versions": _versions(),
+        "git": {"start": git_start},
         "spark_conf": {
             **{
                 k: conf.get(k, None)
@@ -746,7 +773,6 @@ def main(argv: list[str] | None = None) -> int:
             "load_index_options": HBASE_LOAD_OPTIONS,
             "tag_get_batch_size": tag_settings.get_batch_size if tag_settings else None,
             "tag_max_qps": tag_settings.max_qps if tag_settings else None,
-            "tables": {},
         }
     failed = hbase_error is not None
     try:
@@ -885,6 +911,12 @@ def main(argv: list[str] | None = None) -> int:
             shutil.rmtree(root, ignore_errors=True)
 
     results["host"]["load_avg_end"] = os.getloadavg()
+    results["git"]["end"] = git_end = _git_state()
+    if git_end != git_start or git_end["engine_modified"]:
+        print(
+            f"note: engine/ was not at one clean commit for the whole run (start {git_start}, end {git_end})",
+            flush=True,
+        )
     results["finished"] = time.strftime("%Y-%m-%dT%H:%M:%S%z")
     results["all_ok"] = not failed
     out_path.parent.mkdir(parents=True, exist_ok=True)
