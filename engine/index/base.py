@@ -124,5 +124,30 @@ class Index(abc.ABC):
         """Counts describing the last `update_location` (puts, deletes...); empty if none."""
         return {}
 
-    def rollback_commit(self, meta: MetaClient, instant: str) -> None:  # noqa: B027
-        """Undo `update_location` for a rolled-back instant (no-op for file-based indexes)."""
+    def rollback_files(self, meta: MetaClient, instant: str) -> list[str]:
+        """Index-owned files (paths relative to the table root) that `instant` wrote.
+
+        A rollback plans them with the instant's data files and deletes them with those, so index
+        and data vanish together. Empty for indexes that keep no files of their own.
+        """
+        return []
+
+    def rollback_commit(self, meta: MetaClient, instant: str, change: RollbackChange) -> None:  # noqa: B027
+        """Undo what `update_location` recorded for a rolled-back instant, called after the instant's
+        data files (and `rollback_files`) are deleted. No-op for indexes that derive locations from
+        the data files (SIMPLE, BLOOM)."""
+
+
+@dataclass(frozen=True)
+class RollbackChange:
+    """How a rollback moves record locations back (computed from the data files, before deletion).
+
+    `removed`: (key, partition, file_id) of records the rolled-back instant wrote (commit time ==
+    instant) whose key does not exist in the slices it replaced: their index entries must go.
+    `restored`: (key, partition, file_id, commit_time) of records in the replaced slices whose key
+    the instant deleted or moved: their previous location becomes current again.
+    Both tables are empty for a rollback that touched no file group.
+    """
+
+    removed: pa.Table
+    restored: pa.Table

@@ -40,7 +40,7 @@ from pyspark.sql.pandas.types import from_arrow_schema
 
 from engine.errors import EngineError, InvalidConfigError, StorageError
 from engine.index import FILE_ID_COL
-from engine.index.base import PREV_FILE_ID_COL, CountsParam, Index, TagContext, join_existing
+from engine.index.base import PREV_FILE_ID_COL, CountsParam, Index, RollbackChange, TagContext, join_existing
 from engine.read.scan import KEYS_SCHEMA
 from engine.write.file_writer import KEY_COL, OP_COL, OP_DELETE, OP_UPSERT, PART_COL
 
@@ -430,6 +430,6 @@ class HBaseIndex(Index):
             "deletes": sum(r["deletes"] for r in stats),
         }
 
-    def rollback_commit(self, meta: MetaClient, instant: str) -> None:
+    def rollback_commit(self, meta: MetaClient, instant: str, change: RollbackChange | None = None) -> None:
         """Nothing to undo: entries stamped with an instant that never completed are ignored by
         `tag_location` (as in Apache Hudi), and a later write of the key overwrites them."""
