@@ -100,7 +100,7 @@ class Heartbeat:
 
     def beat(self) -> None:
         """Write the heartbeat file with the current time."""
-        now_ms = int(self.clock() * 1000)
+        now_ms = _ms(self.clock())
         self.storage.write_bytes(self.path, str(now_ms).encode())
         self.last_beat_ms = now_ms
         self.beats += 1
@@ -165,8 +165,8 @@ class Heartbeat:
         last = Heartbeat.last_beat(storage, instant)
         if last is None:
             return True
-        now_ms = int((time.time() if now is None else now) * 1000)
-        return now_ms - last > int(interval * 1000) * misses
+        now_ms = _ms(time.time() if now is None else now)
+        return now_ms - last > _ms(interval) * misses
 
     @staticmethod
     def list_instants(storage: Storage) -> list[str]:
@@ -174,3 +174,8 @@ class Heartbeat:
         return [
             f.name for f in storage.list_dir(HEARTBEAT_DIR) if not f.is_dir and not f.name.startswith(".")
         ]
+
+
+def _ms(seconds: float) -> int:
+    # Rounded, not truncated: 1767225600.123 * 1000 is 1767225600122.9998 in binary floating point.
+    return round(seconds * 1000)

@@ -226,7 +226,8 @@ def read_holder(
 
 
 def _ms(seconds: float) -> int:
-    return int(seconds * 1000)
+    # Rounded, not truncated: 1767225600.123 * 1000 is 1767225600122.9998 in binary floating point.
+    return round(seconds * 1000)
 
 
 # -- the lock -------------------------------------------------------------------------

@@ -106,6 +106,13 @@ def test_a_new_beat_resets_expiry(local: Storage) -> None:
         hb.stop()
 
 
+def test_expiry_is_exact_to_the_millisecond_despite_float_seconds(local: Storage) -> None:
+    """1767225600.001 + 120.001 seconds is 1767225720001.9998 ms in floating point."""
+    local.write_bytes(heartbeat_file(INSTANT), b"1767225600001")
+    assert not Heartbeat.is_expired(local, INSTANT, 60.0, 2, now=1767225600.001 + 120.0)
+    assert Heartbeat.is_expired(local, INSTANT, 60.0, 2, now=1767225600.001 + 120.001)
+
+
 def test_a_missing_heartbeat_counts_as_expired(storage: Storage) -> None:
     assert Heartbeat.last_beat(storage, INSTANT) is None
     assert Heartbeat.is_expired(storage, INSTANT, 60.0, 2, now=T0)
