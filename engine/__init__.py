@@ -1,12 +1,13 @@
 """hoodie engine: Apache Hudi (table version 6) tables from Python on PySpark.
 
-Public API: `Table`, `WriteResult`, `Operation`, the config enums and the errors.
+Public API: `Table`, `WriteResult`, `Operation`, `TableLock`, the config enums and the errors.
 """
 
 from engine.config.table_config import IndexType, TableConfig, TableType
 from engine.config.write_config import WriteConfig
 from engine.errors import (
     CommitConflictError,
+    ConcurrentWriteError,
     CorruptTableError,
     EngineError,
     InstantNotFoundError,
@@ -20,6 +21,7 @@ from engine.errors import (
 
 __all__ = [
     "CommitConflictError",
+    "ConcurrentWriteError",
     "CorruptTableError",
     "EngineError",
     "IndexType",
@@ -32,6 +34,7 @@ __all__ = [
     "Table",
     "TableConfig",
     "TableExistsError",
+    "TableLock",
     "TableNotFoundError",
     "TableType",
     "WriteConfig",
@@ -49,4 +52,8 @@ def __getattr__(name: str):
         from engine.write import operation
 
         return getattr(operation, name)
+    if name == "TableLock":
+        from engine.table.lock import TableLock
+
+        return TableLock
     raise AttributeError(name)

@@ -8,6 +8,8 @@ PARTITION_METADATA_FILE = ".hoodie_partition_metadata"
 ARCHIVED_FOLDER = "archived"
 TEMP_FOLDER = ".temp"
 HEARTBEAT_FOLDER = ".heartbeat"
+# Our single-writer table lock (engine.table.lock); Hudi readers ignore sub-folders of .hoodie.
+LOCK_FOLDER = ".lock"
 
 COMMIT_TIME_COL = "_hoodie_commit_time"
 COMMIT_SEQNO_COL = "_hoodie_commit_seqno"

@@ -2,6 +2,11 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from engine.table.lock import LockInfo
+
 
 class EngineError(Exception):
     """Root of every error the engine raises on purpose."""
@@ -41,3 +46,26 @@ class StorageError(EngineError):
 
 class CorruptTableError(EngineError):
     """A table file (properties, timeline, base file) could not be parsed."""
+
+
+class ConcurrentWriteError(CommitConflictError):
+    """Another writer holds the table lock, or took it over from us (see `engine.table.lock`).
+
+    The holder's details are attributes (None when unknown): `owner` (its uuid), `host`,
+    `pid`, `purpose` ("upsert", "rollback"...), `acquired_at_ms` and `expires_at_ms`
+    (epoch milliseconds), and `holder`, the whole `LockInfo`.
+    """
+
+    def __init__(self, message: str, holder: LockInfo | None = None) -> None:
+        super().__init__(message)
+        self.holder = holder
+        self.owner = holder.owner if holder else None
+        self.host = holder.host if holder else None
+        self.pid = holder.pid if holder else None
+        self.purpose = holder.purpose if holder else None
+        self.acquired_at_ms = holder.acquired_at_ms if holder else None
+        self.expires_at_ms = holder.expires_at_ms if holder else None
+
+    def __reduce__(self) -> tuple[type[ConcurrentWriteError], tuple[str, LockInfo | None]]:
+        # Keep the holder when the error crosses a process boundary.
+        return (type(self), (str(self), self.holder))

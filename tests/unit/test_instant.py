@@ -85,6 +85,7 @@ def test_instant_file_name_round_trip(action: Action, state: State, name: str) -
         ".temp",
         ".schema",
         ".heartbeat",
+        ".lock",
         "archived",
         ".20240101.tmp",
         f".{T}.commit",

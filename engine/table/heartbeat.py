@@ -1,0 +1,181 @@
+"""`Heartbeat`: a writer's "still alive" signal for one write instant, as Apache Hudi keeps it.
+
+A running write refreshes `.hoodie/.heartbeat/<instantTime>` every `interval`; a heartbeat
+is expired when it has not been refreshed for more than `interval * tolerable_misses`
+(Hudi's `HoodieHeartbeatClient`/`HoodieHeartbeatUtils` rule: `now - last > interval * misses`,
+strictly greater, with `hoodie.client.heartbeat.interval_in_ms` = 60000 and
+`hoodie.client.heartbeat.tolerable.misses` = 2 by default, so 120 s). A missing heartbeat
+file counts as expired, as in Hudi: an inflight instant without one belongs to a writer that
+finished or died, and its cleanup (rollback of a failed write) may proceed.
+
+Where the last beat comes from: the file content, the beat time in epoch milliseconds as
+decimal text, written by the beating process. Hudi writes empty files and reads the file
+modification time instead; we read the content because S3's Last-Modified is second-granular
+and stamped by the server, so sub-second intervals (tests) could not be told apart and the
+time would not come from the clock the writer was given. Files without a number in them
+(written by Java Hudi) fall back to the mtime, so either writer's heartbeats are understood.
+Either way the reader compares against its own clock: the skew between writer (or server)
+and reader must stay well under `interval * misses`.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable
+from types import TracebackType
+
+from engine.constants import HEARTBEAT_FOLDER, METAFOLDER
+from engine.storage.base import Storage
+
+__all__ = [
+    "DEFAULT_INTERVAL",
+    "DEFAULT_TOLERABLE_MISSES",
+    "HEARTBEAT_DIR",
+    "INTERVAL_KEY",
+    "TOLERABLE_MISSES_KEY",
+    "Heartbeat",
+    "heartbeat_file",
+]
+
+HEARTBEAT_DIR = f"{METAFOLDER}/{HEARTBEAT_FOLDER}"
+INTERVAL_KEY = "hoodie.client.heartbeat.interval_in_ms"
+TOLERABLE_MISSES_KEY = "hoodie.client.heartbeat.tolerable.misses"
+DEFAULT_INTERVAL = 60.0  # seconds (Hudi: 60000 ms)
+DEFAULT_TOLERABLE_MISSES = 2
+
+_log = logging.getLogger(__name__)
+
+
+def heartbeat_file(instant: str) -> str:
+    """The storage path of the heartbeat file of `instant`."""
+    if not instant or "/" in instant:
+        raise ValueError(f"not an instant time: {instant!r}")
+    return f"{HEARTBEAT_DIR}/{instant}"
+
+
+class Heartbeat:
+    """The heartbeat of one write instant; build it with `Heartbeat.start`.
+
+    Times passed in and out of the API: `interval` in seconds, `clock()`/`now` in epoch
+    seconds, beats (`last_beat`, `last_beat_ms`) in epoch milliseconds, as on disk.
+    """
+
+    def __init__(
+        self, storage: Storage, instant: str, interval: float, clock: Callable[[], float] = time.time
+    ) -> None:
+        if interval <= 0:
+            raise ValueError(f"heartbeat interval must be positive, got {interval}")
+        self.storage = storage
+        self.instant = instant
+        self.path = heartbeat_file(instant)
+        self.interval = interval
+        self.clock = clock
+        self.beats = 0
+        self.last_beat_ms: int | None = None
+        self.last_error: BaseException | None = None
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    def __repr__(self) -> str:
+        return f"Heartbeat({self.storage.uri(self.path)!r}, interval={self.interval})"
+
+    @classmethod
+    def start(
+        cls,
+        storage: Storage,
+        instant: str,
+        interval: float = DEFAULT_INTERVAL,
+        *,
+        clock: Callable[[], float] = time.time,
+    ) -> Heartbeat:
+        """Beat once now (errors propagate), then every `interval` seconds from a daemon thread."""
+        heartbeat = cls(storage, instant, interval, clock)
+        # Synchronous first beat: the thread may not get to run before someone checks.
+        heartbeat.beat()
+        heartbeat._thread = threading.Thread(target=heartbeat._run, name=f"heartbeat-{instant}", daemon=True)
+        heartbeat._thread.start()
+        return heartbeat
+
+    def beat(self) -> None:
+        """Write the heartbeat file with the current time."""
+        now_ms = _ms(self.clock())
+        self.storage.write_bytes(self.path, str(now_ms).encode())
+        self.last_beat_ms = now_ms
+        self.beats += 1
+
+    def _run(self) -> None:
+        while not self._stop.wait(self.interval):
+            try:
+                self.beat()
+            except Exception as e:  # a storage hiccup: the next beat may succeed before expiry
+                self.last_error = e
+                _log.warning("%r: beat failed: %s", self, e)
+
+    def stop(self) -> None:
+        """Stop beating and delete the heartbeat file; calling it again does nothing."""
+        if self._stop.is_set():
+            return
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join()  # a beat in flight must not recreate the file after the delete
+            self._thread = None
+        self.storage.delete(self.path)
+
+    def __enter__(self) -> Heartbeat:
+        return self
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.stop()
+
+    # -- reading other writers' heartbeats ----------------------------------------------
+
+    @staticmethod
+    def last_beat(storage: Storage, instant: str) -> int | None:
+        """The last beat of `instant` in epoch ms (content, else file mtime); None if there is none."""
+        path = heartbeat_file(instant)
+        try:
+            data = storage.read_bytes(path)
+        except FileNotFoundError:
+            return None
+        text = data.decode("ascii", errors="replace").strip()
+        if text.isdigit():
+            return int(text)
+        # Java Hudi's heartbeats are empty files whose mtime is the beat.
+        for f in storage.list_dir(HEARTBEAT_DIR):
+            if f.name == instant and not f.is_dir:
+                return f.mtime_ms
+        return None
+
+    @staticmethod
+    def is_expired(
+        storage: Storage,
+        instant: str,
+        interval: float = DEFAULT_INTERVAL,
+        misses: int = DEFAULT_TOLERABLE_MISSES,
+        now: float | None = None,
+    ) -> bool:
+        """Whether the writer of `instant` counts as dead: no beat for more than interval * misses.
+
+        `now` is epoch seconds (default: the current time). A missing heartbeat is expired.
+        """
+        last = Heartbeat.last_beat(storage, instant)
+        if last is None:
+            return True
+        now_ms = _ms(time.time() if now is None else now)
+        return now_ms - last > _ms(interval) * misses
+
+    @staticmethod
+    def list_instants(storage: Storage) -> list[str]:
+        """The instants that have a heartbeat file, sorted (Hudi's getAllExistingHeartbeatInstants)."""
+        return [
+            f.name for f in storage.list_dir(HEARTBEAT_DIR) if not f.is_dir and not f.name.startswith(".")
+        ]
+
+
+def _ms(seconds: float) -> int:
+    # Rounded, not truncated: 1767225600.123 * 1000 is 1767225600122.9998 in binary floating point.
+    return round(seconds * 1000)
