@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import replace
 
 import pyarrow as pa
 from pyspark.sql import DataFrame, SparkSession
@@ -12,6 +13,8 @@ from engine.config.write_config import WriteConfig
 from engine.errors import InvalidConfigError, InvalidInputError
 from engine.index import index_for
 from engine.read import reader
+from engine.services.maintenance import Maintenance
+from engine.services.transaction import Transaction
 from engine.storage import Storage, storage_for
 from engine.table.commit_metadata import CommitMetadata
 from engine.table.create import DEFAULT_INDEX, new_table_config
@@ -101,10 +104,22 @@ class Table:
         config = WriteConfig.from_options(options)
         itype = IndexType.parse(config.index_type or self.config.index_type or DEFAULT_INDEX)
         index = index_for(itype, dict(config.index_options), self.config.name)
-        job = WriteJob(self.meta, index, config, op, progress or (lambda _msg: None))
         if self.spark is None:
             self.spark = df.sparkSession
-        return job.run(df)
+        with Transaction(self.meta, config, index, op.value.lower()) as tx:
+            job = WriteJob(self.meta, index, config, op, progress or (lambda _msg: None), guard=tx.guard)
+            result = job.run(df)
+            if result.instant is not None:
+                services = tx.after_commit()
+                result = replace(result, services={k: _summary(v) for k, v in services.items()})
+            if tx.repair_report is not None and not tx.repair_report.nothing_done:
+                result = replace(result, repaired=tx.repair_report)
+        return result
+
+    @property
+    def maintenance(self) -> Maintenance:
+        """Rollback, restore, savepoints, clean, archival and repair (no SparkSession needed)."""
+        return Maintenance(self.meta)
 
     def upsert(self, df: DataFrame, options: Mapping[str, object] | None = None, progress: Progress | None = None) -> WriteResult:
         """Insert new records and update existing ones (by record key), in one commit."""
@@ -158,3 +173,11 @@ class Table:
 
     def __repr__(self) -> str:
         return f"Table({self.config.name!r}, {self.path!r}, {self.config.table_type.value})"
+
+
+def _summary(value: object) -> object:
+    """A short, JSON-friendly account of an automatic service's result."""
+    if isinstance(value, list):
+        return list(value)
+    deleted = getattr(value, "deleted", None)
+    return {"instant": getattr(value, "instant", None), "deleted": len(deleted) if deleted is not None else 0}

@@ -183,6 +183,14 @@ def cmd_commits(args: argparse.Namespace) -> int:
     meta = MetaClient.open(args.path)
     timeline = meta.timeline()
     rows = []
+    if args.archived:
+        from engine.services.archive import read_archived_entries
+
+        for e in read_archived_entries(meta):
+            old: dict[str, Any] = {"time": e.get("commitTime"), "action": e.get("actionType"), "state": "archived"}
+            old["operation"] = None
+            old.update(dict.fromkeys(_TOTALS))
+            rows.append(old)
     for inst in timeline:
         row: dict[str, Any] = {"time": inst.time, "action": inst.action.value, "state": inst.state.value}
         row["operation"] = None
@@ -355,6 +363,88 @@ def cmd_write(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _service_doc(value: Any) -> Any:
+    """A service plan or result as JSON-friendly data."""
+    import dataclasses
+
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        out = {}
+        for f in dataclasses.fields(value):
+            out[f.name] = _service_doc(getattr(value, f.name))
+        return out
+    if isinstance(value, dict):
+        return {str(k): _service_doc(v) for k, v in value.items()}
+    if isinstance(value, list | tuple | set | frozenset):
+        return [_service_doc(v) for v in value]
+    if hasattr(value, "time") and hasattr(value, "action") and hasattr(value, "state"):
+        return {"time": value.time, "action": value.action.value, "state": value.state.value}
+    return value
+
+
+def _maintenance(args: argparse.Namespace):
+    from engine.services.maintenance import Maintenance
+
+    return Maintenance(MetaClient.open(args.path), _options(getattr(args, "option", None)))
+
+
+def _report(args: argparse.Namespace, title: str, value: Any) -> int:
+    doc = _service_doc(value)
+    dry = bool(getattr(args, "dry_run", False))
+    if args.json:
+        _emit_json({"dry_run": dry, title: doc})
+        return EXIT_OK
+    print(("plan (dry run, nothing changed): " if dry else "") + title)
+    if isinstance(doc, dict):
+        _print_pairs([(k, json.dumps(v) if isinstance(v, dict | list) else v) for k, v in doc.items()])
+    elif doc is None:
+        print("nothing to do")
+    else:
+        print(json.dumps(doc, indent=2))
+    return EXIT_OK
+
+
+def cmd_rollback(args: argparse.Namespace) -> int:
+    instant = _check_instant(args.instant, "INSTANT")
+    return _report(args, "rollback", _maintenance(args).rollback(instant, dry_run=args.dry_run))
+
+
+def cmd_restore(args: argparse.Namespace) -> int:
+    instant = _check_instant(args.instant, "INSTANT")
+    return _report(args, "restore", _maintenance(args).restore(instant, dry_run=args.dry_run))
+
+
+def cmd_savepoint(args: argparse.Namespace) -> int:
+    instant = _check_instant(args.instant, "INSTANT")
+    m = _maintenance(args)
+    if args.action == "create":
+        return _report(args, "savepoint", m.create_savepoint(instant, comment=args.comment or "", dry_run=args.dry_run))
+    return _report(args, "savepoint deleted", m.delete_savepoint(instant, dry_run=args.dry_run))
+
+
+def cmd_savepoints(args: argparse.Namespace) -> int:
+    sps = _maintenance(args).savepoints()
+    if args.json:
+        _emit_json({"savepoints": _service_doc(sps)})
+        return EXIT_OK
+    if not sps:
+        print("no savepoints")
+        return EXIT_OK
+    _print_table(["TIME", "FILES", "BY", "COMMENT"], [[sp.time, len(sp.files), sp.user, sp.comment] for sp in sps])
+    return EXIT_OK
+
+
+def cmd_clean(args: argparse.Namespace) -> int:
+    return _report(args, "clean", _maintenance(args).clean(dry_run=args.dry_run))
+
+
+def cmd_archive(args: argparse.Namespace) -> int:
+    return _report(args, "archive", _maintenance(args).archive(dry_run=args.dry_run))
+
+
+def cmd_repair(args: argparse.Namespace) -> int:
+    return _report(args, "repair", _maintenance(args).repair(dry_run=args.dry_run))
+
+
 def cmd_read(args: argparse.Namespace) -> int:
     if args.until is not None and args.since is None:
         raise UsageError("--until needs --since")
@@ -466,7 +556,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--hive-style", action="store_true", help="hive-style partition paths (field=value)")
 
     command("show", "show the table config, schema and timeline summary", cmd_show)
-    command("commits", "list the instants of the timeline", cmd_commits)
+    p = command("commits", "list the instants of the timeline", cmd_commits)
+    p.add_argument("--archived", action="store_true", help="also list the archived instants")
     p = command("fsview", "list partitions, file groups and file slices", cmd_fsview)
     p.add_argument("--as-of", metavar="INSTANT", help="the view as of a completed instant")
 
@@ -490,6 +581,29 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = command("lookup", "print the records with the given keys (JSON lines)", cmd_lookup, spark=True)
     p.add_argument("--keys-file", required=True, metavar="FILE", help="one record key per line")
+
+    def service(name: str, help_text: str, handler: Callable[[argparse.Namespace], int], instant: bool = False):
+        p = command(name, help_text, handler)
+        if instant:
+            p.add_argument("instant", metavar="INSTANT", help="instant time (yyyyMMddHHmmssSSS)")
+        p.add_argument("--dry-run", action="store_true", help="print the plan, change nothing")
+        p.add_argument("--option", action="append", metavar="KEY=VALUE", help="option, e.g. hoodie.cleaner.policy")
+        return p
+
+    service("rollback", "roll back one instant (completed or pending)", cmd_rollback, instant=True)
+    service("restore", "roll back every instant after INSTANT (a savepoint or completed commit)", cmd_restore, instant=True)
+    p = sub.add_parser("savepoint", help="create or delete a savepoint", description="create or delete a savepoint")
+    p.add_argument("action", choices=["create", "delete"])
+    p.add_argument("path", metavar="PATH", help="table base path")
+    p.add_argument("instant", metavar="INSTANT", help="a completed commit time")
+    p.add_argument("--comment", help="a note stored with the savepoint")
+    p.add_argument("--dry-run", action="store_true", help="print the plan, change nothing")
+    p.add_argument("--json", action="store_true", help="print one JSON document")
+    p.set_defaults(handler=cmd_savepoint)
+    command("savepoints", "list the savepoints", cmd_savepoints)
+    service("clean", "delete file versions no longer needed (hoodie.cleaner.policy)", cmd_clean)
+    service("archive", "move old instants to the archived timeline", cmd_archive)
+    service("repair", "finish interrupted services and roll back failed writes", cmd_repair)
     return parser
 
 

@@ -69,3 +69,15 @@ class ConcurrentWriteError(CommitConflictError):
     def __reduce__(self) -> tuple[type[ConcurrentWriteError], tuple[str, LockInfo | None]]:
         # Keep the holder when the error crosses a process boundary.
         return (type(self), (str(self), self.holder))
+
+
+class RollbackRefusedError(EngineError):
+    """A rollback or restore would lose committed data: later commits build on the instant, its
+    file versions were cleaned, or a savepoint protects it. The table is left unchanged.
+
+    `dependents` names the later instants (when that is the reason).
+    """
+
+    def __init__(self, message: str, dependents: tuple[str, ...] = ()) -> None:
+        super().__init__(message)
+        self.dependents = dependents

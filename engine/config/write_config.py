@@ -31,7 +31,22 @@ _KEYS: dict[str, tuple[str, type]] = {
     "hoodie.bloom.index.update.partition.path": ("update_partition_path", bool),
     "hoodie.hbase.index.update.partition.path": ("update_partition_path", bool),
     "hoodie.record.index.update.partition.path": ("update_partition_path", bool),
+    # table services (Apache Hudi's keys and defaults)
+    "hoodie.clean.automatic": ("clean_automatic", bool),
+    "hoodie.cleaner.policy": ("cleaner_policy", str),
+    "hoodie.cleaner.commits.retained": ("cleaner_commits_retained", int),
+    "hoodie.cleaner.fileversions.retained": ("cleaner_file_versions_retained", int),
+    "hoodie.archive.automatic": ("archive_automatic", bool),
+    "hoodie.keep.min.commits": ("keep_min_commits", int),
+    "hoodie.keep.max.commits": ("keep_max_commits", int),
+    "hoodie.client.heartbeat.interval_in_ms": ("heartbeat_interval_ms", int),
+    "hoodie.client.heartbeat.tolerable.misses": ("heartbeat_tolerable_misses", int),
+    # the single-writer lock (ours: a lease renewed by the holder; wait 0 = fail at once)
+    "hoodie.write.lock.lease_ms": ("lock_lease_ms", int),
+    "hoodie.write.lock.wait_time_ms": ("lock_wait_ms", int),
 }
+
+CLEANER_POLICIES = ("KEEP_LATEST_COMMITS", "KEEP_LATEST_FILE_VERSIONS")
 
 
 def _parse_bool(value: object) -> bool:
@@ -67,6 +82,19 @@ class WriteConfig:
     # global indexes, key found in another partition: delete there + insert here (True), or update there
     update_partition_path: bool = True
 
+    # table services after each commit, as in Apache Hudi (defaults are Hudi's)
+    clean_automatic: bool = True
+    cleaner_policy: str = "KEEP_LATEST_COMMITS"
+    cleaner_commits_retained: int = 10
+    cleaner_file_versions_retained: int = 3
+    archive_automatic: bool = True
+    keep_min_commits: int = 20
+    keep_max_commits: int = 30
+    heartbeat_interval_ms: int = 60_000
+    heartbeat_tolerable_misses: int = 2
+    lock_lease_ms: int = 60_000
+    lock_wait_ms: int = 0
+
     # settings of the index itself, passed through untouched (hoodie.index.hbase.*)
     index_options: tuple[tuple[str, str], ...] = ()
 
@@ -77,6 +105,21 @@ class WriteConfig:
             raise InvalidConfigError("hoodie.parquet.small.file.limit must not be negative")
         if self.bloom_num_entries <= 0 or not 0 < self.bloom_fpp < 1:
             raise InvalidConfigError("bloom filters need num_entries > 0 and 0 < fpp < 1")
+        if self.cleaner_policy not in CLEANER_POLICIES:
+            raise InvalidConfigError(
+                f"hoodie.cleaner.policy must be one of {', '.join(CLEANER_POLICIES)}, not {self.cleaner_policy!r}"
+            )
+        if self.cleaner_commits_retained < 1 or self.cleaner_file_versions_retained < 1:
+            raise InvalidConfigError("hoodie.cleaner.commits.retained and fileversions.retained must be >= 1")
+        if not self.cleaner_commits_retained < self.keep_min_commits < self.keep_max_commits:
+            raise InvalidConfigError(
+                "archival needs hoodie.cleaner.commits.retained < hoodie.keep.min.commits < hoodie.keep.max.commits "
+                f"(got {self.cleaner_commits_retained}, {self.keep_min_commits}, {self.keep_max_commits})"
+            )
+        if self.heartbeat_interval_ms <= 0 or self.heartbeat_tolerable_misses < 1:
+            raise InvalidConfigError("the heartbeat interval must be positive and tolerable misses >= 1")
+        if self.lock_lease_ms <= 0 or self.lock_wait_ms < 0:
+            raise InvalidConfigError("hoodie.write.lock.lease_ms must be positive, wait_time_ms >= 0")
         if self.record_size_estimate <= 0:
             raise InvalidConfigError("hoodie.copyonwrite.record.size.estimate must be positive")
 

@@ -8,7 +8,8 @@ imported only where a connection is opened).
 - `tag_location`: Spark tasks look the incoming keys up with batched multi-row Gets; an entry
   whose `commit_ts` is not visible on the timeline (not a completed instant, and not older than
   the active timeline when older instants were archived) is ignored, so an entry left by a failed
-  or rolled-back write is harmless and `rollback_commit` has nothing to undo.
+  or rolled-back write is harmless. `rollback_commit` re-puts the locations a rolled-back write
+  deleted or moved (from the slices that become current again) and removes its inserts' entries.
 - `update_location`: Spark tasks Put the new locations of inserted records and Delete the keys
   of deleted ones, in batches, under a per-task share of the per-region-server rate limit.
 
@@ -431,5 +432,45 @@ class HBaseIndex(Index):
         }
 
     def rollback_commit(self, meta: MetaClient, instant: str, change: RollbackChange | None = None) -> None:
-        """Nothing to undo: entries stamped with an instant that never completed are ignored by
-        `tag_location` (as in Apache Hudi), and a later write of the key overwrites them."""
+        """Point the keys a rolled-back instant deleted or moved back at the slices that are
+        current again, and delete the entries of keys it inserted.
+
+        Entries stamped with the rolled-back instant would be ignored anyway (not a completed
+        instant), but a key the instant *deleted* has no entry left at all: without the Put it would
+        look new and the next upsert would duplicate it. Done from the driver, rate-limited.
+        """
+        if change is None or (change.removed.num_rows == 0 and change.restored.num_rows == 0):
+            return
+        restored = change.restored.to_pylist()
+        keep = {r["key"] for r in restored}
+        removed = [k for k in change.removed.column("key").to_pylist() if k not in keep]
+        bucket = TokenBucket(self.settings.task_qps(1))
+        try:
+            conn = self.settings.connect()
+            table = conn.table(self.hbase_table(meta))
+        except Exception as exc:
+            raise _unreachable(self.settings, exc) from exc
+        try:
+            for chunk in batched(restored, self.settings.put_batch_size):
+                bucket.acquire(len(chunk))
+                with table.batch() as b:
+                    for r in chunk:
+                        b.put(
+                            r["key"].encode(),
+                            {
+                                COMMIT_TS: r["commit_time"].encode(),
+                                FILE_NAME: r["file_id"].encode(),
+                                PARTITION_PATH: r["partition"].encode(),
+                            },
+                        )
+            for dchunk in batched(removed, self.settings.put_batch_size):
+                bucket.acquire(len(dchunk))
+                with table.batch() as b:
+                    for key in dchunk:
+                        b.delete(key.encode(), columns=[FAMILY])
+        except Exception as exc:
+            raise StorageError(
+                f"reverting the HBase index at {self.settings.address} for rolled-back instant {instant} failed: {exc}"
+            ) from exc
+        finally:
+            conn.close()

@@ -16,7 +16,7 @@ _STATE_RANK = {State.REQUESTED: 0, State.INFLIGHT: 1, State.COMPLETED: 2}
 
 @dataclass(frozen=True)
 class Timeline:
-    """Instants sorted by time, one per instant time."""
+    """Instants sorted by time, one per instant time (plus the savepoint of a savepointed commit)."""
 
     instants: tuple[Instant, ...]
     # whether older instants were archived: only then can a file predating the first instant be
@@ -27,14 +27,21 @@ class Timeline:
     def from_instants(cls, instants: Iterable[Instant], has_archive: bool = True) -> Timeline:
         """Collapse all timeline files' instants into one instant per time (most advanced state wins)."""
         best: dict[str, Instant] = {}
+        savepoints: dict[str, Instant] = {}
         for inst in instants:
+            if inst.action is Action.SAVEPOINT:
+                # a savepoint shares the time of the commit it protects: keep both
+                cur_sp = savepoints.get(inst.time)
+                if cur_sp is None or _STATE_RANK[inst.state] > _STATE_RANK[cur_sp.state]:
+                    savepoints[inst.time] = inst
+                continue
             cur = best.get(inst.time)
             if cur is None or _STATE_RANK[inst.state] > _STATE_RANK[cur.state]:
                 best[inst.time] = inst
             elif _STATE_RANK[inst.state] == _STATE_RANK[cur.state] and inst.action is Action.COMMIT:
                 # compaction completes as a commit: the commit file names the finished action
                 best[inst.time] = inst
-        return cls(tuple(sorted(best.values())), has_archive)
+        return cls(tuple(sorted([*best.values(), *savepoints.values()])), has_archive)
 
     @classmethod
     def from_file_names(cls, names: Iterable[str], has_archive: bool = True) -> Timeline:
@@ -75,10 +82,22 @@ class Timeline:
         return Timeline(tuple(i for i in self.instants if i.action.is_write and i.is_completed))
 
     def get(self, time: str) -> Instant | None:
+        """The instant at `time` (not its savepoint: see `savepoints`)."""
         for i in self.instants:
-            if i.time == time:
+            if i.time == time and i.action is not Action.SAVEPOINT:
                 return i
         return None
+
+    @property
+    def savepoints(self) -> Timeline:
+        """Completed savepoints (each at the time of the commit it protects)."""
+        return Timeline(tuple(i for i in self.instants if i.action is Action.SAVEPOINT and i.is_completed))
+
+    @property
+    def pending_services(self) -> Timeline:
+        """Pending table services a crash may have interrupted (rollback, restore, clean)."""
+        acts = (Action.ROLLBACK, Action.RESTORE, Action.CLEAN)
+        return Timeline(tuple(i for i in self.instants if i.action in acts and not i.is_completed))
 
     def is_completed(self, time: str) -> bool:
         inst = self.get(time)
@@ -123,5 +142,7 @@ class Timeline:
             return True
         if not self.has_archive:
             return False
-        first = self.first_time
+        # the first write instant, as hudi-rs: a restore or savepoint kept active from before the
+        # archived range must not hide the archived commits' files
+        first = next((i.time for i in self.instants if i.action.is_write), None)
         return first is not None and file_instant < first

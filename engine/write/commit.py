@@ -12,6 +12,7 @@ from datetime import UTC, datetime
 
 import pyarrow as pa
 
+from engine import failpoints
 from engine.constants import PARTITION_METADATA_FILE
 from engine.errors import CommitConflictError
 from engine.table.commit_metadata import CommitMetadata, WriteStat
@@ -44,17 +45,8 @@ def start(
 ) -> PendingCommit:
     """Claim a new instant time (strictly after every instant on the timeline) and mark it inflight."""
     action = Action.COMMIT
-    last = timeline.last_time
-    for _ in range(MAX_START_ATTEMPTS):
-        time = next_instant_time(now or datetime.now(UTC), last)
-        requested = Instant(time, action, State.REQUESTED)
-        try:
-            meta.storage.create_exclusive(meta.instant_path(requested), b"")
-            break
-        except FileExistsError:
-            last = max(time, meta.timeline().last_time or time)
-    else:
-        raise CommitConflictError("could not claim a new instant time: the timeline keeps moving")
+    time = claim_instant(meta, timeline, action, b"", now)
+    failpoints.hit("write.after_requested")
     pending = PendingCommit(time, action, operation, plan)
     try:
         _mark_inflight(meta, pending)
@@ -62,6 +54,25 @@ def start(
         abort(meta, pending)
         raise
     return pending
+
+
+def claim_instant(
+    meta: MetaClient, timeline: Timeline, action: Action, requested_body: bytes, now: datetime | None = None
+) -> str:
+    """Create `T.<action>.requested` for a new time T strictly after every instant on the timeline.
+
+    The requested file is created exclusively, so of racing claimants exactly one gets each time.
+    """
+    last = timeline.last_time
+    for _ in range(MAX_START_ATTEMPTS):
+        time = next_instant_time(now or datetime.now(UTC), last)
+        requested = Instant(time, action, State.REQUESTED)
+        try:
+            meta.storage.create_exclusive(meta.instant_path(requested), requested_body)
+            return time
+        except FileExistsError:
+            last = max(time, meta.timeline().last_time or time)
+    raise CommitConflictError("could not claim a new instant time: the timeline keeps moving")
 
 
 def _mark_inflight(meta: MetaClient, pending: PendingCommit) -> None:

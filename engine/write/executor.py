@@ -10,6 +10,7 @@ import time
 from collections import defaultdict
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -19,6 +20,7 @@ from pyspark.sql import functions as F
 from pyspark.sql.pandas.types import from_arrow_schema, to_arrow_schema
 from pyspark.taskcontext import TaskContext
 
+from engine import failpoints
 from engine.config.write_config import WriteConfig
 from engine.constants import DEFAULT_PARTITION_PATH, EMPTY_RECORD_KEY_PLACEHOLDER, NULL_RECORD_KEY_PLACEHOLDER
 from engine.errors import EngineError, InvalidInputError, StorageError
@@ -52,6 +54,9 @@ from engine.write.planner import (
     plan_writes,
 )
 from engine.write.schema_check import resolve_write_schema
+
+if TYPE_CHECKING:
+    from engine.services.transaction import WriteGuard
 
 BUCKET_COL = "__hoodie_bucket"
 # batches up to this many records ship their keys to the index scan tasks (a few MB per million)
@@ -119,6 +124,8 @@ class WriteJob:
     config: WriteConfig
     operation: Operation
     progress: Progress
+    # heartbeat + lock fencing from the transaction (None: unguarded, e.g. unit tests of the pipeline)
+    guard: WriteGuard | None = None
 
     # ------------------------------------------------------------------------------------
     def run(self, df: DataFrame) -> WriteResult:
@@ -218,6 +225,8 @@ class WriteJob:
             pending = commit_protocol.start(self.meta, timeline, self.operation, plan)
             instant = pending.instant
             try:
+                if self.guard is not None:
+                    self.guard.started(instant)
                 outcomes, assigned = self._write(
                     tagged, plan, offsets, full_schema, pc_field, pending.instant, is_delete
                 )
@@ -227,6 +236,9 @@ class WriteJob:
                     self.index.update_location(tag_ctx, instant, _located(assigned, plan))
                     index_stats.update({f"update_{k}": v for k, v in self.index.update_stats().items()})
                 extra = {f"engine.index.{k}": str(v) for k, v in index_stats.items()}
+                failpoints.hit("write.before_complete")
+                if self.guard is not None:
+                    self.guard.before_complete()
                 commit_protocol.complete(self.meta, pending, write_schema, outcomes, absent, extra)
             except BaseException as exc:
                 _stop_tasks(spark, _job_group(instant))
@@ -239,7 +251,15 @@ class WriteJob:
                 typed = translate(exc)
                 detail = str(typed) if typed is not None else task_error_message(exc)
                 error_type = type(typed) if typed is not None else StorageError
-                raise error_type(f"write of instant {instant} failed and was rolled back: {detail}") from exc
+                try:
+                    wrapped = error_type(f"write of instant {instant} failed and was rolled back: {detail}")
+                except TypeError:  # an error type with extra constructor arguments: keep it as raised
+                    exc.add_note(f"write of instant {instant} failed and was rolled back")
+                    raise exc from None
+                raise wrapped from exc
+            finally:
+                if self.guard is not None:
+                    self.guard.finished()
             return WriteResult(
                 instant=instant,
                 operation=self.operation,

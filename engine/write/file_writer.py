@@ -16,6 +16,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from engine import failpoints
 from engine.constants import (
     COMMIT_SEQNO_COL,
     COMMIT_TIME_COL,
@@ -219,6 +220,7 @@ def write_bucket(
             writer.write_table(out, row_group_size=ctx.row_group_size)
             writer.add_key_value_metadata(footer)
     size = ctx.storage.size(path)
+    failpoints.hit("write.file_written")
     return WriteOutcome(
         path=path,
         file_id=bucket.file_id,

@@ -38,6 +38,10 @@ class WriteResult:
     bytes_written: int = 0
     seconds: float = 0.0
     index_stats: dict[str, int] = field(default_factory=dict)  # e.g. BLOOM: files pruned by range/bloom
+    # automatic table services run after the commit (clean: instant + files deleted; archived: times)
+    services: dict[str, object] = field(default_factory=dict)
+    # what the repair before the write did (failed writes rolled back...), None if nothing
+    repaired: object | None = None
 
     def to_dict(self) -> dict:
         d = asdict(self)

@@ -1,0 +1,221 @@
+"""Clean: delete file versions no reader needs any more, planned first, recorded as clean instants.
+
+Policies (Apache Hudi's):
+- KEEP_LATEST_COMMITS (N): every snapshot of the last N completed commits stays readable (time
+  travel and incremental reads whose range ends within them). The earliest retained commit E is
+  the N-th newest; a slice is deleted only when a newer slice of its file group is at or before
+  E (so no snapshot at or after E uses it).
+- KEEP_LATEST_FILE_VERSIONS (N): the newest N slices of every file group stay.
+Never deleted: the latest slice of any file group, and any base file a savepoint protects.
+
+Timeline: `C.clean.requested` (Avro `HoodieCleanerPlan`), `C.clean.inflight` (the same plan),
+the deletions, then `C.clean` (Avro `HoodieCleanMetadata`). Deleting an already-deleted file is a
+no-op, so a crashed clean is finished by re-running its plan (`repair`). Only old slices are
+ever deleted, so readers of the latest snapshot never notice a clean, finished or not.
+"""
+
+from __future__ import annotations
+
+import time as _time
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+
+from engine import failpoints
+from engine.services.savepoint import savepointed_files
+from engine.services.timeline_files import ensure_file, read_avro, write_avro
+from engine.table.file_group import FileGroup
+from engine.table.meta_client import MetaClient
+from engine.timeline.instant import Action, Instant, State
+from engine.timeline.timeline import Timeline
+from engine.write.commit import claim_instant
+
+KEEP_LATEST_COMMITS = "KEEP_LATEST_COMMITS"
+KEEP_LATEST_FILE_VERSIONS = "KEEP_LATEST_FILE_VERSIONS"
+PLAN_MODEL = "HoodieCleanerPlan"
+METADATA_MODEL = "HoodieCleanMetadata"
+
+
+@dataclass(frozen=True)
+class CleanPlan:
+    """Files to delete per partition (relative paths); `instant` is the clean's own time."""
+
+    policy: str
+    retained: int
+    earliest_retained: str | None  # KEEP_LATEST_COMMITS: the oldest commit whose snapshot stays
+    last_completed: str | None
+    files: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    instant: str | None = None
+
+    @property
+    def all_files(self) -> list[str]:
+        return sorted(f for fs in self.files.values() for f in fs)
+
+    def to_record(self, base_uri: str) -> dict:
+        earliest = (
+            {"timestamp": self.earliest_retained, "action": Action.COMMIT.value, "state": "COMPLETED"}
+            if self.earliest_retained
+            else None
+        )
+        return {
+            "earliestInstantToRetain": earliest,
+            "lastCompletedCommitTimestamp": self.last_completed or "",
+            "policy": self.policy,
+            "filesToBeDeletedPerPartition": {},
+            "version": 2,
+            "filePathsToBeDeletedPerPartition": {
+                p: [{"filePath": f"{base_uri.rstrip('/')}/{f}", "isBootstrapBaseFile": False} for f in fs]
+                for p, fs in sorted(self.files.items())
+            },
+            "partitionsToBeDeleted": [],
+        }
+
+    @classmethod
+    def from_record(cls, record: dict, instant: str) -> CleanPlan:
+        files: dict[str, tuple[str, ...]] = {}
+        for part, infos in (record.get("filePathsToBeDeletedPerPartition") or {}).items():
+            names = [i["filePath"].rstrip("/").rpartition("/")[2] for i in infos]
+            files[part] = tuple(sorted(f"{part}/{n}" if part else n for n in names))
+        earliest = record.get("earliestInstantToRetain")
+        return cls(
+            record.get("policy") or KEEP_LATEST_COMMITS,
+            0,
+            earliest["timestamp"] if earliest else None,
+            record.get("lastCompletedCommitTimestamp") or None,
+            files,
+            instant,
+        )
+
+
+@dataclass
+class CleanResult:
+    instant: str | None
+    deleted: list[str]
+    earliest_retained: str | None
+    seconds: float = 0.0
+
+
+# ---- the pure planner -------------------------------------------------------------------------
+def files_to_clean(
+    groups: Iterable[FileGroup],
+    completed_writes: Sequence[str],
+    policy: str,
+    retained: int,
+    protected: frozenset[str] = frozenset(),
+) -> tuple[str | None, dict[str, list[str]]]:
+    """(earliest retained commit, partition -> files to delete) for the visible file groups.
+
+    `completed_writes`: completed write instant times, ascending. `protected`: savepointed paths.
+    """
+    earliest: str | None = None
+    if policy == KEEP_LATEST_COMMITS:
+        if len(completed_writes) <= retained:
+            return None, {}
+        earliest = completed_writes[-retained]
+    out: dict[str, list[str]] = {}
+    for g in groups:
+        slices = list(g.slices)  # oldest first
+        doomed = []
+        if policy == KEEP_LATEST_COMMITS:
+            assert earliest is not None
+            for older, newer in zip(slices, slices[1:], strict=False):
+                if newer.base_instant <= earliest:
+                    doomed.append(older)
+        else:
+            doomed = slices[:-retained] if len(slices) > retained else []
+        for s in doomed:
+            for f in s.files:
+                if f not in protected:
+                    out.setdefault(g.partition, []).append(f)
+    return earliest, {p: sorted(fs) for p, fs in sorted(out.items())}
+
+
+# ---- planning / execution ---------------------------------------------------------------------
+def plan_clean(meta: MetaClient, timeline: Timeline, policy: str, retained: int) -> CleanPlan:
+    view = meta.file_system_view(timeline)
+    writes = [i.time for i in timeline.completed_writes.instants]
+    earliest, files = files_to_clean(view.groups, writes, policy, retained, savepointed_files(meta, timeline))
+    return CleanPlan(
+        policy,
+        retained,
+        earliest,
+        writes[-1] if writes else None,
+        {p: tuple(fs) for p, fs in files.items()},
+    )
+
+
+def schedule_clean(meta: MetaClient, timeline: Timeline, plan: CleanPlan, now: datetime | None = None) -> CleanPlan:
+    from engine.timeline import avro_models
+
+    body = avro_models.serialize(PLAN_MODEL, plan.to_record(meta.storage.base_uri))
+    time = claim_instant(meta, timeline, Action.CLEAN, body, now)
+    return CleanPlan(plan.policy, plan.retained, plan.earliest_retained, plan.last_completed, plan.files, time)
+
+
+def execute_clean(meta: MetaClient, plan: CleanPlan) -> CleanResult:
+    assert plan.instant is not None, "schedule the plan first"
+    started = _time.monotonic()
+    requested = Instant(plan.instant, Action.CLEAN, State.REQUESTED)
+    inflight = requested.with_state(State.INFLIGHT)
+    ensure_file(meta, inflight, meta.read_instant(requested))
+    deleted: dict[str, list[str]] = {}
+    first = True
+    for part, files in sorted(plan.files.items()):
+        for rel in files:
+            if meta.storage.exists(rel):
+                meta.storage.delete(rel)
+                deleted.setdefault(part, []).append(rel)
+                if first:
+                    first = False
+                    failpoints.hit("clean.file_deleted")
+    record = {
+        "startCleanTime": plan.instant,
+        "timeTakenInMillis": int((_time.monotonic() - started) * 1000),
+        "totalFilesDeleted": sum(len(v) for v in deleted.values()),
+        "earliestCommitToRetain": plan.earliest_retained or "",
+        "lastCompletedCommitTimestamp": plan.last_completed or "",
+        "partitionMetadata": {
+            p: {
+                "partitionPath": p,
+                "policy": plan.policy,
+                "deletePathPatterns": [f.rpartition("/")[2] for f in files],
+                "successDeleteFiles": [f.rpartition("/")[2] for f in deleted.get(p, [])],
+                "failedDeleteFiles": [],
+                "isPartitionDeleted": False,
+            }
+            for p, files in sorted(plan.files.items())
+        },
+        "version": 2,
+        "bootstrapPartitionMetadata": {},
+    }
+    write_avro(meta, requested.with_state(State.COMPLETED), METADATA_MODEL, record)
+    return CleanResult(plan.instant, sorted(f for fs in deleted.values() for f in fs), plan.earliest_retained,
+                       round(_time.monotonic() - started, 3))
+
+
+def resume(meta: MetaClient, instant: Instant) -> CleanResult:
+    record = read_avro(meta, instant.with_state(State.REQUESTED), PLAN_MODEL)
+    return execute_clean(meta, CleanPlan.from_record(record, instant.time))
+
+
+def clean(
+    meta: MetaClient, policy: str, retained: int, dry_run: bool = False, now: datetime | None = None
+) -> CleanResult | CleanPlan | None:
+    """Plan and run a clean (the caller holds the table lock). None when there is nothing to clean;
+    the plan alone in a dry run."""
+    timeline = meta.timeline()
+    plan = plan_clean(meta, timeline, policy, retained)
+    if dry_run:
+        return plan
+    if not plan.files:
+        return None
+    plan = schedule_clean(meta, timeline, plan, now)
+    return execute_clean(meta, plan)
+
+
+def last_earliest_retained(meta: MetaClient, timeline: Timeline) -> str | None:
+    """The earliest commit the newest completed clean retained (archival must keep it)."""
+    for inst in reversed(timeline.filter(actions=[Action.CLEAN], completed=True).instants):
+        rec = read_avro(meta, inst, METADATA_MODEL)
+        return rec.get("earliestCommitToRetain") or None
+    return None

@@ -1,0 +1,120 @@
+"""`Maintenance`: the table services as one object (`Table.maintenance`, the CLI, the console).
+
+No SparkSession is needed: every service works on files through Storage. Destructive services
+take the table lock and run `repair` first; `dry_run=True` only plans (no lock, nothing written).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import TYPE_CHECKING
+
+from engine.config.table_config import IndexType
+from engine.config.write_config import WriteConfig
+from engine.errors import InstantNotFoundError
+from engine.services import archive as archive_service
+from engine.services import clean as clean_service
+from engine.services import restore as restore_service
+from engine.services import rollback as rollback_service
+from engine.services import savepoint as savepoint_service
+from engine.services.repair import RepairReport, repair
+from engine.services.transaction import Transaction
+from engine.table.meta_client import MetaClient
+from engine.timeline.instant import Instant
+
+if TYPE_CHECKING:
+    from engine.index.base import Index
+
+
+class Maintenance:
+    """Rollback, restore, savepoints, clean, archival and repair of one table."""
+
+    def __init__(self, meta: MetaClient, options: Mapping[str, object] | None = None) -> None:
+        self.meta = meta
+        self.config = WriteConfig.from_options(options)
+
+    def _index(self) -> Index:
+        from engine.index import index_for
+        from engine.table.create import DEFAULT_INDEX
+
+        itype = IndexType.parse(self.config.index_type or self.meta.config.index_type or DEFAULT_INDEX)
+        return index_for(itype, dict(self.config.index_options), self.meta.config.name)
+
+    def _tx(self, purpose: str, index: Index | None) -> Transaction:
+        return Transaction(self.meta, self.config, index, purpose)
+
+    # ---- rollback / restore ------------------------------------------------------------
+    def rollback(self, instant: str, dry_run: bool = False):
+        """Roll back one instant (see `engine.services.rollback`); the plan alone in a dry run."""
+        index = self._index()
+        # plan first without the lock: a refused rollback leaves the table byte for byte as it was
+        plan = rollback_service.plan_rollback(self.meta, self.meta.timeline(), instant, index)
+        if dry_run:
+            return plan
+        with self._tx("rollback", index):
+            return rollback_service.rollback(self.meta, instant, index)
+
+    def restore(self, instant: str, dry_run: bool = False):
+        """Roll back every instant after `instant`, newest first, as one recoverable operation."""
+        index = self._index()
+        plan = restore_service.plan_restore(self.meta, self.meta.timeline(), instant)
+        if dry_run:
+            return plan
+        with self._tx("restore", index):
+            return restore_service.restore(self.meta, instant, index)
+
+    # ---- savepoints --------------------------------------------------------------------
+    def create_savepoint(self, instant: str, user: str | None = None, comment: str = "", dry_run: bool = False):
+        plan = savepoint_service.plan_savepoint(self.meta, self.meta.timeline(), instant, user, comment)
+        if dry_run:
+            return plan
+        with self._tx("savepoint", self._index()):
+            sp = savepoint_service.plan_savepoint(self.meta, self.meta.timeline(), instant, user, comment)
+            return savepoint_service.create_savepoint(self.meta, sp)
+
+    def delete_savepoint(self, instant: str, dry_run: bool = False) -> str:
+        if not any(sp.time == instant for sp in self.meta.timeline().savepoints):
+            raise InstantNotFoundError(f"there is no savepoint at {instant}")
+        if dry_run:
+            return instant
+        with self._tx("savepoint delete", self._index()):
+            savepoint_service.delete_savepoint(self.meta, self.meta.timeline(), instant)
+        return instant
+
+    def savepoints(self) -> list[savepoint_service.Savepoint]:
+        return savepoint_service.list_savepoints(self.meta)
+
+    # ---- clean / archive ---------------------------------------------------------------
+    def clean(self, dry_run: bool = False):
+        """Clean by the configured policy (`hoodie.cleaner.policy`, retained counts)."""
+        cfg = self.config
+        retained = (
+            cfg.cleaner_commits_retained
+            if cfg.cleaner_policy == clean_service.KEEP_LATEST_COMMITS
+            else cfg.cleaner_file_versions_retained
+        )
+        if dry_run:
+            return clean_service.plan_clean(self.meta, self.meta.timeline(), cfg.cleaner_policy, retained)
+        with self._tx("clean", self._index()):
+            return clean_service.clean(self.meta, cfg.cleaner_policy, retained)
+
+    def archive(self, dry_run: bool = False):
+        cfg = self.config
+        if dry_run:
+            return archive_service.plan_archive(self.meta, self.meta.timeline(), cfg.keep_min_commits, cfg.keep_max_commits)
+        with self._tx("archive", self._index()):
+            return archive_service.archive(self.meta, cfg.keep_min_commits, cfg.keep_max_commits)
+
+    def archived_instants(self) -> list[Instant]:
+        return archive_service.archived_instants(self.meta)
+
+    # ---- repair ------------------------------------------------------------------------
+    def repair(self, dry_run: bool = False) -> RepairReport:
+        """Finish interrupted services and roll back failed writes (also done before every write)."""
+        index = self._index()
+        cfg = self.config
+        if dry_run:
+            return repair(self.meta, index, cfg.heartbeat_interval_ms, cfg.heartbeat_tolerable_misses, dry_run=True)
+        with self._tx("repair", index) as tx:
+            assert tx.repair_report is not None
+            return tx.repair_report

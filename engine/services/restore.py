@@ -1,0 +1,158 @@
+"""Restore: return the table to a savepoint or any completed commit by rolling back everything
+after it, newest first, as one recoverable operation.
+
+`X.restore.requested` holds the plan (Avro `HoodieRestorePlan`: the instants to roll back),
+then `X.restore.inflight`; each instant is undone like a rollback (made invisible first, then its
+files, index entries and timeline files removed); savepoints of rolled-back commits are removed;
+`X.restore` (Avro `HoodieRestoreMetadata`) completes it. After a crash the table shows the
+snapshot of the newest commit still completed (never a torn one), and `repair` (or the next
+write) resumes the restore from its plan.
+
+Refused (table unchanged) when the snapshot at the target is no longer complete (a clean
+deleted some of its file versions: savepoints prevent that).
+"""
+
+from __future__ import annotations
+
+import time as _time
+from dataclasses import dataclass, field
+from datetime import datetime
+
+from engine import failpoints
+from engine.config.table_config import TableType
+from engine.errors import InstantNotFoundError, InvalidInputError, RollbackRefusedError
+from engine.index.base import Index
+from engine.services import rollback as rb
+from engine.services.savepoint import remove_savepoint_files
+from engine.services.timeline_files import ensure_file, read_avro, write_avro
+from engine.table.meta_client import MetaClient
+from engine.timeline.instant import Action, Instant, State
+from engine.timeline.timeline import Timeline
+from engine.write.commit import claim_instant
+
+PLAN_MODEL = "HoodieRestorePlan"
+METADATA_MODEL = "HoodieRestoreMetadata"
+
+
+@dataclass(frozen=True)
+class RestorePlan:
+    """Restore to `target`: roll back `instants` (newest first). `instant` is the restore's time."""
+
+    target: str
+    instants: tuple[Instant, ...]
+    instant: str | None = None
+
+    def to_record(self) -> dict:
+        return {
+            "instantsToRollback": [{"commitTime": i.time, "action": i.action.value} for i in self.instants],
+            "version": 1,
+        }
+
+    @classmethod
+    def from_record(cls, record: dict, instant: str) -> RestorePlan:
+        insts = tuple(
+            Instant(i["commitTime"], Action(i["action"]), State.INFLIGHT) for i in record.get("instantsToRollback") or []
+        )
+        # Hudi's plan does not name the target: it is whatever precedes the oldest rolled-back instant
+        return cls("", insts, instant)
+
+
+@dataclass
+class RestoreResult:
+    instant: str | None
+    target: str
+    rolled_back: list[str] = field(default_factory=list)
+    deleted: dict[str, list[str]] = field(default_factory=dict)
+    seconds: float = 0.0
+
+
+def plan_restore(meta: MetaClient, timeline: Timeline, target: str) -> RestorePlan:
+    if meta.config.table_type is not TableType.COPY_ON_WRITE:
+        raise InvalidInputError("restore is implemented for COPY_ON_WRITE tables only")
+    inst = timeline.get(target)
+    if inst is None or not inst.is_completed or not inst.action.is_write:
+        raise InstantNotFoundError(
+            f"{target} is not a completed commit on the active timeline of {meta.storage.base_uri}"
+        )
+    later = [i for i in timeline.writes.instants if i.time > target]
+    odd = [i for i in later if i.action not in rb.ROLLBACK_ACTIONS]
+    if odd:
+        raise InvalidInputError(f"cannot restore over {odd[0].action.value} instant {odd[0].time}")
+    _check_snapshot_intact(meta, timeline, target)
+    return RestorePlan(target, tuple(sorted(later, reverse=True)))
+
+
+def _check_snapshot_intact(meta: MetaClient, timeline: Timeline, target: str) -> None:
+    """Every file of the snapshot at `target` must still exist (clean may have deleted some)."""
+    latest: dict[tuple[str, str], str] = {}
+    for w in timeline.completed_writes.instants:
+        if w.time > target:
+            break
+        for s in meta.commit_metadata(w).write_stats:
+            if s.path:
+                latest[(s.partitionPath, s.fileId)] = s.path
+    present = {df.path for df in meta.list_data_files()}
+    missing = sorted(p for p in latest.values() if p not in present)
+    if missing:
+        raise RollbackRefusedError(
+            f"cannot restore to {target}: {len(missing)} file(s) of its snapshot were cleaned "
+            f"(e.g. {missing[0]}); savepoint a commit to keep it restorable"
+        )
+
+
+def schedule_restore(meta: MetaClient, timeline: Timeline, plan: RestorePlan, now: datetime | None = None) -> RestorePlan:
+    from engine.timeline import avro_models
+
+    body = avro_models.serialize(PLAN_MODEL, plan.to_record())
+    time = claim_instant(meta, timeline, Action.RESTORE, body, now)
+    return RestorePlan(plan.target, plan.instants, time)
+
+
+def execute_restore(meta: MetaClient, plan: RestorePlan, index: Index | None) -> RestoreResult:
+    assert plan.instant is not None, "schedule the plan first"
+    started = _time.monotonic()
+    inflight = Instant(plan.instant, Action.RESTORE, State.INFLIGHT)
+    ensure_file(meta, inflight)
+    result = RestoreResult(plan.instant, plan.target)
+    per_instant: dict[str, list[dict]] = {}
+    for n, inst in enumerate(plan.instants):
+        t0 = _time.monotonic()
+        deleted = rb.undo_instant(meta, inst.time, inst.action, (), index)
+        result.rolled_back.append(inst.time)
+        result.deleted[inst.time] = deleted
+        sub = rb.RollbackPlan(inst, tuple(deleted), plan.instant)
+        per_instant[inst.time] = [rb.rollback_metadata(meta, sub, deleted, int((_time.monotonic() - t0) * 1000))]
+        if n == 0:
+            failpoints.hit("restore.after_first")
+    oldest = min((i.time for i in plan.instants), default=None)
+    for sp in meta.timeline().savepoints:
+        if oldest is not None and sp.time >= oldest:  # their commits are gone
+            remove_savepoint_files(meta, sp.time)
+    record = {
+        "startRestoreTime": plan.instant,
+        "timeTakenInMillis": int((_time.monotonic() - started) * 1000),
+        "instantsToRollback": [i.time for i in plan.instants],
+        "hoodieRestoreMetadata": per_instant,
+        "version": 1,
+        "restoreInstantInfo": [{"commitTime": i.time, "action": i.action.value} for i in plan.instants],
+    }
+    write_avro(meta, inflight.with_state(State.COMPLETED), METADATA_MODEL, record)
+    result.seconds = round(_time.monotonic() - started, 3)
+    return result
+
+
+def resume(meta: MetaClient, instant: Instant, index: Index | None) -> RestoreResult:
+    record = read_avro(meta, instant.with_state(State.REQUESTED), PLAN_MODEL)
+    return execute_restore(meta, RestorePlan.from_record(record, instant.time), index)
+
+
+def restore(
+    meta: MetaClient, target: str, index: Index | None, dry_run: bool = False, now: datetime | None = None
+) -> RestoreResult | RestorePlan:
+    """Plan and execute a restore (the caller holds the table lock). Dry run: the plan only."""
+    timeline = meta.timeline()
+    plan = plan_restore(meta, timeline, target)
+    if dry_run:
+        return plan
+    plan = schedule_restore(meta, timeline, plan, now)
+    return execute_restore(meta, plan, index)

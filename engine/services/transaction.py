@@ -1,0 +1,104 @@
+"""The single-writer transaction around every table mutation.
+
+`Transaction` takes the table lock (ConcurrentWriteError if another writer holds it), runs
+`repair` (finishing interrupted services, rolling back failed writes), and gives the write a
+`WriteGuard`: a heartbeat for its instant while it runs, and a fencing check of the lock right
+before its commit completes. After a successful commit, the automatic services (clean, then
+archival) run while the lock is still held.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from types import TracebackType
+
+from engine.config.write_config import WriteConfig
+from engine.index.base import Index
+from engine.services import archive as archive_service
+from engine.services import clean as clean_service
+from engine.services.repair import RepairReport, repair
+from engine.table.heartbeat import Heartbeat
+from engine.table.lock import TableLock
+from engine.table.meta_client import MetaClient
+
+
+@dataclass
+class WriteGuard:
+    """Hooks a write calls: `started` once its instant is claimed, `before_complete` right before
+    the completed instant is written, `finished` at the end (success or not)."""
+
+    meta: MetaClient
+    lock: TableLock | None
+    heartbeat_interval_ms: int
+    _heartbeat: Heartbeat | None = field(default=None, init=False)
+
+    def started(self, instant: str) -> None:
+        self._heartbeat = Heartbeat.start(self.meta.storage, instant, self.heartbeat_interval_ms / 1000)
+
+    def before_complete(self) -> None:
+        if self.lock is not None:
+            self.lock.check()
+
+    def finished(self) -> None:
+        if self._heartbeat is not None:
+            self._heartbeat.stop()
+            self._heartbeat = None
+
+
+class Transaction:
+    """`with Transaction(meta, config, index, "upsert") as tx:` ... `tx.guard` ... `tx.after_commit()`."""
+
+    def __init__(self, meta: MetaClient, config: WriteConfig, index: Index | None, purpose: str) -> None:
+        self.meta = meta
+        self.config = config
+        self.index = index
+        self.purpose = purpose
+        self.lock: TableLock | None = None
+        self.repair_report: RepairReport | None = None
+        self.services: dict[str, object] = {}
+
+    def __enter__(self) -> Transaction:
+        lock = TableLock(
+            self.meta.storage,
+            self.purpose,
+            lease=self.config.lock_lease_ms / 1000,
+            wait=self.config.lock_wait_ms / 1000,
+        )
+        lock.acquire()
+        self.lock = lock
+        try:
+            self.repair_report = repair(
+                self.meta, self.index, self.config.heartbeat_interval_ms, self.config.heartbeat_tolerable_misses
+            )
+        except BaseException:
+            self.lock.release()
+            raise
+        return self
+
+    def __exit__(self, exc_type: type | None, exc: BaseException | None, tb: TracebackType | None) -> None:
+        if self.lock is not None:
+            self.lock.release()
+            self.lock = None
+
+    @property
+    def guard(self) -> WriteGuard:
+        return WriteGuard(self.meta, self.lock, self.config.heartbeat_interval_ms)
+
+    def after_commit(self) -> dict[str, object]:
+        """The automatic table services after a completed commit (still under the lock)."""
+        cfg = self.config
+        if cfg.clean_automatic:
+            res = clean_service.clean(self.meta, cfg.cleaner_policy, _retained(cfg))
+            if res is not None:
+                self.services["clean"] = res
+        if cfg.archive_automatic:
+            archived = archive_service.archive(self.meta, cfg.keep_min_commits, cfg.keep_max_commits)
+            if archived:
+                self.services["archived"] = archived
+        return self.services
+
+
+def _retained(cfg: WriteConfig) -> int:
+    if cfg.cleaner_policy == clean_service.KEEP_LATEST_COMMITS:
+        return cfg.cleaner_commits_retained
+    return cfg.cleaner_file_versions_retained

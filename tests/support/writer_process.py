@@ -1,0 +1,63 @@
+"""A writer in a process of its own, for the crash and two-writer tests.
+
+    python -m tests.support.writer_process '<json job>'
+
+The job: {"path", "action": "upsert" | "rollback" | "restore" | "clean" | "archive" | "repair",
+"options": {...}, "batches": [[row, ...], ...] (upsert), "schema" (upsert), "args": [...]}.
+Each upsert batch is one commit. Prints one JSON line per finished operation:
+{"op": n, "instant": ..., "error": null | "<ErrorType>: message", "t0": ..., "t1": ...}
+(t0/t1: wall-clock seconds around the operation). Exit code 0, or 3 when an operation failed.
+
+Started by the tests in a process group of its own (`start_new_session=True`): the failpoint
+named by HOODIE_FAILPOINT then SIGKILLs this group (driver, JVM and Spark Python workers).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import time
+
+
+def main() -> int:
+    os.environ["HOODIE_FAILPOINT_PGID"] = str(os.getpgrp())  # inherited by the JVM and its workers
+    job = json.loads(sys.argv[1])
+    from engine.errors import EngineError
+    from engine.services.maintenance import Maintenance
+    from engine.table.meta_client import MetaClient
+
+    failed = False
+    if job["action"] == "upsert":
+        from engine import Table
+        from engine.spark import build_session
+
+        spark = build_session("local[1]", app_name="writer-process", conf={"spark.ui.enabled": "false"})
+        table = Table.open(spark, job["path"])
+        for n, batch in enumerate(job["batches"]):
+            t0 = time.time()
+            try:
+                res = table.upsert(spark.createDataFrame(batch, job["schema"]), options=job.get("options"))
+                out = {"op": n, "instant": res.instant, "error": None}
+            except EngineError as exc:
+                failed = True
+                out = {"op": n, "instant": None, "error": f"{type(exc).__name__}: {exc}"}
+            out.update(t0=t0, t1=time.time())
+            print(json.dumps(out), flush=True)
+        spark.stop()
+    else:
+        m = Maintenance(MetaClient.open(job["path"]), job.get("options"))
+        t0 = time.time()
+        try:
+            getattr(m, job["action"])(*job.get("args", []))
+            out = {"op": 0, "instant": None, "error": None}
+        except EngineError as exc:
+            failed = True
+            out = {"op": 0, "instant": None, "error": f"{type(exc).__name__}: {exc}"}
+        out.update(t0=t0, t1=time.time())
+        print(json.dumps(out), flush=True)
+    return 3 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
