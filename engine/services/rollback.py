@@ -232,7 +232,8 @@ def undo_instant(
             deleted.append(rel)
         if i == 0:
             failpoints.hit("rollback.files_deleted")
-    _remove_created_partitions(meta, {_parent(f) for f in files if not f.startswith(".hoodie")}, time)
+    touched = {_parent(f) for f in files if not f.startswith(".hoodie")} | _planned_partitions(meta, time, action)
+    _remove_created_partitions(meta, touched, time)
     if index is not None:
         restored = _restored_locations(meta, files) if wants else None
         change = RollbackChange(
@@ -358,6 +359,26 @@ def _restored_locations(meta: MetaClient, files: list[str]) -> pa.Table:
             )
         )
     return pa.concat_tables(parts) if parts else CHANGE_SCHEMA_RESTORED.empty_table()
+
+
+def _planned_partitions(meta: MetaClient, time: str, action: Action) -> set[str]:
+    """Partitions the instant's inflight (or completed) metadata names: a write killed before its
+    first file in a new partition still created that partition's metadata file."""
+    from engine.errors import CorruptTableError
+    from engine.table.commit_metadata import CommitMetadata
+
+    for state in (State.COMPLETED, State.INFLIGHT):
+        try:
+            body = meta.storage.read_bytes(meta.instant_path(Instant(time, action, state)))
+        except FileNotFoundError:
+            continue
+        if not body.strip():
+            continue
+        try:
+            return set(CommitMetadata.from_json(body).partition_to_write_stats)
+        except CorruptTableError:
+            return set()
+    return set()
 
 
 def _remove_created_partitions(meta: MetaClient, partitions: set[str], time: str) -> None:
