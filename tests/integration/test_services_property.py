@@ -7,7 +7,7 @@ import shutil
 import tempfile
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
 from engine import Table
@@ -60,9 +60,9 @@ def ours(t: Table) -> list[tuple]:
     return sorted((r["id"], r["name"], r["city"], r["ts"]) for r in rows(t.read()))
 
 
-@settings(max_examples=6, deadline=None, database=None, derandomize=True,
+@settings(max_examples=12, deadline=None, database=None, derandomize=True,
           suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
-@given(ops=st.lists(OPS, min_size=4, max_size=8))
+@given(ops=st.lists(OPS, min_size=5, max_size=9))
 def test_random_service_sequences_match_the_model(spark, ops):
     root = tempfile.mkdtemp(prefix="hoodie-prop-")
     try:
@@ -103,8 +103,10 @@ def apply(spark, t: Table, model: Model, step: int, op: str, arg) -> None:
             # refused only for a reason the model knows: a savepoint, or a clean since the commit before
             before = model.commits[-2][0] if len(model.commits) > 1 else ""
             assert protected or (model.cleaned_after is not None and model.cleaned_after >= before), exc
+            event("rollback refused")
             return
         assert not protected
+        event("rollback done")
         model.commits.pop()
     elif op == "restore" and len(model.commits) > 1:
         target_i = arg % (len(model.commits) - 1)
@@ -113,7 +115,9 @@ def apply(spark, t: Table, model: Model, step: int, op: str, arg) -> None:
             t.maintenance.restore(target)
         except RollbackRefusedError as exc:
             assert target not in model.savepoints and model.cleaned_after is not None, exc
+            event("restore refused")
             return
+        event("restore done")
         del model.commits[target_i + 1:]
         model.savepoints = {sp for sp in model.savepoints if sp <= target}
     elif op == "savepoint" and model.commits:
