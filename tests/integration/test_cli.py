@@ -70,9 +70,12 @@ def init_args(path: Path) -> list[str]:
 
 
 def snapshot_files(root: Path) -> dict[str, bytes | None]:
-    """Every file (bytes) and folder (None) under `root`."""
+    """Every file (bytes) and folder (None) under `root`, except the table lock's lease files
+    (every write takes the lock, also one that then commits nothing; see tests/support/tables.py)."""
     return {
-        str(p.relative_to(root)): (p.read_bytes() if p.is_file() else None) for p in sorted(root.rglob("*"))
+        str(p.relative_to(root)): (p.read_bytes() if p.is_file() else None)
+        for p in sorted(root.rglob("*"))
+        if not p.relative_to(root).as_posix().startswith(".hoodie/.lock")
     }
 
 
@@ -413,3 +416,51 @@ def test_console_script_user_error_is_one_line(written, tmp_path):
     assert (done.returncode, done.stdout) == (2, "")
     assert done.stderr == f"hoodie: error: no Hudi table at {tmp_path / 'nope'} (missing .hoodie/hoodie.properties)\n"
     assert "Traceback" not in done.stderr
+
+
+# ---- table services -------------------------------------------------------------------------
+def test_service_commands_dry_run_then_run(spark, tmp_path, capsys):
+    from engine import Table
+
+    t = Table.create(spark, str(tmp_path / "s"), name="s", record_key="id", partition_fields="region",
+                     precombine_field="ts")
+    manual = {"hoodie.clean.automatic": "false", "hoodie.archive.automatic": "false"}
+    i1 = t.upsert(spark.createDataFrame([(1, "eu", 1)], "id int, region string, ts long"), options=manual).instant
+    i2 = t.upsert(spark.createDataFrame([(1, "eu", 2)], "id int, region string, ts long"), options=manual).instant
+    i3 = t.upsert(spark.createDataFrame([(2, "us", 3)], "id int, region string, ts long"), options=manual).instant
+    root = Path(t.path)
+    before = snapshot_files(root)
+
+    plan = cli_json(capsys, "rollback", root, i3, "--dry-run")
+    assert plan["dry_run"] is True and plan["rollback"]["target"]["time"] == i3
+    assert [f.rpartition("_")[2] for f in plan["rollback"]["files"]] == [f"{i3}.parquet"]
+    plan = cli_json(capsys, "restore", root, i1, "--dry-run")
+    assert [i["time"] for i in plan["restore"]["instants"]] == [i3, i2]
+    plan = cli_json(capsys, "clean", root, "--dry-run", "--option", "hoodie.cleaner.policy=KEEP_LATEST_FILE_VERSIONS",
+                    "--option", "hoodie.cleaner.fileversions.retained=1")
+    assert [f.rpartition("_")[2] for fs in plan["clean"]["files"].values() for f in fs] == [f"{i1}.parquet"]
+    assert cli_json(capsys, "archive", root, "--dry-run")["archive"] == {"instants": []}
+    assert cli_json(capsys, "repair", root, "--dry-run")["repair"]["failed_writes_rolled_back"] == []
+    assert snapshot_files(root) == before  # dry runs change nothing
+
+    code, out, err = cli(capsys, "rollback", root, i1)  # i2 rewrote its file group
+    assert_user_error(code, out, err)
+    assert f"cannot roll back {i1}: later commit(s) {i2} rewrote file groups it wrote" in err
+    assert snapshot_files(root) == before
+
+    done = cli_json(capsys, "rollback", root, i3)
+    assert done["rollback"]["target"] == i3 and len(done["rollback"]["deleted"]) == 1
+    sp = cli_json(capsys, "savepoint", "create", root, i2, "--comment", "keep")
+    assert sp["savepoint"]["time"] == i2
+    listed = cli_json(capsys, "savepoints", root)["savepoints"]
+    assert [(s["time"], s["comment"]) for s in listed] == [(i2, "keep")]
+    code, out, err = cli(capsys, "savepoints", root)
+    assert code == 0 and i2 in out and "keep" in out
+    cli_json(capsys, "savepoint", "delete", root, i2)
+    assert cli_json(capsys, "savepoints", root)["savepoints"] == []
+    res = cli_json(capsys, "restore", root, i1)
+    assert res["restore"]["rolled_back"] == [i2]
+    commits = cli_json(capsys, "commits", root)["instants"]
+    assert [(c["time"], c["action"], c["state"]) for c in commits if c["action"] == "commit"] == [(i1, "commit", "completed")]
+    code, out, err = cli(capsys, "rollback", root, "not-an-instant")
+    assert_user_error(code, out, err)

@@ -82,11 +82,14 @@ def assert_clean_table(table: Table) -> None:
     tl = table.timeline()
     assert [str(i) for i in tl.pending] == []
     completed = {i.time for i in tl.completed_writes}
+    seen: set[tuple[str, str]] = set()
     for p in Path(table.path).rglob("*.parquet"):
         if ".hoodie" in p.parts:
             continue
         name = parse_base_file_name(p.name)
         assert name is not None and name.instant in completed, f"debris left: {p}"
+        assert (name.file_id, name.instant) not in seen, f"two base files for one file id and instant: {p}"
+        seen.add((name.file_id, name.instant))
     hb = Path(table.path, ".hoodie/.heartbeat")
     assert not hb.exists() or not any(hb.iterdir())
 

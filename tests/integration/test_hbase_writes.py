@@ -89,3 +89,27 @@ def test_entries_of_uncompleted_commits_are_ignored(spark, tmp_path, hbase):
     assert [(x["id"], x["v"]) for x in rows(t.read())] == [("a", "v2"), ("ghost", "g")]
     stored = entries(conn, name)
     assert stored["ghost"][2] == r2.instant and stored["a"][2] == r1.instant  # an in-place update keeps its entry
+
+
+def test_rollback_puts_back_what_a_rolled_back_write_deleted_or_moved(spark, tmp_path, hbase):
+    options, conn, name = hbase
+    opts = {**options, "hoodie.clean.automatic": "false", "hoodie.archive.automatic": "false"}
+    t = make(spark, tmp_path / "t")
+    t.upsert(spark.createDataFrame([("a", "paris", "v1", 1), ("b", "paris", "v1", 1)], SCHEMA), options=opts)
+    before = entries(conn, name)
+    r2 = t.delete(spark.createDataFrame([("a", "any")], "id string, city string"), options=opts)
+    assert "a" not in entries(conn, name)
+    t.maintenance.__class__(t.meta, opts).rollback(r2.instant)
+    assert entries(conn, name) == before  # the deleted key's location is back
+    r3 = t.upsert(spark.createDataFrame([("b", "rome", "v3", 3)], SCHEMA), options=opts)  # moves b
+    assert entries(conn, name)["b"][0] == "rome"
+    t.maintenance.__class__(t.meta, opts).rollback(r3.instant)
+    assert entries(conn, name) == before
+    # the index is right: re-writing a key updates it in place, nothing is duplicated
+    r4 = t.upsert(spark.createDataFrame([("a", "paris", "v4", 4), ("c", "oslo", "v4", 4)], SCHEMA), options=opts)
+    assert (r4.inserts, r4.updates) == (1, 1)
+    assert [(x["id"], x["city"], x["v"]) for x in rows(t.read())] == [
+        ("c", "oslo", "v4"), ("a", "paris", "v4"), ("b", "paris", "v1")
+    ]
+    assert rows(t.read()) == hudi_rs.sort_rows(hudi_rs.snapshot(t.path))
+    assert set(entries(conn, name)) == {"a", "b", "c"}

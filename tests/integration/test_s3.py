@@ -36,7 +36,10 @@ def test_write_read_on_s3(spark, s3_server):
     # the objects in the bucket: exactly the timeline files and the base files the commits name
     client = s3_server.client()
     keys = sorted(o["Key"] for o in client.list_objects_v2(Bucket=bucket)["Contents"])
-    timeline = [k.rsplit("/", 1)[1] for k in keys if "/.hoodie/" in k]
+    timeline = [k.rsplit("/", 1)[1] for k in keys if "/.hoodie/" in k and "/.hoodie/.lock/" not in k]
+    # each write took the table lock (a conditional put per lease); the two newest leases are kept
+    locks = [k.rsplit("/", 1)[1] for k in keys if "/.hoodie/.lock/" in k]
+    assert locks == ["lock.000000000002", "lock.000000000003"]
     assert timeline == sorted(
         [f"{i}.commit" for i in (r1.instant, r2.instant, r3.instant)]
         + [f"{i}.commit.requested" for i in (r1.instant, r2.instant, r3.instant)]

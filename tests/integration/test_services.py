@@ -199,6 +199,10 @@ def test_clean_keep_latest_commits_keeps_the_retained_snapshots_readable(spark, 
     assert _versions(t, "paris") == instants[3:]
     for inst in instants[3:]:  # time travel inside the retention window still works
         assert data_of(t, inst) == states[inst] == oracle(t, inst)
+    # so does an incremental read of the commits in the window
+    incr = sorted((r["id"], r["name"], r["city"], r["ts"]) for r in rows(t.read_incremental(instants[2])))
+    assert incr == [(1, "v4", "paris", 4)]
+    assert sorted((r["id"], r["name"], r["city"], r["ts"]) for r in hudi_rs.incremental(t.path, instants[2])) == incr
     cm = read_avro(t.meta, Instant(res.instant, Action.CLEAN, State.COMPLETED), "HoodieCleanMetadata")
     assert cm["earliestCommitToRetain"] == instants[3] and cm["totalFilesDeleted"] == 3
     assert m.clean() is None  # nothing left to clean: no instant written

@@ -20,10 +20,23 @@ def data_rows(df) -> list[dict]:
     return rows(df, drop_meta=True)
 
 
-def tree_bytes(path: str | Path) -> dict[str, bytes]:
-    """Every file under `path` (relative name -> bytes), for byte-identical before/after checks."""
+LOCK_DIR = ".hoodie/.lock/"
+
+
+def tree_bytes(path: str | Path, include_lock: bool = False) -> dict[str, bytes]:
+    """Every file under `path` (relative name -> bytes), for byte-identical before/after checks.
+
+    The table lock's lease files (`.hoodie/.lock/`) are left out unless asked for: every write
+    takes the lock, also one that then fails on bad input, and the lease it leaves behind (marked
+    released) is lock bookkeeping, not table state.
+    """
     base = Path(path)
-    return {p.relative_to(base).as_posix(): p.read_bytes() for p in sorted(base.rglob("*")) if p.is_file()}
+    out = {}
+    for p in sorted(base.rglob("*")):
+        rel = p.relative_to(base).as_posix()
+        if p.is_file() and (include_lock or not rel.startswith(LOCK_DIR)):
+            out[rel] = p.read_bytes()
+    return out
 
 
 def tree_dirs(path: str | Path) -> list[str]:
