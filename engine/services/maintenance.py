@@ -51,7 +51,11 @@ class Maintenance:
         plan = rollback_service.plan_rollback(self.meta, self.meta.timeline(), instant, index)
         if dry_run:
             return plan
-        with self._tx("rollback", index):
+        with self._tx("rollback", index) as tx:
+            report = tx.repair_report
+            if report is not None and instant in report.failed_writes_rolled_back:
+                # a failed write: the repair before every service already rolled it back
+                return rollback_service.RollbackResult(None, instant, [], 0.0)
             return rollback_service.rollback(self.meta, instant, index)
 
     def restore(self, instant: str, dry_run: bool = False):

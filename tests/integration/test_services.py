@@ -312,3 +312,15 @@ def test_repair_dry_run_then_repair(spark, tmp_path):
     assert report.failed_writes_rolled_back == [failed]
     assert not Path(t.path, "paris", debris).exists()
     assert t.maintenance.repair().nothing_done
+
+
+def test_rollback_of_a_failed_pending_write(spark, tmp_path):
+    t = make(spark, tmp_path)
+    upsert(t, spark, [(1, "a", "paris", 1)])
+    failed = "20990101000000000"
+    debris = _fake_failed_write(t, failed)
+    res = t.maintenance.rollback(failed)
+    assert res.target == failed
+    assert not Path(t.path, "paris", debris).exists()
+    assert not any(n.startswith(failed) for n in timeline_files(t))
+    assert data(t) == oracle(t) == [(1, "a", "paris", 1)]
