@@ -136,6 +136,8 @@ def cmd_init(args: argparse.Namespace) -> int:
         table_type=args.type,
         index=args.index,
         hive_style=args.hive_style,
+        record_index_buckets=args.record_index_buckets,
+        record_index_hash=args.record_index_hash,
     )
     meta = MetaClient.create(storage_for(args.path), config)
     doc = _config_doc(meta)
@@ -464,6 +466,10 @@ def build_parser() -> argparse.ArgumentParser:
         help=f"index type: {', '.join(sorted(i.value for i in AVAILABLE_INDEXES))} (default {DEFAULT_INDEX.value})",
     )
     p.add_argument("--hive-style", action="store_true", help="hive-style partition paths (field=value)")
+    p.add_argument("--record-index-buckets", type=int, metavar="N",
+                   help="index RECORD: number of buckets, fixed at creation (default 16)")
+    p.add_argument("--record-index-hash", metavar="NAME",
+                   help="index RECORD: hash function (JAVA_STRING_HASH default, MURMUR3_32, or module:function)")
 
     command("show", "show the table config, schema and timeline summary", cmd_show)
     command("commits", "list the instants of the timeline", cmd_commits)

@@ -8,7 +8,7 @@ from dataclasses import dataclass, fields
 from engine.errors import InvalidConfigError
 
 MB = 1024 * 1024
-INDEX_OPTION_PREFIXES = ("hoodie.index.hbase.",)
+INDEX_OPTION_PREFIXES = ("hoodie.index.hbase.", "hoodie.record.index.")
 
 # option key -> (attribute, parser)
 _KEYS: dict[str, tuple[str, type]] = {
@@ -67,7 +67,7 @@ class WriteConfig:
     # global indexes, key found in another partition: delete there + insert here (True), or update there
     update_partition_path: bool = True
 
-    # settings of the index itself, passed through untouched (hoodie.index.hbase.*)
+    # settings of the index itself, passed through untouched (hoodie.index.hbase.*, hoodie.record.index.*)
     index_options: tuple[tuple[str, str], ...] = ()
 
     def __post_init__(self) -> None:
@@ -86,7 +86,7 @@ class WriteConfig:
         known = {f.name for f in fields(cls)}
         passthrough = []
         for key, raw in (options or {}).items():
-            if key.startswith(INDEX_OPTION_PREFIXES):
+            if key.startswith(INDEX_OPTION_PREFIXES) and key not in _KEYS:
                 passthrough.append((key, str(raw)))
                 continue
             if key in _KEYS:
