@@ -21,7 +21,7 @@ and lookups: `engine.index.record_files`; hashes: `engine.index.record_hash`).
   the write's summary) are searched on the driver with pyarrow/numpy in a thread pool, which
   avoids a Spark job (~100+ ms by itself). `driver` / `spark` force one path.
 - Compaction: at the start of a write's `update_location`, every bucket holding more than
-  `hoodie.record.index.compaction.max.files` (default 8) files is merged into one base file
+  `hoodie.record.index.compaction.max.files` (default 4) files is merged into one base file
   (tombstones and superseded entries dropped), in Spark tasks. It is recorded in the index
   folder, not on the Hudi timeline (a new action in `.hoodie/` would be an unknown instant to
   Hudi readers): `<C>.compaction.requested` holds the plan, `<C>.compaction` is written once
@@ -39,7 +39,7 @@ and lookups: `engine.index.record_files`; hashes: `engine.index.record_hash`).
   files at the next write assumes no other writer is in flight.
 
 Write options (`hoodie.record.index.*`): `compaction.max.files`, `lookup` (auto|driver|spark),
-`driver.max.keys`, `lookup.threads` (driver-path threads, default 4).
+`driver.max.keys`, `lookup.threads` (driver-path threads, default 2).
 """
 
 from __future__ import annotations
@@ -106,10 +106,10 @@ class RecordIndexSettings:
 
     buckets: int = DEFAULT_BUCKETS
     hash_name: str = JAVA_STRING_HASH
-    max_files: int = 8
+    max_files: int = 4
     lookup_mode: str = "auto"
     driver_max_keys: int = 1_000_000
-    threads: int = 4
+    threads: int = 2
 
     @classmethod
     def from_config(cls, config: TableConfig, options: Mapping[str, str] | None = None) -> RecordIndexSettings:
@@ -127,10 +127,10 @@ class RecordIndexSettings:
         return cls(
             buckets=buckets,
             hash_name=props.get(HASH_PROPERTY, JAVA_STRING_HASH),
-            max_files=_int_option(opts, "compaction.max.files", 8),
+            max_files=_int_option(opts, "compaction.max.files", 4),
             lookup_mode=mode,
             driver_max_keys=_int_option(opts, "driver.max.keys", 1_000_000),
-            threads=_int_option(opts, "lookup.threads", 4),
+            threads=_int_option(opts, "lookup.threads", 2),
         )
 
     def hasher(self) -> Callable[[pa.Array], np.ndarray]:

@@ -26,7 +26,9 @@ deletes them (markers last, so that a crash mid-cleanup leaves a consistent fold
 from __future__ import annotations
 
 import json
+import os
 import re
+import threading
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -267,8 +269,35 @@ def write_entries(storage: Storage, index_file: IndexFile, table: pa.Table) -> i
     return len(data)
 
 
+_OPENED: dict[tuple[str, int, int], pa.Table] = {}
+_OPENED_MAX = 1024
+_OPENED_LOCK = threading.Lock()
+
+
 def read_entries(storage: Storage, index_file: IndexFile) -> pa.Table:
-    """The entries of an index file (zero-copy memory map for local Arrow files)."""
+    """The entries of an index file (zero-copy memory map for local Arrow files).
+
+    Index files never change once written (a retried task rewrites the same entries), so local
+    memory maps are kept open per process, keyed by path, size and modification time.
+    """
+    from engine.storage.local import LocalStorage
+
+    if isinstance(storage, LocalStorage) and index_file.extension == EXTENSION:
+        path = storage.fs_path(index_file.path)
+        st = os.stat(path)
+        cache_key = (path, st.st_size, st.st_mtime_ns)
+        table = _OPENED.get(cache_key)
+        if table is None:
+            table = _read_entries(storage, index_file)
+            with _OPENED_LOCK:
+                if len(_OPENED) >= _OPENED_MAX:
+                    _OPENED.clear()
+                _OPENED[cache_key] = table
+        return table
+    return _read_entries(storage, index_file)
+
+
+def _read_entries(storage: Storage, index_file: IndexFile) -> pa.Table:
     from engine.storage.local import LocalStorage
 
     if index_file.extension == ".parquet":
@@ -343,31 +372,33 @@ def plan_write_entries(
 
 
 # ---- lookups ----------------------------------------------------------------------------
-def _search_file(table: pa.Table, probe_h: np.ndarray, probe_keys: pa.Array) -> tuple[np.ndarray, np.ndarray]:
-    """(probe positions, row numbers) of the probes `table` holds an entry for."""
+def _search_file(
+    table: pa.Table, probe_h: np.ndarray, probe_keys: pa.Array, left: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """(positions in `left`, row numbers) of the probes `left` (indices into `probe_h` /
+    `probe_keys`) that `table` holds an entry for."""
     n = table.num_rows
-    if n == 0 or len(probe_h) == 0:
+    if n == 0 or len(left) == 0:
         return np.empty(0, np.int64), np.empty(0, np.int64)
-    hashes = table.column("hash").chunk(0).to_numpy() if table.column("hash").num_chunks == 1 else (
-        table.column("hash").to_numpy()
-    )
+    column = table.column("hash")
+    hashes = column.chunk(0).to_numpy() if column.num_chunks == 1 else column.to_numpy()
     keys = table.column("key")
-    pos = np.searchsorted(hashes, probe_h.astype(np.int32), side="left")
-    inside = pos < n
-    cand = np.flatnonzero(inside)
-    cand = cand[hashes[pos[cand]] == probe_h[cand]]
+    want = probe_h[left]
+    pos = np.searchsorted(hashes, want, side="left")
+    cand = np.flatnonzero(pos < n)
+    cand = cand[hashes[pos[cand]] == want[cand]]
     if len(cand) == 0:
         return np.empty(0, np.int64), np.empty(0, np.int64)
     rows = pos[cand]
-    same = pc.equal(keys.take(pa.array(rows)), probe_keys.take(pa.array(cand))).to_numpy(zero_copy_only=False)
+    same = pc.equal(keys.take(rows), probe_keys.take(left[cand])).to_numpy(zero_copy_only=False)
     hit_probe, hit_row = [cand[same]], [rows[same]]
     # equal hashes, different keys: walk the run of that hash (rare)
     extra_p, extra_r = [], []
     for p, r in zip(cand[~same].tolist(), rows[~same].tolist(), strict=True):
-        want, h = probe_keys[p].as_py(), hashes[r]
+        wanted, h = probe_keys[int(left[p])].as_py(), hashes[r]
         r += 1
         while r < n and hashes[r] == h:
-            if keys[r].as_py() == want:
+            if keys[r].as_py() == wanted:
                 extra_p.append(p)
                 extra_r.append(r)
                 break
@@ -390,23 +421,21 @@ def search_bucket(
         if len(left) == 0:
             break
         table = read(source)
-        sub_keys = probe_keys.take(pa.array(left))
-        probes, rows = _search_file(table, probe_h[left], sub_keys)
-        if len(probes) == 0:
+        hits, rows = _search_file(table, probe_h, probe_keys, left)
+        if len(hits) == 0:
             continue
-        row_arr = pa.array(rows)
-        alive = pc.invert(table.column("deleted").take(row_arr))
+        got = table.select(["partition", "file_id", "deleted"]).take(rows)
         found = pa.table(
             [
-                sub_keys.take(pa.array(probes)),
-                table.column("partition").take(row_arr).cast(pa.string()),
-                table.column("file_id").take(row_arr).cast(pa.string()),
+                probe_keys.take(left[hits]),
+                got.column("partition").cast(pa.string()),
+                got.column("file_id").cast(pa.string()),
             ],
             schema=FOUND_SCHEMA,
         )
-        parts.append(found.filter(alive))
+        parts.append(found.filter(pc.invert(got.column("deleted"))))
         mask = np.ones(len(left), dtype=bool)
-        mask[probes] = False
+        mask[hits] = False
         left = left[mask]
     if not parts:
         return FOUND_SCHEMA.empty_table()
