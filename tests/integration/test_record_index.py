@@ -148,8 +148,6 @@ def test_crash_before_completion_leaves_no_visible_entry_and_the_next_write_clea
 
 
 def test_interrupted_compaction_keeps_the_old_files_valid(spark, tmp_path, monkeypatch):
-    from engine.index import record as record_module
-
     t = make(spark, tmp_path / "t", buckets=2)
     opts = {"hoodie.record.index.compaction.max.files": "2"}
     for i in range(3):
@@ -178,7 +176,6 @@ def test_interrupted_compaction_keeps_the_old_files_valid(spark, tmp_path, monke
     names = index_files(t)
     assert not [n for n in names if n.endswith(".compaction.requested") and n[:17] + ".compaction" not in names]
     assert locate(t, list(expected) + ["x", "y"]) == truth(t)
-    assert record_module.DEFAULT_BUCKETS == 16
 
 
 def test_rollback_of_compacted_instants_rebuilds_the_buckets(spark, tmp_path):
@@ -218,16 +215,16 @@ def test_random_operation_sequences_match_a_brute_force_map(spark, tmp_path, see
     """insert / upsert (with partition changes) / delete / re-insert / rollback of the latest
     commits (several in a row: a restore), a compaction whenever a bucket holds two files: after
     every step every lookup is exact."""
-    from engine.index import record as record_module
+    from engine.index import record_service
 
     rebuilt: list[list[int]] = []
-    real_rebuild = record_module.rebuild
+    real_rebuild = record_service.rebuild
 
     def counting_rebuild(meta, buckets=None):
         rebuilt.append(list(buckets or []))
         return real_rebuild(meta, buckets)
 
-    monkeypatch.setattr(record_module, "rebuild", counting_rebuild)
+    monkeypatch.setattr(record_service, "rebuild", counting_rebuild)
     rng, ops_rng = random.Random(seed), random.Random(seed)
     t = make(spark, tmp_path / "t", buckets=3)
     opts = {"hoodie.record.index.compaction.max.files": "1"}
