@@ -257,3 +257,28 @@ def test_random_operation_sequences_match_a_brute_force_map(spark, tmp_path, see
     assert rebuilt  # some rollback hit an instant whose entries a compaction had merged
     assert locate(t, pool) == truth(t)
     assert rows(t.read()) == hudi_rs.sort_rows(hudi_rs.snapshot(t.path))
+
+
+def test_index_build_turns_a_global_simple_table_into_a_record_table(spark, tmp_path, capsys):
+    import json
+
+    from engine.cli import main
+
+    g = make(spark, tmp_path / "g", "GLOBAL_SIMPLE")
+    g.upsert(spark.createDataFrame([("a", "paris", "v1", 1), ("b", "rome", "v1", 1), ("c", "oslo", "v1", 1)], SCHEMA))
+    g.upsert(spark.createDataFrame([("a", "rome", "v2", 2)], SCHEMA))
+    g.delete(spark.createDataFrame([("c", "x")], KEYS))
+    capsys.readouterr()
+    assert main(["index", "build", g.path, "--type", "RECORD", "--buckets", "4", "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert (doc["index_type"], doc["buckets"], doc["entries"]) == ("RECORD", 4, 2)
+    t = Table.open(spark, g.path)
+    assert t.config.index_type.value == "RECORD"
+    assert t.config.to_properties()["hoodie.record.index.buckets"] == "4"
+    names = index_files(t)
+    assert len([n for n in names if n.endswith(".base.arrow")]) == 4 and len([n for n in names if n.endswith(".compaction")]) == 1
+    assert locate(t, "abc") == truth(t) and sorted(truth(t)) == ["a", "b"]
+    r = t.upsert(spark.createDataFrame([("b", "oslo", "v3", 3), ("c", "paris", "v3", 3)], SCHEMA))
+    assert (r.inserts, r.deletes, r.updates) == (2, 1, 0)  # b moved, c re-inserted
+    assert locate(t, "abc") == truth(t)
+    assert rows(t.read()) == hudi_rs.sort_rows(hudi_rs.snapshot(t.path))
