@@ -54,8 +54,13 @@ class Table:
         hive_style: bool = False,
         schema: pa.Schema | None = None,
         storage_options: Mapping[str, str] | None = None,
+        record_index_buckets: int | None = None,
+        record_index_hash: str | None = None,
     ) -> Table:
-        """Create an empty table at `path` (local path or s3://bucket/prefix)."""
+        """Create an empty table at `path` (local path or s3://bucket/prefix).
+
+        `record_index_buckets` / `record_index_hash`: index RECORD only, fixed for the table's life
+        (default 16 buckets, Java's String.hashCode)."""
         config = new_table_config(
             name=name,
             record_key=record_key,
@@ -65,6 +70,8 @@ class Table:
             index=index,
             hive_style=hive_style,
             schema=schema,
+            record_index_buckets=record_index_buckets,
+            record_index_hash=record_index_hash,
         )
         storage = storage_for(path, dict(storage_options) if storage_options else None)
         return cls(spark, MetaClient.create(storage, config))

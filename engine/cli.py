@@ -136,6 +136,8 @@ def cmd_init(args: argparse.Namespace) -> int:
         table_type=args.type,
         index=args.index,
         hive_style=args.hive_style,
+        record_index_buckets=args.record_index_buckets,
+        record_index_hash=args.record_index_hash,
     )
     meta = MetaClient.create(storage_for(args.path), config)
     doc = _config_doc(meta)
@@ -526,6 +528,30 @@ def cmd_lookup(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def cmd_index_build(args: argparse.Namespace) -> int:
+    """Build the RECORD index of a table from its data files and make it the table's index."""
+    from engine.index.record_service import build_index
+
+    if args.type.upper() != "RECORD":
+        raise UsageError(f"only the RECORD index can be built, not {args.type}")
+    meta = MetaClient.open(args.path)
+    started = time.monotonic()
+    updated, stats = build_index(meta, args.buckets, args.hash)
+    doc = {
+        "path": meta.storage.base_uri,
+        "index_type": "RECORD",
+        "buckets": int(dict(updated.config.extra)["hoodie.record.index.buckets"]),
+        "entries": stats.get("compacted_entries", 0),
+        "bytes": stats.get("compacted_bytes", 0),
+        "seconds": round(time.monotonic() - started, 3),
+    }
+    if args.json:
+        _emit_json(doc)
+    else:
+        print(f"built the RECORD index of {doc['path']}: {doc['entries']} entries in {doc['buckets']} buckets")
+    return EXIT_OK
+
+
 # ---- parser ------------------------------------------------------------------------------
 def build_parser() -> argparse.ArgumentParser:
     """The `hoodie` argument parser (one sub-command per action)."""
@@ -554,6 +580,10 @@ def build_parser() -> argparse.ArgumentParser:
         help=f"index type: {', '.join(sorted(i.value for i in AVAILABLE_INDEXES))} (default {DEFAULT_INDEX.value})",
     )
     p.add_argument("--hive-style", action="store_true", help="hive-style partition paths (field=value)")
+    p.add_argument("--record-index-buckets", type=int, metavar="N",
+                   help="index RECORD: number of buckets, fixed at creation (default 16)")
+    p.add_argument("--record-index-hash", metavar="NAME",
+                   help="index RECORD: hash function (JAVA_STRING_HASH default, MURMUR3_32, or module:function)")
 
     command("show", "show the table config, schema and timeline summary", cmd_show)
     p = command("commits", "list the instants of the timeline", cmd_commits)
@@ -604,6 +634,16 @@ def build_parser() -> argparse.ArgumentParser:
     service("clean", "delete file versions no longer needed (hoodie.cleaner.policy)", cmd_clean)
     service("archive", "move old instants to the archived timeline", cmd_archive)
     service("repair", "finish interrupted services and roll back failed writes", cmd_repair)
+    p = sub.add_parser("index", help="index maintenance", description="index maintenance")
+    isub = p.add_subparsers(dest="index_command", required=True, metavar="ACTION")
+    help_text = "build the RECORD index from the data files and make it the table's index (no writer may run)"
+    p = isub.add_parser("build", help=help_text, description=help_text)
+    p.add_argument("path", metavar="PATH", help="table base path (local path, file:// or s3://)")
+    p.add_argument("--json", action="store_true", help="print one JSON document")
+    p.add_argument("--type", required=True, metavar="TYPE", help="index type (RECORD)")
+    p.add_argument("--buckets", type=int, metavar="N", help="number of buckets (default 16; fixed afterwards)")
+    p.add_argument("--hash", metavar="NAME", help="hash function (default JAVA_STRING_HASH)")
+    p.set_defaults(handler=cmd_index_build)
     return parser
 
 

@@ -8,7 +8,7 @@ from dataclasses import dataclass, fields
 from engine.errors import InvalidConfigError
 
 MB = 1024 * 1024
-INDEX_OPTION_PREFIXES = ("hoodie.index.hbase.",)
+INDEX_OPTION_PREFIXES = ("hoodie.index.hbase.", "hoodie.record.index.")
 
 # option key -> (attribute, parser)
 _KEYS: dict[str, tuple[str, type]] = {
@@ -95,7 +95,7 @@ class WriteConfig:
     lock_lease_ms: int = 60_000
     lock_wait_ms: int = 0
 
-    # settings of the index itself, passed through untouched (hoodie.index.hbase.*)
+    # settings of the index itself, passed through untouched (hoodie.index.hbase.*, hoodie.record.index.*)
     index_options: tuple[tuple[str, str], ...] = ()
 
     def __post_init__(self) -> None:
@@ -129,7 +129,7 @@ class WriteConfig:
         known = {f.name for f in fields(cls)}
         passthrough = []
         for key, raw in (options or {}).items():
-            if key.startswith(INDEX_OPTION_PREFIXES):
+            if key.startswith(INDEX_OPTION_PREFIXES) and key not in _KEYS:
                 passthrough.append((key, str(raw)))
                 continue
             if key in _KEYS:

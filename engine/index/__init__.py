@@ -23,7 +23,7 @@ def index_for(
 ) -> Index:
     """The index implementation for `index_type` (InvalidConfigError if this version lacks it).
 
-    `options` are the index's own settings (e.g. `hoodie.index.hbase.*`); `table_name` names
+    `options` are the index's own settings (e.g. `hoodie.index.hbase.*`, `hoodie.record.index.*`); `table_name` names
     per-table resources (the HBase table `hudi_index_<name>`).
     """
     from engine.index.bloom import BloomIndex, GlobalBloomIndex
@@ -34,6 +34,10 @@ def index_for(
         from engine.index.hbase import HBaseIndex
 
         return HBaseIndex(options, table_name=table_name)
+    if index_type is IndexType.RECORD:
+        from engine.index.record import RecordIndex
+
+        return RecordIndex(options)
     implementations: dict[IndexType, type[Index]] = {
         IndexType.SIMPLE: SimpleIndex,
         IndexType.GLOBAL_SIMPLE: GlobalSimpleIndex,

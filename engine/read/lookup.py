@@ -34,10 +34,15 @@ def read_keys(spark: SparkSession, meta: MetaClient, index: Index, keys: Iterabl
         return spark.createDataFrame([], scan_files(spark, meta.storage, [], schema).schema)
     view = meta.file_system_view(timeline)
     key_array = pa.array(wanted, pa.string())
-    probe = spark.createDataFrame([(k, "") for k in wanted], f"{KEY_COL} string, {PART_COL} string")
-    ctx = TagContext(spark, meta, view, view.partitions, {ANY_PARTITION: key_array})
-    located = _global_lookup(index, ctx, probe)
-    holders = {(r[EXISTING_PART_COL], r[FILE_ID_COL]) for r in located.collect() if r[FILE_ID_COL] is not None}
+    locate = getattr(index, "locate", None)
+    if callable(locate):  # an index that answers on the driver (RECORD): no Spark job to locate
+        found = locate(meta, key_array, timeline)
+        holders = set(zip(found.column("partition").to_pylist(), found.column("file_id").to_pylist(), strict=True))
+    else:
+        probe = spark.createDataFrame([(k, "") for k in wanted], f"{KEY_COL} string, {PART_COL} string")
+        ctx = TagContext(spark, meta, view, view.partitions, {ANY_PARTITION: key_array})
+        located = _global_lookup(index, ctx, probe)
+        holders = {(r[EXISTING_PART_COL], r[FILE_ID_COL]) for r in located.collect() if r[FILE_ID_COL] is not None}
     files = [
         ScanFile(b.path, b.partition, b.file_id)
         for b in view.latest_base_files()

@@ -30,7 +30,14 @@ WRITABLE_TABLE_TYPES = frozenset({TableType.COPY_ON_WRITE})
 # Apache Hudi's default, also used for tables whose hoodie.properties names no index
 DEFAULT_INDEX = IndexType.BLOOM
 AVAILABLE_INDEXES = frozenset(
-    {IndexType.SIMPLE, IndexType.GLOBAL_SIMPLE, IndexType.BLOOM, IndexType.GLOBAL_BLOOM, IndexType.HBASE}
+    {
+        IndexType.SIMPLE,
+        IndexType.GLOBAL_SIMPLE,
+        IndexType.BLOOM,
+        IndexType.GLOBAL_BLOOM,
+        IndexType.HBASE,
+        IndexType.RECORD,
+    }
 )
 
 
@@ -61,12 +68,25 @@ def new_table_config(
     index: str | IndexType = DEFAULT_INDEX,
     hive_style: bool = False,
     schema: pa.Schema | None = None,
+    record_index_buckets: int | None = None,
+    record_index_hash: str | None = None,
 ) -> TableConfig:
-    """Validate the creation arguments and return the table's config (typed errors otherwise)."""
+    """Validate the creation arguments and return the table's config (typed errors otherwise).
+
+    RECORD tables also record the index's bucket count and hash function in hoodie.properties
+    (`hoodie.record.index.buckets`, `hoodie.record.index.hash.function`): fixed at creation.
+    """
     ttype = TableType.parse(table_type)
     if ttype not in WRITABLE_TABLE_TYPES:
         raise InvalidConfigError(f"this version writes {', '.join(t.value for t in WRITABLE_TABLE_TYPES)} tables only")
     itype = require_index_available(index)
+    index_props: tuple[tuple[str, str], ...] = ()
+    if itype is IndexType.RECORD:
+        from engine.index.record_hash import record_index_properties
+
+        index_props = record_index_properties(record_index_buckets, record_index_hash)
+    elif record_index_buckets is not None or record_index_hash is not None:
+        raise InvalidConfigError("record index buckets and hash function apply to index RECORD only")
     keys = split_fields(record_key)
     parts = split_fields(partition_fields)
     if not name or not name.replace("_", "a").isalnum():
@@ -81,7 +101,7 @@ def new_table_config(
     # record the merge semantics we implement, so Apache Hudi writers merge the same way
     payload = DEFAULT_PAYLOAD if precombine_field else OVERWRITE_PAYLOAD
     return TableConfig(
-        extra=((PAYLOAD_CLASS, payload),),
+        extra=((PAYLOAD_CLASS, payload), *index_props),
         name=name,
         record_key_fields=keys,
         partition_fields=parts,

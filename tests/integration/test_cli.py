@@ -138,14 +138,23 @@ def test_init_creates_the_table_and_prints_its_config(tmp_path, capsys):
 def test_init_refuses_what_this_version_cannot_write(tmp_path, capsys):
     code, out, err = cli(capsys, *init_args(tmp_path / "m"), "--type", "MERGE_ON_READ")
     assert_user_error(code, out, err, "this version writes COPY_ON_WRITE tables only")
-    code, out, err = cli(capsys, *init_args(tmp_path / "h"), "--index", "RECORD")
+    code, out, err = cli(capsys, *init_args(tmp_path / "h"), "--index", "NOPE")
     assert_user_error(
         code, out, err,
-        "index RECORD is not available in this version; use BLOOM, GLOBAL_BLOOM, GLOBAL_SIMPLE, HBASE, SIMPLE",
+        "unknown index type 'NOPE': use one of SIMPLE, GLOBAL_SIMPLE, BLOOM, GLOBAL_BLOOM, HBASE, RECORD",
     )
+    code, out, err = cli(capsys, *init_args(tmp_path / "s"), "--record-index-buckets", "8")
+    assert_user_error(code, out, err, "record index buckets and hash function apply to index RECORD only")
+    code, out, err = cli(capsys, *init_args(tmp_path / "r"), "--index", "RECORD", "--record-index-buckets", "0")
+    assert_user_error(code, out, err, "hoodie.record.index.buckets must be a positive integer, got 0")
     assert list(tmp_path.iterdir()) == []
     code, out, err = cli(capsys, *init_args(tmp_path / "b"), "--index", "BLOOM", "--json")
     assert code == 0 and "hoodie.index.type=BLOOM" in (tmp_path / "b" / ".hoodie" / "hoodie.properties").read_text()
+    code, out, err = cli(capsys, *init_args(tmp_path / "ri"), "--index", "RECORD", "--record-index-buckets", "8",
+                         "--json")
+    props = (tmp_path / "ri" / ".hoodie" / "hoodie.properties").read_text()
+    assert code == 0 and "hoodie.index.type=RECORD" in props
+    assert "hoodie.record.index.buckets=8\n" in props and "hoodie.record.index.hash.function=JAVA_STRING_HASH\n" in props
 
 
 def test_show_reports_schema_and_timeline(written, capsys):
