@@ -62,6 +62,7 @@ BUCKET_COL = "__hoodie_bucket"
 # batches up to this many records ship their keys to the index scan tasks (a few MB per million)
 BROADCAST_KEYS_LIMIT = 2_000_000
 ORDER_COL = "__hoodie_order"
+MOVED_COL = "__hoodie_moved"  # global index, partition changed: the delete row in the old partition
 SP_COL = "__hoodie_task"
 
 Progress = Callable[[str], None]
@@ -190,11 +191,12 @@ class WriteJob:
             cached.append(tagged)
 
             self.progress("profiling the workload")
+            group_cols = [PART_COL, FILE_ID_COL, OP_COL] + ([MOVED_COL] if MOVED_COL in tagged.columns else [])
             profile_rows = (
-                tagged.groupBy(F.spark_partition_id().alias(SP_COL), PART_COL, FILE_ID_COL, OP_COL)
-                .count()
-                .collect()
+                tagged.groupBy(F.spark_partition_id().alias(SP_COL), *group_cols).count().collect()
             )
+            if MOVED_COL in tagged.columns:
+                tagged = tagged.drop(MOVED_COL)  # a projection of the cached rows
             # `tagged` is materialised now: one cached copy of the batch is enough
             prepared.unpersist()
             index_stats = self.index.tagging_stats() if self.operation.tags else {}
@@ -440,7 +442,14 @@ def _relocate(tagged: DataFrame, is_delete: bool, update_partition_path: bool) -
         stay = tagged.filter(~moved | F.col(FILE_ID_COL).isNull())
         old = tagged.filter(moved).withColumn(PART_COL, F.col(EXISTING_PART_COL)).withColumn(OP_COL, F.lit(OP_DELETE))
         new = tagged.filter(moved).withColumn(FILE_ID_COL, F.lit(None).cast("string"))
-        out = stay.unionByName(old).unionByName(new)
+        # the delete in the old partition is an extra row, not an input record: marked so that the
+        # profile does not count it as one
+        flag = F.lit(False)
+        out = (
+            stay.withColumn(MOVED_COL, flag)
+            .unionByName(old.withColumn(MOVED_COL, F.lit(True)))
+            .unionByName(new.withColumn(MOVED_COL, flag))
+        )
     return out.drop(EXISTING_PART_COL)
 
 
@@ -462,7 +471,8 @@ def _profile(rows) -> tuple[dict[str, PartitionWorkload], dict, int, int]:
     absent = kept = 0
     for r in rows:
         part, fid, op, n = r[PART_COL], r[FILE_ID_COL], r[OP_COL], r["count"]
-        kept += n
+        if not r.asDict().get(MOVED_COL, False):
+            kept += n
         if op == OP_DELETE:
             if fid is None:
                 absent += n
