@@ -187,4 +187,6 @@ def _summary(value: object) -> object:
     if isinstance(value, list):
         return list(value)
     deleted = getattr(value, "deleted", None)
+    if isinstance(value, str):
+        return value
     return {"instant": getattr(value, "instant", None), "deleted": len(deleted) if deleted is not None else 0}

@@ -380,7 +380,7 @@ class HBaseIndex(Index):
         """`records` + FILE_ID_COL and EXISTING_PART_COL: the file id and partition holding each key,
         null for keys the index does not know or whose entry's commit is not visible."""
         timeline = ctx.meta.timeline()
-        visible = (timeline.completed_times, timeline.first_time if timeline.has_archive else None)
+        visible = (timeline.completed_write_times, timeline.archived_before)
         sc = ctx.spark.sparkContext
         shared = sc.broadcast(visible)
         self._counts = sc.accumulator(dict.fromkeys(STAT_NAMES, 0), CountsParam())

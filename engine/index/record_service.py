@@ -99,8 +99,8 @@ def _int_option(opts: Mapping[str, str], name: str, default: int) -> int:
 
 def validity(timeline: Timeline) -> Callable[[str], bool]:
     """Whether entries of a write instant count: it completed, or predates an archived timeline."""
-    completed = timeline.completed_times
-    first = timeline.first_time if timeline.has_archive else None
+    completed = timeline.completed_write_times
+    first = timeline.archived_before
     return lambda t: t in completed or (first is not None and t < first)
 
 

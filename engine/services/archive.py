@@ -17,7 +17,7 @@ both archived and active; the next run skips what the archive already holds.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 from engine import failpoints
@@ -78,10 +78,12 @@ def _entry(meta: MetaClient, inst: Instant) -> dict:
     return archive_log.archived_entry(inst.time, inst.action.value, "COMPLETED", metadata)
 
 
-def execute_archive(meta: MetaClient, plan: ArchivePlan) -> list[str]:
+def execute_archive(meta: MetaClient, plan: ArchivePlan, fence: Callable[[], None] | None = None) -> list[str]:
     """Archive the plan's instants; returns their times."""
     if not plan.instants:
         return []
+    if fence is not None:
+        fence()
     already = {e.get("commitTime") for e in read_archived_entries(meta)}
     todo = [i for i in plan.instants if i.time not in already]
     folder = archive_folder(meta)
@@ -94,15 +96,39 @@ def execute_archive(meta: MetaClient, plan: ArchivePlan) -> list[str]:
         )
         meta.storage.create_exclusive(f"{folder}/{archive_log.archive_file_name(version)}", block)
     failpoints.hit("archive.after_file")
+    if fence is not None:
+        fence()
     for inst in plan.instants:  # oldest first; completed file last within each instant
         remove_instant(meta, inst.time, inst.action)
     return plan.times
 
 
-def archive(meta: MetaClient, keep_min: int, keep_max: int, dry_run: bool = False) -> ArchivePlan | list[str]:
+def archive(
+    meta: MetaClient, keep_min: int, keep_max: int, dry_run: bool = False, fence: Callable[[], None] | None = None
+) -> ArchivePlan | list[str]:
     """Plan and run archival (the caller holds the table lock); the plan alone in a dry run."""
     plan = plan_archive(meta, meta.timeline(), keep_min, keep_max)
-    return plan if dry_run else execute_archive(meta, plan)
+    return plan if dry_run else execute_archive(meta, plan, fence)
+
+
+def finish_interrupted(meta: MetaClient, timeline: Timeline) -> list[str]:
+    """Remove active instants that the newest archive file already holds (an archival killed
+    after writing its file), oldest first. Returns their times."""
+    folder = archive_folder(meta)
+    versions = [
+        (v, f.path) for f in meta.storage.list_dir(folder) if (v := archive_log.parse_archive_file_name(f.name)) is not None
+    ]
+    if not versions:
+        return []
+    _v, newest = max(versions)
+    try:
+        held = {e.get("commitTime") for e in archive_log.decode_archive_file(meta.storage.read_bytes(newest))}
+    except CorruptTableError as exc:
+        raise CorruptTableError(f"{meta.storage.uri(newest)}: {exc}") from exc
+    stale = [i for i in timeline.completed.instants if i.time in held and i.action in ARCHIVED_ACTIONS]
+    for inst in stale:
+        remove_instant(meta, inst.time, inst.action)
+    return [i.time for i in stale]
 
 
 def read_archived_entries(meta: MetaClient) -> list[dict]:

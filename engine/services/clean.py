@@ -17,7 +17,7 @@ ever deleted, so readers of the latest snapshot never notice a clean, finished o
 from __future__ import annotations
 
 import time as _time
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 
@@ -152,9 +152,11 @@ def schedule_clean(meta: MetaClient, timeline: Timeline, plan: CleanPlan, now: d
     return CleanPlan(plan.policy, plan.retained, plan.earliest_retained, plan.last_completed, plan.files, time)
 
 
-def execute_clean(meta: MetaClient, plan: CleanPlan) -> CleanResult:
+def execute_clean(meta: MetaClient, plan: CleanPlan, fence: Callable[[], None] | None = None) -> CleanResult:
     assert plan.instant is not None, "schedule the plan first"
     started = _time.monotonic()
+    if fence is not None:
+        fence()
     requested = Instant(plan.instant, Action.CLEAN, State.REQUESTED)
     inflight = requested.with_state(State.INFLIGHT)
     ensure_file(meta, inflight, meta.read_instant(requested))
@@ -171,7 +173,7 @@ def execute_clean(meta: MetaClient, plan: CleanPlan) -> CleanResult:
     record = {
         "startCleanTime": plan.instant,
         "timeTakenInMillis": int((_time.monotonic() - started) * 1000),
-        "totalFilesDeleted": sum(len(v) for v in deleted.values()),
+        "totalFilesDeleted": sum(1 for fs in plan.files.values() for f in fs if not meta.storage.exists(f)),
         "earliestCommitToRetain": plan.earliest_retained or "",
         "lastCompletedCommitTimestamp": plan.last_completed or "",
         "partitionMetadata": {
@@ -179,7 +181,8 @@ def execute_clean(meta: MetaClient, plan: CleanPlan) -> CleanResult:
                 "partitionPath": p,
                 "policy": plan.policy,
                 "deletePathPatterns": [f.rpartition("/")[2] for f in files],
-                "successDeleteFiles": [f.rpartition("/")[2] for f in deleted.get(p, [])],
+                # after a resumed run, files an earlier run deleted count as deleted too
+                "successDeleteFiles": [f.rpartition("/")[2] for f in files if not meta.storage.exists(f)],
                 "failedDeleteFiles": [],
                 "isPartitionDeleted": False,
             }
@@ -188,18 +191,25 @@ def execute_clean(meta: MetaClient, plan: CleanPlan) -> CleanResult:
         "version": 2,
         "bootstrapPartitionMetadata": {},
     }
+    if fence is not None:
+        fence()
     write_avro(meta, requested.with_state(State.COMPLETED), METADATA_MODEL, record)
     return CleanResult(plan.instant, sorted(f for fs in deleted.values() for f in fs), plan.earliest_retained,
                        round(_time.monotonic() - started, 3))
 
 
-def resume(meta: MetaClient, instant: Instant) -> CleanResult:
+def resume(meta: MetaClient, instant: Instant, fence: Callable[[], None] | None = None) -> CleanResult:
     record = read_avro(meta, instant.with_state(State.REQUESTED), PLAN_MODEL)
-    return execute_clean(meta, CleanPlan.from_record(record, instant.time))
+    return execute_clean(meta, CleanPlan.from_record(record, instant.time), fence)
 
 
 def clean(
-    meta: MetaClient, policy: str, retained: int, dry_run: bool = False, now: datetime | None = None
+    meta: MetaClient,
+    policy: str,
+    retained: int,
+    dry_run: bool = False,
+    now: datetime | None = None,
+    fence: Callable[[], None] | None = None,
 ) -> CleanResult | CleanPlan | None:
     """Plan and run a clean (the caller holds the table lock). None when there is nothing to clean;
     the plan alone in a dry run."""
@@ -210,7 +220,7 @@ def clean(
     if not plan.files:
         return None
     plan = schedule_clean(meta, timeline, plan, now)
-    return execute_clean(meta, plan)
+    return execute_clean(meta, plan, fence)
 
 
 def last_earliest_retained(meta: MetaClient, timeline: Timeline) -> str | None:

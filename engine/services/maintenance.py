@@ -56,7 +56,7 @@ class Maintenance:
             if report is not None and instant in report.failed_writes_rolled_back:
                 # a failed write: the repair before every service already rolled it back
                 return rollback_service.RollbackResult(None, instant, [], 0.0)
-            return rollback_service.rollback(self.meta, instant, index)
+            return rollback_service.rollback(self.meta, instant, index, fence=tx.fence)
 
     def restore(self, instant: str, dry_run: bool = False):
         """Roll back every instant after `instant`, newest first, as one recoverable operation."""
@@ -64,16 +64,17 @@ class Maintenance:
         plan = restore_service.plan_restore(self.meta, self.meta.timeline(), instant)
         if dry_run:
             return plan
-        with self._tx("restore", index):
-            return restore_service.restore(self.meta, instant, index)
+        with self._tx("restore", index) as tx:
+            return restore_service.restore(self.meta, instant, index, fence=tx.fence)
 
     # ---- savepoints --------------------------------------------------------------------
     def create_savepoint(self, instant: str, user: str | None = None, comment: str = "", dry_run: bool = False):
         plan = savepoint_service.plan_savepoint(self.meta, self.meta.timeline(), instant, user, comment)
         if dry_run:
             return plan
-        with self._tx("savepoint", self._index()):
+        with self._tx("savepoint", self._index()) as tx:
             sp = savepoint_service.plan_savepoint(self.meta, self.meta.timeline(), instant, user, comment)
+            tx.fence()
             return savepoint_service.create_savepoint(self.meta, sp)
 
     def delete_savepoint(self, instant: str, dry_run: bool = False) -> str:
@@ -99,15 +100,15 @@ class Maintenance:
         )
         if dry_run:
             return clean_service.plan_clean(self.meta, self.meta.timeline(), cfg.cleaner_policy, retained)
-        with self._tx("clean", self._index()):
-            return clean_service.clean(self.meta, cfg.cleaner_policy, retained)
+        with self._tx("clean", self._index()) as tx:
+            return clean_service.clean(self.meta, cfg.cleaner_policy, retained, fence=tx.fence)
 
     def archive(self, dry_run: bool = False):
         cfg = self.config
         if dry_run:
             return archive_service.plan_archive(self.meta, self.meta.timeline(), cfg.keep_min_commits, cfg.keep_max_commits)
-        with self._tx("archive", self._index()):
-            return archive_service.archive(self.meta, cfg.keep_min_commits, cfg.keep_max_commits)
+        with self._tx("archive", self._index()) as tx:
+            return archive_service.archive(self.meta, cfg.keep_min_commits, cfg.keep_max_commits, fence=tx.fence)
 
     def archived_instants(self) -> list[Instant]:
         return archive_service.archived_instants(self.meta)

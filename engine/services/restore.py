@@ -79,7 +79,41 @@ def plan_restore(meta: MetaClient, timeline: Timeline, target: str) -> RestorePl
     if odd:
         raise InvalidInputError(f"cannot restore over {odd[0].action.value} instant {odd[0].time}")
     _check_snapshot_intact(meta, timeline, target)
+    _check_replaced_versions(meta, later)
     return RestorePlan(target, tuple(sorted(later, reverse=True)))
+
+
+def _check_replaced_versions(meta: MetaClient, later: list[Instant]) -> None:
+    """The version each rolled-back file group returns to must exist: for every file group, the
+    oldest rolled-back write that touched it names it (prevCommit). Catches versions written by
+    archived commits and cleaned since, which the active timeline alone cannot show."""
+    from engine.errors import CorruptTableError
+    from engine.table.commit_metadata import CommitMetadata
+
+    names = {df.name for df in meta.list_data_files()}
+    first_touch: dict[tuple[str, str], str] = {}
+    for inst in sorted(later):
+        state = State.COMPLETED if inst.is_completed else State.INFLIGHT
+        try:
+            body = meta.storage.read_bytes(meta.instant_path(Instant(inst.time, inst.action, state)))
+            stats = CommitMetadata.from_json(body).write_stats if body.strip() else []
+        except (FileNotFoundError, CorruptTableError):
+            stats = []
+        for st in stats:
+            key = (st.partitionPath, st.fileId)
+            if key not in first_touch:
+                first_touch[key] = st.prevCommit or "null"
+    missing = []
+    for (part, fid), prev in sorted(first_touch.items()):
+        if prev == "null":
+            continue
+        if not any(n.startswith(f"{fid}_") and n.endswith(f"_{prev}.parquet") for n in names):
+            missing.append(f"{part}/{fid} @ {prev}")
+    if missing:
+        raise RollbackRefusedError(
+            f"cannot restore: {len(missing)} file version(s) it would return to were cleaned "
+            f"(e.g. {missing[0]}); savepoint a commit to keep it restorable"
+        )
 
 
 def _check_snapshot_intact(meta: MetaClient, timeline: Timeline, target: str) -> None:
@@ -108,14 +142,21 @@ def schedule_restore(meta: MetaClient, timeline: Timeline, plan: RestorePlan, no
     return RestorePlan(plan.target, plan.instants, time)
 
 
-def execute_restore(meta: MetaClient, plan: RestorePlan, index: Index | None) -> RestoreResult:
+def execute_restore(meta: MetaClient, plan: RestorePlan, index: Index | None, fence: rb.Fence = None) -> RestoreResult:
     assert plan.instant is not None, "schedule the plan first"
     started = _time.monotonic()
     inflight = Instant(plan.instant, Action.RESTORE, State.INFLIGHT)
     ensure_file(meta, inflight)
     result = RestoreResult(plan.instant, plan.target)
     per_instant: dict[str, list[dict]] = {}
+    # savepoints of the instants to roll back go first (pending ones too): a savepoint must never
+    # outlive, even for a moment, the commit it protects
+    oldest = min((i.time for i in plan.instants), default=None)
+    for sp in meta.timeline().instants:
+        if sp.action is Action.SAVEPOINT and oldest is not None and sp.time >= oldest:
+            remove_savepoint_files(meta, sp.time)
     for n, inst in enumerate(plan.instants):
+        rb._fence(fence)
         t0 = _time.monotonic()
         deleted = rb.undo_instant(meta, inst.time, inst.action, (), index)
         result.rolled_back.append(inst.time)
@@ -124,10 +165,6 @@ def execute_restore(meta: MetaClient, plan: RestorePlan, index: Index | None) ->
         per_instant[inst.time] = [rb.rollback_metadata(meta, sub, deleted, int((_time.monotonic() - t0) * 1000))]
         if n == 0:
             failpoints.hit("restore.after_first")
-    oldest = min((i.time for i in plan.instants), default=None)
-    for sp in meta.timeline().savepoints:
-        if oldest is not None and sp.time >= oldest:  # their commits are gone
-            remove_savepoint_files(meta, sp.time)
     record = {
         "startRestoreTime": plan.instant,
         "timeTakenInMillis": int((_time.monotonic() - started) * 1000),
@@ -136,18 +173,24 @@ def execute_restore(meta: MetaClient, plan: RestorePlan, index: Index | None) ->
         "version": 1,
         "restoreInstantInfo": [{"commitTime": i.time, "action": i.action.value} for i in plan.instants],
     }
+    rb._fence(fence)
     write_avro(meta, inflight.with_state(State.COMPLETED), METADATA_MODEL, record)
     result.seconds = round(_time.monotonic() - started, 3)
     return result
 
 
-def resume(meta: MetaClient, instant: Instant, index: Index | None) -> RestoreResult:
+def resume(meta: MetaClient, instant: Instant, index: Index | None, fence: rb.Fence = None) -> RestoreResult:
     record = read_avro(meta, instant.with_state(State.REQUESTED), PLAN_MODEL)
-    return execute_restore(meta, RestorePlan.from_record(record, instant.time), index)
+    return execute_restore(meta, RestorePlan.from_record(record, instant.time), index, fence)
 
 
 def restore(
-    meta: MetaClient, target: str, index: Index | None, dry_run: bool = False, now: datetime | None = None
+    meta: MetaClient,
+    target: str,
+    index: Index | None,
+    dry_run: bool = False,
+    now: datetime | None = None,
+    fence: rb.Fence = None,
 ) -> RestoreResult | RestorePlan:
     """Plan and execute a restore (the caller holds the table lock). Dry run: the plan only."""
     timeline = meta.timeline()
@@ -155,4 +198,4 @@ def restore(
     if dry_run:
         return plan
     plan = schedule_restore(meta, timeline, plan, now)
-    return execute_restore(meta, plan, index)
+    return execute_restore(meta, plan, index, fence)

@@ -23,7 +23,7 @@ replaced were cleaned, or a savepoint at or after it protects it.
 from __future__ import annotations
 
 import time as _time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from datetime import datetime
 
@@ -52,6 +52,7 @@ from engine.write.commit import claim_instant
 PLAN_MODEL = "HoodieRollbackPlan"
 METADATA_MODEL = "HoodieRollbackMetadata"
 ROLLBACK_ACTIONS = (Action.COMMIT,)
+Fence = Callable[[], None] | None  # the table lock's check(): raises ConcurrentWriteError once lost
 
 CHANGE_SCHEMA_REMOVED = pa.schema([("key", pa.string()), ("partition", pa.string()), ("file_id", pa.string())])
 CHANGE_SCHEMA_RESTORED = pa.schema(
@@ -196,14 +197,21 @@ def schedule_rollback(meta: MetaClient, timeline: Timeline, plan: RollbackPlan, 
 
 
 # ---- execution --------------------------------------------------------------------------------
-def execute_rollback(meta: MetaClient, plan: RollbackPlan, index: Index | None) -> RollbackResult:
-    """Carry out a scheduled plan (idempotent: safe to re-run after a crash at any point)."""
+def execute_rollback(meta: MetaClient, plan: RollbackPlan, index: Index | None, fence: Fence = None) -> RollbackResult:
+    """Carry out a scheduled plan (idempotent: safe to re-run after a crash at any point).
+
+    `fence` (the table lock's check) runs before anything is deleted and before completion: a
+    service that lost its lock stops."""
     assert plan.instant is not None, "schedule the plan first"
     started = _time.monotonic()
     rb = Instant(plan.instant, Action.ROLLBACK, State.INFLIGHT)
+    _fence(fence)
     ensure_file(meta, rb)
     deleted = undo_instant(meta, plan.target.time, plan.target.action, plan.files, index)
-    record = rollback_metadata(meta, plan, deleted, int((_time.monotonic() - started) * 1000))
+    # after a resumed run, files an earlier run deleted count as deleted too
+    gone = sorted(set(deleted) | {f for f in plan.files if not meta.storage.exists(f)})
+    record = rollback_metadata(meta, plan, gone, int((_time.monotonic() - started) * 1000))
+    _fence(fence)
     write_avro(meta, rb.with_state(State.COMPLETED), METADATA_MODEL, record)
     return RollbackResult(plan.instant, plan.target.time, deleted, round(_time.monotonic() - started, 3))
 
@@ -216,6 +224,9 @@ def undo_instant(
     Returns the files deleted by this call. Used by rollback and restore; idempotent.
     """
     storage = meta.storage
+    # the file groups the instant wrote, from its metadata (read before the revert removes the
+    # completed file): a resumed undo whose files are already gone still knows them
+    planned_parts, planned_groups = _planned_groups(meta, time, action)
     completed = Instant(time, action, State.COMPLETED)
     if storage.exists(meta.instant_path(completed)):
         # revert to inflight: the instant stops being visible before any of its files goes
@@ -232,10 +243,10 @@ def undo_instant(
             deleted.append(rel)
         if i == 0:
             failpoints.hit("rollback.files_deleted")
-    touched = {_parent(f) for f in files if not f.startswith(".hoodie")} | _planned_partitions(meta, time, action)
+    touched = {_parent(f) for f in files if not f.startswith(".hoodie")} | planned_parts
     _remove_created_partitions(meta, touched, time)
     if index is not None:
-        restored = _restored_locations(meta, files) if wants else None
+        restored = _restored_locations(meta, files, planned_groups) if wants else None
         change = RollbackChange(
             removed if removed is not None else CHANGE_SCHEMA_REMOVED.empty_table(),
             restored if restored is not None else CHANGE_SCHEMA_RESTORED.empty_table(),
@@ -246,15 +257,20 @@ def undo_instant(
     return deleted
 
 
-def resume(meta: MetaClient, instant: Instant, index: Index | None) -> RollbackResult:
+def resume(meta: MetaClient, instant: Instant, index: Index | None, fence: Fence = None) -> RollbackResult:
     """Finish a pending rollback from its plan."""
     record = read_avro(meta, instant.with_state(State.REQUESTED), PLAN_MODEL)
     plan = RollbackPlan.from_record(record, instant.time)
-    return execute_rollback(meta, plan, index)
+    return execute_rollback(meta, plan, index, fence)
 
 
 def rollback(
-    meta: MetaClient, target_time: str, index: Index | None, dry_run: bool = False, now: datetime | None = None
+    meta: MetaClient,
+    target_time: str,
+    index: Index | None,
+    dry_run: bool = False,
+    now: datetime | None = None,
+    fence: Fence = None,
 ) -> RollbackResult | RollbackPlan:
     """Plan and execute a rollback (the caller holds the table lock). Dry run: the plan only."""
     timeline = meta.timeline()
@@ -262,7 +278,12 @@ def rollback(
     if dry_run:
         return plan
     plan = schedule_rollback(meta, timeline, plan, now)
-    return execute_rollback(meta, plan, index)
+    return execute_rollback(meta, plan, index, fence)
+
+
+def _fence(fence: Fence) -> None:
+    if fence is not None:
+        fence()
 
 
 def rollback_metadata(meta: MetaClient, plan: RollbackPlan, deleted: list[str], millis: int) -> dict:
@@ -329,10 +350,10 @@ def _written_keys(meta: MetaClient, files: list[str], time: str) -> pa.Table:
     return pa.concat_tables(parts) if parts else CHANGE_SCHEMA_REMOVED.empty_table()
 
 
-def _restored_locations(meta: MetaClient, files: list[str]) -> pa.Table:
+def _restored_locations(meta: MetaClient, files: list[str], planned: set[tuple[str, str]] = frozenset()) -> pa.Table:  # type: ignore[assignment]
     """Locations of every record in the slices that become current again (the file groups the
     rolled-back instant wrote, at their now-latest visible slice)."""
-    groups = set()
+    groups = set(planned)
     for rel in files:
         bn = parse_base_file_name(rel.rpartition("/")[2])
         if bn is not None:
@@ -361,9 +382,10 @@ def _restored_locations(meta: MetaClient, files: list[str]) -> pa.Table:
     return pa.concat_tables(parts) if parts else CHANGE_SCHEMA_RESTORED.empty_table()
 
 
-def _planned_partitions(meta: MetaClient, time: str, action: Action) -> set[str]:
-    """Partitions the instant's inflight (or completed) metadata names: a write killed before its
-    first file in a new partition still created that partition's metadata file."""
+def _planned_groups(meta: MetaClient, time: str, action: Action) -> tuple[set[str], set[tuple[str, str]]]:
+    """Partitions and (partition, file id) groups the instant's completed (or inflight, planned)
+    metadata names: a write killed before its first file in a new partition still created that
+    partition's metadata file, and a resumed undo must still revert the index of its groups."""
     from engine.errors import CorruptTableError
     from engine.table.commit_metadata import CommitMetadata
 
@@ -375,10 +397,11 @@ def _planned_partitions(meta: MetaClient, time: str, action: Action) -> set[str]
         if not body.strip():
             continue
         try:
-            return set(CommitMetadata.from_json(body).partition_to_write_stats)
+            cm = CommitMetadata.from_json(body)
         except CorruptTableError:
-            return set()
-    return set()
+            return set(), set()
+        return set(cm.partition_to_write_stats), {(s.partitionPath, s.fileId) for s in cm.write_stats if s.fileId}
+    return set(), set()
 
 
 def _remove_created_partitions(meta: MetaClient, partitions: set[str], time: str) -> None:

@@ -37,6 +37,14 @@ def plan_savepoint(meta: MetaClient, timeline: Timeline, time: str, user: str | 
         raise InstantNotFoundError(f"{time} is not a completed commit on the active timeline of {meta.storage.base_uri}")
     if any(sp.time == time for sp in timeline.savepoints):
         raise InvalidInputError(f"commit {time} is already savepointed")
+    from engine.services.clean import last_earliest_retained
+
+    retained = last_earliest_retained(meta, timeline)
+    if retained is not None and time < retained:
+        # as Apache Hudi: its snapshot may have lost file versions to that clean
+        raise InvalidInputError(
+            f"commit {time} cannot be savepointed: a clean already retained only from {retained}"
+        )
     view = meta.file_system_view(timeline, as_of=time)
     files = tuple(sorted(b.path for b in view.latest_base_files()))
     return Savepoint(time, files, user if user is not None else _user(), comment, int(_time.time() * 1000))

@@ -9,6 +9,7 @@ archival) run while the lock is still held.
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass, field
 from types import TracebackType
 
@@ -20,6 +21,8 @@ from engine.services.repair import RepairReport, repair
 from engine.table.heartbeat import Heartbeat
 from engine.table.lock import TableLock
 from engine.table.meta_client import MetaClient
+
+_log = logging.getLogger(__name__)
 
 
 @dataclass
@@ -68,7 +71,11 @@ class Transaction:
         self.lock = lock
         try:
             self.repair_report = repair(
-                self.meta, self.index, self.config.heartbeat_interval_ms, self.config.heartbeat_tolerable_misses
+                self.meta,
+                self.index,
+                self.config.heartbeat_interval_ms,
+                self.config.heartbeat_tolerable_misses,
+                fence=lock.check,
             )
         except BaseException:
             self.lock.release()
@@ -80,21 +87,41 @@ class Transaction:
             self.lock.release()
             self.lock = None
 
+    def fence(self) -> None:
+        """Raise ConcurrentWriteError if the lock was lost (services call it before each step)."""
+        if self.lock is not None:
+            self.lock.check()
+
     @property
     def guard(self) -> WriteGuard:
         return WriteGuard(self.meta, self.lock, self.config.heartbeat_interval_ms)
 
     def after_commit(self) -> dict[str, object]:
-        """The automatic table services after a completed commit (still under the lock)."""
+        """The automatic table services after a completed commit (still under the lock).
+
+        They never raise: the commit is complete, and a caller retrying a "failed" insert would
+        duplicate it. A failure is reported in the result (`<service>_error`) and logged; the
+        service's pending instant is finished by the next repair.
+        """
         cfg = self.config
         if cfg.clean_automatic:
-            res = clean_service.clean(self.meta, cfg.cleaner_policy, _retained(cfg))
-            if res is not None:
-                self.services["clean"] = res
+            try:
+                res = clean_service.clean(self.meta, cfg.cleaner_policy, _retained(cfg), fence=self.fence)
+                if res is not None:
+                    self.services["clean"] = res
+            except Exception as exc:
+                _log.warning("automatic clean of %s failed: %s", self.meta.storage.base_uri, exc)
+                self.services["clean_error"] = f"{type(exc).__name__}: {exc}"
         if cfg.archive_automatic:
-            archived = archive_service.archive(self.meta, cfg.keep_min_commits, cfg.keep_max_commits)
-            if archived:
-                self.services["archived"] = archived
+            try:
+                archived = archive_service.archive(
+                    self.meta, cfg.keep_min_commits, cfg.keep_max_commits, fence=self.fence
+                )
+                if archived:
+                    self.services["archived"] = archived
+            except Exception as exc:
+                _log.warning("automatic archival of %s failed: %s", self.meta.storage.base_uri, exc)
+                self.services["archive_error"] = f"{type(exc).__name__}: {exc}"
         return self.services
 
 

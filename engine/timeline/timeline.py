@@ -133,16 +133,39 @@ class Timeline:
             )
         )
 
-    def is_visible(self, file_instant: str) -> bool:
-        """A data file is visible if its instant is a completed write, or predates the timeline.
+    @property
+    def completed_write_times(self) -> frozenset[str]:
+        """Times of completed write instants (not savepoints or services sharing a time)."""
+        return frozenset(i.time for i in self.instants if i.action.is_write and i.is_completed)
 
-        Files older than the first instant on the timeline belong to archived commits.
+    @property
+    def archived_before(self) -> str | None:
+        """Instants older than this belong to archived commits (None when nothing was archived).
+
+        It is the first write instant on the active timeline, as in hudi-rs: a restore or savepoint
+        kept active from before the archived range must not hide the archived commits. When every
+        active write was rolled back, the first remaining instant that is not a restore or savepoint
+        bounds the archived range.
         """
-        if file_instant in self.completed_times:
-            return True
         if not self.has_archive:
-            return False
-        # the first write instant, as hudi-rs: a restore or savepoint kept active from before the
-        # archived range must not hide the archived commits' files
+            return None
         first = next((i.time for i in self.instants if i.action.is_write), None)
-        return first is not None and file_instant < first
+        if first is None:
+            first = next((i.time for i in self.instants if i.action not in (Action.RESTORE, Action.SAVEPOINT)), None)
+        return first
+
+    def is_valid_write(self, instant: str) -> bool:
+        """Whether files (or index entries) written by `instant` count: it is a completed write,
+        or it predates the active timeline of a table whose older instants were archived.
+
+        A completed savepoint at the same time does not count: during a restore the commit it
+        protects is pending and its remaining files must stay hidden.
+        """
+        if instant in self.completed_write_times:
+            return True
+        first = self.archived_before
+        return first is not None and instant < first
+
+    def is_visible(self, file_instant: str) -> bool:
+        """A data file is visible if its instant is a completed write, or predates the timeline."""
+        return self.is_valid_write(file_instant)

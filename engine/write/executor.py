@@ -226,6 +226,7 @@ class WriteJob:
             )
             pending = commit_protocol.start(self.meta, timeline, self.operation, plan)
             instant = pending.instant
+            index_touched = False
             try:
                 if self.guard is not None:
                     self.guard.started(instant)
@@ -235,6 +236,7 @@ class WriteJob:
                 commit_protocol.remove_debris(self.meta, pending, outcomes)
                 if self.index.wants_locations and assigned is not None:
                     self.progress(f"updating the {self.index.name} index")
+                    index_touched = True
                     self.index.update_location(tag_ctx, instant, _located(assigned, plan))
                     index_stats.update({f"update_{k}": v for k, v in self.index.update_stats().items()})
                 extra = {f"engine.index.{k}": str(v) for k, v in index_stats.items()}
@@ -245,7 +247,15 @@ class WriteJob:
             except BaseException as exc:
                 _stop_tasks(spark, _job_group(instant))
                 try:
-                    commit_protocol.abort(self.meta, pending)
+                    if index_touched and not commit_protocol.is_completed(self.meta, pending):
+                        # the index may already hold this write's locations (deleted or moved keys):
+                        # undo it like a rollback, which also reverts the index
+                        from engine.services.rollback import undo_instant
+
+                        undo_instant(self.meta, instant, pending.action, (), self.index)
+                        commit_protocol.abort(self.meta, pending)
+                    else:
+                        commit_protocol.abort(self.meta, pending)
                 except Exception as cleanup:  # keep the original error; say what is left behind
                     exc.add_note(f"cleaning up instant {instant} also failed: {cleanup}")
                 if not isinstance(exc, Exception):

@@ -113,3 +113,26 @@ def test_rollback_puts_back_what_a_rolled_back_write_deleted_or_moved(spark, tmp
     ]
     assert rows(t.read()) == hudi_rs.sort_rows(hudi_rs.snapshot(t.path))
     assert set(entries(conn, name)) == {"a", "b", "c"}
+
+
+def test_a_write_aborted_after_the_index_update_reverts_the_index(spark, tmp_path, hbase, monkeypatch):
+    from engine.errors import ConcurrentWriteError
+    from engine.services.transaction import WriteGuard
+
+    options, conn, name = hbase
+    opts = {**options, "hoodie.clean.automatic": "false", "hoodie.archive.automatic": "false"}
+    t = make(spark, tmp_path / "t")
+    t.upsert(spark.createDataFrame([("a", "paris", "v1", 1), ("b", "paris", "v1", 1)], SCHEMA), options=opts)
+    before, snapshot = entries(conn, name), tree_bytes(t.path)
+
+    def lost(self):
+        raise ConcurrentWriteError("lock lost: taken over by another writer")
+
+    with monkeypatch.context() as m:  # the lock is lost after the HBase puts/deletes, before completion
+        m.setattr(WriteGuard, "before_complete", lost)
+        with pytest.raises(ConcurrentWriteError):
+            t.upsert(spark.createDataFrame([("a", "rome", "v2", 2), ("c", "oslo", "v2", 2)], SCHEMA), options=opts)
+    assert entries(conn, name) == before  # a's move was undone, c's insert removed
+    assert tree_bytes(t.path) == snapshot
+    r = t.upsert(spark.createDataFrame([("a", "paris", "v3", 3)], SCHEMA), options=opts)
+    assert (r.inserts, r.updates) == (0, 1)

@@ -324,3 +324,44 @@ def test_rollback_of_a_failed_pending_write(spark, tmp_path):
     assert not Path(t.path, "paris", debris).exists()
     assert not any(n.startswith(failed) for n in timeline_files(t))
     assert data(t) == oracle(t) == [(1, "a", "paris", 1)]
+
+
+def test_savepoint_of_a_commit_the_cleaner_already_passed_is_refused(spark, tmp_path):
+    from engine.errors import InvalidInputError
+    from engine.services.maintenance import Maintenance
+
+    t = make(spark, tmp_path)
+    instants = [upsert(t, spark, [(1, f"v{i}", "paris", i)]).instant for i in range(3)]
+    Maintenance(t.meta, {**MANUAL, "hoodie.cleaner.commits.retained": "1"}).clean()
+    snapshot = tree_bytes(t.path)
+    with pytest.raises(InvalidInputError, match=f"a clean already retained only from {instants[2]}"):
+        t.maintenance.create_savepoint(instants[0])
+    assert tree_bytes(t.path) == snapshot
+    t.maintenance.create_savepoint(instants[2])
+
+
+def test_a_failing_automatic_clean_does_not_fail_the_committed_write(spark, tmp_path, monkeypatch):
+    from engine.errors import StorageError
+    from engine.services import clean as clean_service
+
+    t = make(spark, tmp_path)
+    upsert(t, spark, [(1, "a", "paris", 1)])
+
+    def broken(*_a, **_k):
+        raise StorageError("disk full")
+
+    monkeypatch.setattr(clean_service, "clean", broken)
+    r = t.upsert(df(spark, [(1, "b", "paris", 2)]), options={"hoodie.archive.automatic": "false"})
+    assert r.services == {"clean_error": "StorageError: disk full"}
+    assert t.timeline().is_completed(r.instant)
+    assert data(t) == [(1, "b", "paris", 2)]
+
+
+def test_repair_removes_a_savepoint_left_inflight(spark, tmp_path):
+    t = make(spark, tmp_path)
+    r = upsert(t, spark, [(1, "a", "paris", 1)])
+    Path(t.path, f".hoodie/{r.instant}.savepoint.inflight").write_bytes(b"")
+    report = t.maintenance.repair()
+    assert report.savepoints_removed == [r.instant]
+    assert not Path(t.path, f".hoodie/{r.instant}.savepoint.inflight").exists()
+    assert list(t.timeline().pending) == []

@@ -409,3 +409,22 @@ def test_sample_timeline(name: str, unpacked: Path) -> None:
     assert {i.state for i in parsed} == (
         {State.REQUESTED, State.INFLIGHT, State.COMPLETED} if expected else set()
     )
+
+
+def test_archived_range_and_savepoints_in_visibility() -> None:
+    # archived commits older than the first active write stay visible even behind an old restore
+    tl = Timeline.from_file_names(
+        ["20240101000000000.restore", "20240301000000000.commit", "20240301000000000.savepoint",
+         "20240401000000000.inflight", "20240401000000000.savepoint"],
+        has_archive=True,
+    )
+    assert tl.archived_before == "20240301000000000"
+    assert tl.is_visible("20240201000000000")  # archived, newer than the kept restore
+    assert tl.is_visible("20240301000000000")
+    # a savepoint of a commit being rolled back (restore in progress) does not make its files visible
+    assert not tl.is_visible("20240401000000000")
+    assert tl.completed_write_times == frozenset({"20240301000000000"})
+    # every active write rolled back: the remaining rollback instant bounds the archived range
+    rb = Timeline.from_file_names(["20240501000000000.rollback"], has_archive=True)
+    assert rb.archived_before == "20240501000000000" and rb.is_visible("20240301000000000")
+    assert Timeline.from_file_names(["20240501000000000.rollback"], has_archive=False).archived_before is None
