@@ -4,6 +4,7 @@ compaction, and random operation sequences checked against a brute-force map."""
 from __future__ import annotations
 
 import random
+import signal
 
 import pyarrow as pa
 import pytest
@@ -15,9 +16,9 @@ from engine.index.record_hash import buckets_of
 from engine.table.file_names import parse_base_file_name
 from engine.table.meta_client import instant_file_names
 from engine.timeline.instant import Action, Instant, State
-from engine.write import commit as commit_protocol
+from tests.integration.test_crash import FAST, run_writer
 from tests.support import hudi_rs
-from tests.support.tables import data_rows, rows
+from tests.support.tables import data_rows, rows, tree_bytes
 
 pytestmark = pytest.mark.spark
 
@@ -122,31 +123,56 @@ def test_spark_lookup_path_tags_like_the_driver_path(spark, tmp_path):
     assert len(truth(t)) == 40
 
 
-def test_crash_before_completion_leaves_no_visible_entry_and_the_next_write_cleans(spark, tmp_path, monkeypatch):
+def test_crash_before_completion_leaves_no_visible_entry_and_the_next_write_cleans(spark, tmp_path):
     t = make(spark, tmp_path / "t")
-    t.upsert(spark.createDataFrame([("a", "paris", "v1", 1), ("b", "rome", "v1", 1)], SCHEMA))
+    t.upsert(spark.createDataFrame([("a", "paris", "v1", 1), ("b", "rome", "v1", 1)], SCHEMA), options=FAST)
     before = locate(t, "abc")
-
-    def die(*_a, **_k):
-        raise KeyboardInterrupt("process killed")
-
-    with monkeypatch.context() as m:  # the process dies after the index files, before completing
-        m.setattr(commit_protocol, "complete", die)
-        m.setattr(commit_protocol, "abort", lambda *_a, **_k: None)  # nothing cleans up after a kill
-        with pytest.raises(KeyboardInterrupt):
-            t.upsert(spark.createDataFrame([("c", "oslo", "v1", 2), ("a", "rome", "v2", 2)], SCHEMA))
-            t.delete(spark.createDataFrame([("b", "x")], KEYS))
+    # a writer process is SIGKILLed (driver, JVM, workers) after its data and index files, before completion
+    batch = [["c", "oslo", "v1", 2], ["a", "rome", "v2", 2]]
+    res = run_writer({"path": t.path, "action": "upsert", "schema": SCHEMA, "batches": [batch], "options": FAST},
+                     "write.before_complete")
+    assert res.returncode == -signal.SIGKILL, res.stderr[-3000:]
     crashed = t.timeline().last
-    assert crashed is not None and not crashed.is_completed
+    assert crashed is not None and crashed.state is State.INFLIGHT
     left = [n for n in index_files(t) if crashed.time in n]
     assert left  # the crashed write's entries are on disk ...
     assert locate(t, "abc") == before == truth(t)  # ... and invisible
-    r = t.upsert(spark.createDataFrame([("d", "oslo", "v1", 3)], SCHEMA))
+    assert rows(t.read()) == hudi_rs.sort_rows(hudi_rs.snapshot(t.path))
+    r = t.upsert(spark.createDataFrame([("d", "oslo", "v1", 3)], SCHEMA), options=FAST)
     # the repair before the write rolled the crashed write back, its index files with its data files
     assert r.repaired is not None and r.repaired.failed_writes_rolled_back == [crashed.time]
     assert r.index_stats["update_orphans_removed"] == 0
     assert not [n for n in index_files(t) if crashed.time in n]
-    assert locate(t, "abcd") == truth(t) and sorted(truth(t)) == ["a", "b", "d"]
+    assert [i.time for i in t.timeline().instants if i.time == crashed.time] == []
+    assert locate(t, "abcd") == truth(t)
+    assert data_rows(t.read()) == [{"id": "a", "city": "paris", "v": "v1", "ts": 1},
+                                   {"id": "b", "city": "rome", "v": "v1", "ts": 1},
+                                   {"id": "d", "city": "oslo", "v": "v1", "ts": 3}]
+
+
+def test_an_interrupted_write_undoes_its_index_entries_before_it_stops(spark, tmp_path, monkeypatch):
+    from engine.services.transaction import WriteGuard
+
+    t = make(spark, tmp_path / "t")
+    t.upsert(spark.createDataFrame([("a", "paris", "v1", 1), ("b", "rome", "v1", 1)], SCHEMA), options=FAST)
+    before, snapshot = locate(t, "abc"), tree_bytes(t.path)
+
+    def interrupted(self):
+        raise KeyboardInterrupt("Ctrl-C")
+
+    with monkeypatch.context() as m:  # interrupted after the index files, before completion
+        m.setattr(WriteGuard, "before_complete", interrupted)
+        with pytest.raises(KeyboardInterrupt):
+            t.upsert(spark.createDataFrame([("c", "oslo", "v1", 2), ("a", "rome", "v2", 2)], SCHEMA), options=FAST)
+    # a process that lives to see the interrupt cleans up at once: no pending instant, no index file
+    assert tree_bytes(t.path) == snapshot  # the table exactly as it was, index folder included
+    assert locate(t, "abc") == before == truth(t)
+    r = t.upsert(spark.createDataFrame([("a", "rome", "v3", 3)], SCHEMA), options=FAST)
+    assert r.repaired is None or r.repaired.failed_writes_rolled_back == []
+    assert (r.inserts, r.deletes) == (1, 1)  # moved from paris to rome: the old copy is deleted
+    assert locate(t, "abc") == truth(t)
+    assert data_rows(t.read()) == [{"id": "a", "city": "rome", "v": "v3", "ts": 3},
+                                   {"id": "b", "city": "rome", "v": "v1", "ts": 1}]
 
 
 def test_interrupted_compaction_keeps_the_old_files_valid(spark, tmp_path, monkeypatch):
