@@ -530,13 +530,13 @@ def cmd_lookup(args: argparse.Namespace) -> int:
 
 def cmd_index_build(args: argparse.Namespace) -> int:
     """Build the RECORD index of a table from its data files and make it the table's index."""
-    from engine.index.record_service import build_index
+    from engine.services.maintenance import Maintenance
 
     if args.type.upper() != "RECORD":
         raise UsageError(f"only the RECORD index can be built, not {args.type}")
     meta = MetaClient.open(args.path)
     started = time.monotonic()
-    updated, stats = build_index(meta, args.buckets, args.hash)
+    updated, stats = Maintenance(meta).build_record_index(args.buckets, args.hash)
     doc = {
         "path": meta.storage.base_uri,
         "index_type": "RECORD",

@@ -237,7 +237,8 @@ def build_index(meta: MetaClient, buckets: int | None = None, hash_name: str | N
     keeps its old index and the new files are unused). Returns the updated MetaClient and stats.
 
     A table already using RECORD keeps its bucket count and hash (rebuilding them in place).
-    Run it with no writer in flight: a commit completing meanwhile would miss its entries.
+    The caller holds the table lock (`Maintenance.build_record_index`): a commit completing
+    meanwhile would miss its entries, and a running write's index files would count as orphans.
     """
     from engine.config.table_config import IndexType
     from engine.index.record_hash import record_index_properties

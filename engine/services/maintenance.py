@@ -113,6 +113,21 @@ class Maintenance:
     def archived_instants(self) -> list[Instant]:
         return archive_service.archived_instants(self.meta)
 
+    # ---- index ---------------------------------------------------------------------------
+    def build_record_index(self, buckets: int | None = None, hash_name: str | None = None):
+        """Build the RECORD index from the data files and make it the table's index (see
+        `engine.index.record_service.build_index`), under the table lock after repair, so that
+        no write can complete (with the old index, or without its entries) while it runs.
+        Returns the updated MetaClient and the build's stats."""
+        from engine.index.record_service import build_index
+
+        with self._tx("index build", self._index()) as tx:
+            tx.fence()
+            updated, stats = build_index(self.meta, buckets, hash_name)
+            tx.fence()
+        self.meta = updated
+        return updated, stats
+
     # ---- repair ------------------------------------------------------------------------
     def repair(self, dry_run: bool = False) -> RepairReport:
         """Finish interrupted services and roll back failed writes (also done before every write)."""

@@ -23,7 +23,7 @@ from engine.config.table_config import TableType
 from engine.errors import InstantNotFoundError, InvalidInputError, RollbackRefusedError
 from engine.index.base import Index
 from engine.services import rollback as rb
-from engine.services.savepoint import remove_savepoint_files
+from engine.services.savepoint import missing_snapshot_files, remove_savepoint_files
 from engine.services.timeline_files import ensure_file, read_avro, write_avro
 from engine.table.meta_client import MetaClient
 from engine.timeline.instant import Action, Instant, State
@@ -118,15 +118,7 @@ def _check_replaced_versions(meta: MetaClient, later: list[Instant]) -> None:
 
 def _check_snapshot_intact(meta: MetaClient, timeline: Timeline, target: str) -> None:
     """Every file of the snapshot at `target` must still exist (clean may have deleted some)."""
-    latest: dict[tuple[str, str], str] = {}
-    for w in timeline.completed_writes.instants:
-        if w.time > target:
-            break
-        for s in meta.commit_metadata(w).write_stats:
-            if s.path:
-                latest[(s.partitionPath, s.fileId)] = s.path
-    present = {df.path for df in meta.list_data_files()}
-    missing = sorted(p for p in latest.values() if p not in present)
+    missing = missing_snapshot_files(meta, timeline, target)
     if missing:
         raise RollbackRefusedError(
             f"cannot restore to {target}: {len(missing)} file(s) of its snapshot were cleaned "
@@ -152,6 +144,7 @@ def execute_restore(meta: MetaClient, plan: RestorePlan, index: Index | None, fe
     # savepoints of the instants to roll back go first (pending ones too): a savepoint must never
     # outlive, even for a moment, the commit it protects
     oldest = min((i.time for i in plan.instants), default=None)
+    rb._fence(fence)  # a restore that lost its lock deletes nothing, savepoints included
     for sp in meta.timeline().instants:
         if sp.action is Action.SAVEPOINT and oldest is not None and sp.time >= oldest:
             remove_savepoint_files(meta, sp.time)

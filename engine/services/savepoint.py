@@ -45,9 +45,29 @@ def plan_savepoint(meta: MetaClient, timeline: Timeline, time: str, user: str | 
         raise InvalidInputError(
             f"commit {time} cannot be savepointed: a clean already retained only from {retained}"
         )
+    missing = missing_snapshot_files(meta, timeline, time)
+    if missing:  # a clean (KEEP_LATEST_FILE_VERSIONS records no retained commit) broke the snapshot
+        raise InvalidInputError(
+            f"commit {time} cannot be savepointed: {len(missing)} file(s) of its snapshot were cleaned "
+            f"(e.g. {missing[0]})"
+        )
     view = meta.file_system_view(timeline, as_of=time)
     files = tuple(sorted(b.path for b in view.latest_base_files()))
     return Savepoint(time, files, user if user is not None else _user(), comment, int(_time.time() * 1000))
+
+
+def missing_snapshot_files(meta: MetaClient, timeline: Timeline, time: str) -> list[str]:
+    """The files of the snapshot at `time` (latest version of each file group written by the
+    active timeline's completed writes up to `time`, from their commit metadata) that no longer exist."""
+    latest: dict[tuple[str, str], str] = {}
+    for w in timeline.completed_writes.instants:
+        if w.time > time:
+            break
+        for s in meta.commit_metadata(w).write_stats:
+            if s.path:
+                latest[(s.partitionPath, s.fileId)] = s.path
+    present = {df.path for df in meta.list_data_files()}
+    return sorted(p for p in latest.values() if p not in present)
 
 
 def create_savepoint(meta: MetaClient, sp: Savepoint) -> Savepoint:

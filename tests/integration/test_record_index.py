@@ -310,3 +310,23 @@ def test_index_build_turns_a_global_simple_table_into_a_record_table(spark, tmp_
     assert (r.inserts, r.deletes, r.updates) == (2, 1, 0)  # b moved, c re-inserted
     assert locate(t, "abc") == truth(t)
     assert rows(t.read()) == hudi_rs.sort_rows(hudi_rs.snapshot(t.path))
+
+
+def test_index_build_is_refused_and_changes_nothing_while_another_writer_holds_the_lock(spark, tmp_path, capsys):
+    from engine.cli import main
+    from engine.table.lock import TableLock
+
+    g = make(spark, tmp_path / "g", "GLOBAL_SIMPLE")
+    g.upsert(spark.createDataFrame([("a", "paris", "v1", 1), ("b", "rome", "v1", 1)], SCHEMA))
+    before = tree_bytes(g.path)
+    holder = TableLock(g.meta.storage, "a running upsert", lease=60)
+    holder.acquire()
+    try:
+        capsys.readouterr()
+        assert main(["index", "build", g.path, "--type", "RECORD"]) != 0
+        err = capsys.readouterr().err
+        assert "ConcurrentWriteError" in err or "a running upsert" in err
+    finally:
+        holder.release()
+    assert tree_bytes(g.path) == before  # no index file, hoodie.properties untouched
+    assert Table.open(spark, g.path).config.index_type.value == "GLOBAL_SIMPLE"

@@ -340,6 +340,24 @@ def test_savepoint_of_a_commit_the_cleaner_already_passed_is_refused(spark, tmp_
     t.maintenance.create_savepoint(instants[2])
 
 
+def test_savepoint_of_a_snapshot_a_file_versions_clean_broke_is_refused(spark, tmp_path):
+    from engine.errors import InvalidInputError
+    from engine.services.maintenance import Maintenance
+
+    t = make(spark, tmp_path)
+    instants = [upsert(t, spark, [(1, f"v{i}", "paris", i)]).instant for i in range(3)]
+    upsert(t, spark, [(2, "w", "rome", 9)])
+    # KEEP_LATEST_FILE_VERSIONS records no earliest retained commit: only the snapshot itself tells
+    Maintenance(t.meta, {**MANUAL, "hoodie.cleaner.policy": "KEEP_LATEST_FILE_VERSIONS",
+                         "hoodie.cleaner.fileversions.retained": "1"}).clean()
+    snapshot = tree_bytes(t.path)
+    with pytest.raises(InvalidInputError, match=f"commit {instants[1]} cannot be savepointed: 1 file"):
+        t.maintenance.create_savepoint(instants[1])
+    assert tree_bytes(t.path) == snapshot
+    sp = t.maintenance.create_savepoint(instants[2])  # its snapshot is whole
+    assert sp.time == instants[2] and len(sp.files) == 1
+
+
 def test_a_failing_automatic_clean_does_not_fail_the_committed_write(spark, tmp_path, monkeypatch):
     from engine.errors import StorageError
     from engine.services import clean as clean_service
