@@ -165,17 +165,71 @@ def check_rollback_allowed(meta: MetaClient, timeline: Timeline, target: Instant
     present = {df.path for df in meta.list_data_files()}
     existing_names = {p.rpartition("/")[2] for p in present}
     missing = []
+    previous: list[tuple[str, str | None]] = []  # (T's version, the version it replaced) per group
     for s in stats:
         if s.prevCommit and s.prevCommit != "null":
             prefix = f"{s.fileId}_"
             suffix = f"_{s.prevCommit}.parquet"
-            if not any(n.startswith(prefix) and n.endswith(suffix) for n in existing_names):
+            found = sorted(n for n in existing_names if n.startswith(prefix) and n.endswith(suffix))
+            if not found:
                 missing.append(f"{s.partitionPath}/{s.fileId} @ {s.prevCommit}")
+            else:
+                prev = f"{s.partitionPath}/{found[0]}" if s.partitionPath else found[0]
+                previous.append((s.path or "", prev))
     if missing:
         raise RollbackRefusedError(
             f"cannot roll back {target.time}: the file versions it replaced were cleaned "
             f"({', '.join(sorted(missing)[:5])}{' ...' if len(missing) > 5 else ''}); the records would be lost"
         )
+    rewritten = _rewritten_removed_keys(meta, timeline, target.time, mine, previous, present)
+    if rewritten:
+        later = tuple(sorted(rewritten))
+        keys = sorted({k for ks in rewritten.values() for k in ks})
+        raise RollbackRefusedError(
+            f"cannot roll back {target.time}: it deleted or moved record(s) that later commit(s) "
+            f"{', '.join(later)} wrote again ({', '.join(keys[:5])}{' ...' if len(keys) > 5 else ''}); "
+            f"rolling it back would keep them twice. Roll those back first (newest first) or restore "
+            f"to an instant before {target.time}",
+            later,
+        )
+
+
+def _rewritten_removed_keys(
+    meta: MetaClient,
+    timeline: Timeline,
+    time: str,
+    mine: set[tuple[str, str]],
+    previous: list[tuple[str, str | None]],
+    present: set[str],
+) -> dict[str, set[str]]:
+    """Later commit -> keys it wrote that instant `time` had taken out of its file groups.
+
+    Rolling `time` back makes the versions it replaced current again, so a key it deleted or
+    moved to another partition comes back where it was. If a later commit wrote that key again
+    elsewhere (an insert after the delete, a global index placing it in another partition,
+    bulk_insert), the table would hold it twice: that commit depends on `time`."""
+    removed: set[str] = set()
+    for current, prev in previous:
+        if prev is None:
+            continue
+        before = set(_read_keys(meta, prev).column(RECORD_KEY_COL).to_pylist())
+        after = set(_read_keys(meta, current).column(RECORD_KEY_COL).to_pylist()) if current in present else set()
+        removed |= before - after
+    if not removed:
+        return {}
+    wanted = pa.array(sorted(removed), pa.string())
+    out: dict[str, set[str]] = {}
+    for b in meta.file_system_view(timeline).latest_base_files():
+        if (b.partition, b.file_id) in mine or b.instant <= time:
+            continue  # a record written after `time` lives in a file version written after it
+        t = _read_keys(meta, b.path)
+        hit = t.filter(
+            pc.and_(pc.is_in(t.column(RECORD_KEY_COL).cast(pa.string()), value_set=wanted),
+                    pc.greater(t.column(COMMIT_TIME_COL).cast(pa.string()), time))
+        )
+        for key, commit in zip(hit.column(RECORD_KEY_COL).to_pylist(), hit.column(COMMIT_TIME_COL).to_pylist(), strict=True):
+            out.setdefault(commit, set()).add(key)
+    return out
 
 
 def plan_rollback(meta: MetaClient, timeline: Timeline, target_time: str, index: Index | None) -> RollbackPlan:

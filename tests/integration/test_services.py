@@ -107,6 +107,47 @@ def test_rollback_of_an_independent_older_commit_is_allowed(spark, tmp_path):
     assert data(t) == oracle(t) == [(1, "a3", "paris", 3)]
 
 
+def test_rollback_refused_when_a_later_commit_wrote_again_a_key_it_deleted(spark, tmp_path):
+    t = make(spark, tmp_path)
+    upsert(t, spark, [(1, "a", "paris", 1), (2, "b", "paris", 1)])
+    r2 = t.delete(spark.createDataFrame([(1, "paris")], "id int, city string"), options=MANUAL)
+    # bulk_insert skips the index and small files: key 1 lands in a new file group of paris
+    r3 = t.bulk_insert(df(spark, [(1, "a3", "paris", 3)]), options=MANUAL)
+    snapshot = tree_bytes(t.path)
+    with pytest.raises(RollbackRefusedError) as err:
+        t.maintenance.rollback(r2.instant)
+    assert err.value.dependents == (r3.instant,)
+    assert f"later commit(s) {r3.instant} wrote again (1)" in str(err.value)
+    assert tree_bytes(t.path) == snapshot
+    assert data(t) == oracle(t) == [(1, "a3", "paris", 3), (2, "b", "paris", 1)]
+    t.maintenance.rollback(r3.instant)  # newest first, then the delete: nothing is kept twice
+    t.maintenance.rollback(r2.instant)
+    assert data(t) == oracle(t) == [(1, "a", "paris", 1), (2, "b", "paris", 1)]
+
+
+def test_rollback_refused_when_a_global_index_placed_a_deleted_key_in_another_partition(spark, tmp_path):
+    t = make(spark, tmp_path, index="GLOBAL_SIMPLE")
+    upsert(t, spark, [(1, "a", "paris", 1), (2, "b", "paris", 1)])
+    r2 = t.delete(spark.createDataFrame([(1, "paris")], "id int, city string"), options=MANUAL)
+    r3 = upsert(t, spark, [(1, "a3", "rome", 3)])  # absent now: inserted in rome
+    r4 = upsert(t, spark, [(7, "g", "oslo", 4)])  # unrelated
+    snapshot = tree_bytes(t.path)
+    with pytest.raises(RollbackRefusedError) as err:
+        t.maintenance.rollback(r2.instant)
+    assert err.value.dependents == (r3.instant,)
+    assert tree_bytes(t.path) == snapshot
+    assert r4.instant not in str(err.value)
+
+
+def test_rollback_of_a_delete_whose_keys_nobody_wrote_again_is_allowed(spark, tmp_path):
+    t = make(spark, tmp_path, index="GLOBAL_SIMPLE")
+    upsert(t, spark, [(1, "a", "paris", 1), (2, "b", "paris", 1)])
+    r2 = t.delete(spark.createDataFrame([(1, "paris")], "id int, city string"), options=MANUAL)
+    upsert(t, spark, [(3, "c", "rome", 3)])
+    t.maintenance.rollback(r2.instant)
+    assert data(t) == oracle(t) == [(1, "a", "paris", 1), (2, "b", "paris", 1), (3, "c", "rome", 3)]
+
+
 def test_rollback_dry_run_changes_nothing(spark, tmp_path):
     t = make(spark, tmp_path)
     upsert(t, spark, [(1, "a", "paris", 1)])

@@ -1,4 +1,5 @@
-"""Property test: random sequences of upsert, delete, rollback, restore, savepoint and clean against
+"""Property test: random sequences of upsert, delete, rollback (of the latest or an older commit), restore,
+savepoint and clean against
 an in-memory model of the table; zero divergence after every step, and hudi-rs agrees at the end."""
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ OPS = st.one_of(
     st.tuples(st.just("upsert"), st.lists(KEYS, min_size=1, max_size=4, unique=True)),
     st.tuples(st.just("delete"), st.lists(KEYS, min_size=1, max_size=3, unique=True)),
     st.tuples(st.just("rollback"), st.just(None)),
+    st.tuples(st.just("rollback_older"), st.integers(min_value=0, max_value=10)),
     st.tuples(st.just("restore"), st.integers(min_value=0, max_value=10)),
     st.tuples(st.just("savepoint"), st.just(None)),
     st.tuples(
@@ -45,6 +47,7 @@ class Model:
 
     def __init__(self) -> None:
         self.commits: list[tuple[str, dict[int, tuple]]] = []
+        self.ops: list[tuple[str, list[tuple]]] = []  # per commit: ("upsert" | "delete", rows)
         self.savepoints: set[str] = set()
         self.cleaned_after: str | None = None  # the newest commit time before the last clean ran
 
@@ -55,12 +58,33 @@ class Model:
     def expected(self) -> list[tuple]:
         return sorted(self.state.values())
 
+    def replay(self) -> None:
+        """Recompute every commit's state from the ops (after a commit was taken out)."""
+        state: dict[int, tuple] = {}
+        for n, (kind, batch) in enumerate(self.ops):
+            state = dict(state)
+            for row in batch:
+                if kind == "upsert":
+                    state[row[0]] = row
+                else:
+                    state.pop(row[0], None)
+            self.commits[n] = (self.commits[n][0], state)
+
+    def touched(self, n: int) -> tuple[set[str], set[int]]:
+        """Partitions commit n rewrote and keys it took out (one file group per partition here)."""
+        kind, batch = self.ops[n]
+        before = self.commits[n - 1][1] if n else {}
+        if kind == "upsert":
+            return {city(r[0]) for r in batch}, set()
+        gone = {r[0] for r in batch if r[0] in before}
+        return {city(k) for k in gone}, gone
+
 
 def ours(t: Table) -> list[tuple]:
     return sorted((r["id"], r["name"], r["city"], r["ts"]) for r in rows(t.read()))
 
 
-@settings(max_examples=12, deadline=None, database=None, derandomize=True,
+@settings(max_examples=16, deadline=None, database=None, derandomize=True,
           suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
 @given(ops=st.lists(OPS, min_size=5, max_size=9))
 def test_random_service_sequences_match_the_model(spark, ops):
@@ -86,6 +110,7 @@ def apply(spark, t: Table, model: Model, step: int, op: str, arg) -> None:
         for row in batch:
             state[row[0]] = row
         model.commits.append((r.instant, state))
+        model.ops.append(("upsert", batch))
     elif op == "delete":
         batch = [(k, "x", city(k), step) for k in arg]
         r = t.delete(spark.createDataFrame(batch, SCHEMA), options=MANUAL)
@@ -94,6 +119,7 @@ def apply(spark, t: Table, model: Model, step: int, op: str, arg) -> None:
             state.pop(k, None)
         if r.instant is not None:
             model.commits.append((r.instant, state))
+            model.ops.append(("delete", batch))
     elif op == "rollback" and model.commits:
         latest = model.commits[-1][0]
         protected = any(sp >= latest for sp in model.savepoints)
@@ -108,6 +134,28 @@ def apply(spark, t: Table, model: Model, step: int, op: str, arg) -> None:
         assert not protected
         event("rollback done")
         model.commits.pop()
+        model.ops.pop()
+    elif op == "rollback_older" and len(model.commits) > 1:
+        n = arg % (len(model.commits) - 1)  # never the latest: that is "rollback"
+        target = model.commits[n][0]
+        protected = any(sp >= target for sp in model.savepoints)
+        parts, gone = model.touched(n)
+        later = range(n + 1, len(model.commits))
+        rewrote = any(model.touched(m)[0] & parts for m in later)
+        wrote_again = any(model.ops[m][0] == "upsert" and {r[0] for r in model.ops[m][1]} & gone for m in later)
+        try:
+            t.maintenance.rollback(target)
+        except RollbackRefusedError as exc:
+            before = model.commits[n - 1][0] if n else ""
+            cleaned = model.cleaned_after is not None and model.cleaned_after >= before
+            assert protected or rewrote or wrote_again or cleaned, exc
+            event("older rollback refused")
+            return
+        assert not protected
+        event("older rollback done")
+        del model.commits[n]
+        del model.ops[n]
+        model.replay()  # the table must now be what the other commits alone make of it
     elif op == "restore" and len(model.commits) > 1:
         target_i = arg % (len(model.commits) - 1)
         target = model.commits[target_i][0]
@@ -119,6 +167,7 @@ def apply(spark, t: Table, model: Model, step: int, op: str, arg) -> None:
             return
         event("restore done")
         del model.commits[target_i + 1:]
+        del model.ops[target_i + 1:]
         model.savepoints = {sp for sp in model.savepoints if sp <= target}
     elif op == "savepoint" and model.commits:
         latest = model.commits[-1][0]
