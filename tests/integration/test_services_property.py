@@ -1,6 +1,6 @@
-"""Property test: random sequences of upsert, delete, rollback (of the latest or an older commit), restore,
-savepoint and clean against
-an in-memory model of the table; zero divergence after every step, and hudi-rs agrees at the end."""
+"""Property test: random sequences of upsert, delete, rollback (of the latest or an older commit),
+restore, savepoint and clean against an in-memory model of the table; zero divergence after every
+step, and hudi-rs agrees at the end."""
 
 from __future__ import annotations
 
