@@ -133,9 +133,11 @@ class Index(abc.ABC):
         return []
 
     def rollback_commit(self, meta: MetaClient, instant: str, change: RollbackChange) -> None:  # noqa: B027
-        """Undo what `update_location` recorded for a rolled-back instant, called after the instant's
-        data files (and `rollback_files`) are deleted. No-op for indexes that derive locations from
-        the data files (SIMPLE, BLOOM)."""
+        """Undo what `update_location` recorded for a rolled-back instant. Called once the instant
+        is invisible (no longer completed) and before its data files (and `rollback_files`) are
+        deleted; called again with the same or a smaller change when a crashed rollback resumes,
+        so it must be idempotent. No-op for indexes that derive locations from the data files
+        (SIMPLE, BLOOM)."""
 
 
 @dataclass(frozen=True)

@@ -245,8 +245,9 @@ class RecordIndex(Index):
         return sorted(f.path for f in files if not f.is_base and f.instant == instant)
 
     def rollback_commit(self, meta: MetaClient, instant: str, change: RollbackChange | None = None) -> None:
-        """Rebuild the buckets whose base file covers `instant` (see the module docstring); the
-        instant's delta files are gone already (`rollback_files`). `change` is not needed."""
+        """Rebuild the buckets whose base file covers `instant` (see the module docstring). The
+        instant's own delta files no longer count (it is not completed) and are deleted by the
+        rollback (`rollback_files`) or by the rebuild's clean-up. `change` is not needed."""
         state = load_state(meta)
         affected = sorted(b for b, s in state.buckets.items() if s.base is not None and (s.covers or "") >= instant)
         if affected:

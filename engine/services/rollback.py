@@ -7,8 +7,9 @@ On the timeline (R is the rollback's own time, T the rolled-back instant):
 2. `R.rollback.inflight`.
 3. If T is completed, `T.commit` is removed first (T.inflight kept): from here on T is pending,
    invisible to every reader, and the snapshot is the one before T.
-4. T's files are deleted (the plan's, plus any file of T found by a fresh listing), partition
-   folders T created and left empty are removed, and the index reverts T's locations.
+4. The index reverts T's locations (computed from T's files, so before any of them goes), then
+   T's files are deleted (the plan's, plus any file of T found by a fresh listing) and partition
+   folders T created and left empty are removed.
 5. T's remaining timeline files and its heartbeat are removed.
 6. `R.rollback` (Avro `HoodieRollbackMetadata`: what was deleted).
 
@@ -288,8 +289,17 @@ def undo_instant(
         storage.delete(meta.instant_path(completed))
     failpoints.hit("rollback.after_revert")
     files = sorted(set(planned) | set(instant_files(meta, time, index)))
-    wants = index is not None and index.wants_locations
-    removed = _written_keys(meta, files, time) if wants else None
+    if index is not None:
+        # the index is reverted before any file goes: the change is read from the instant's
+        # files, so a resumed run (after a crash among the deletions below) would see only part
+        # of it. Reverting first is safe (the instant is invisible already) and idempotent: a
+        # resumed run recomputes the same change, or a part of one already applied.
+        wants = index.wants_locations
+        change = RollbackChange(
+            _written_keys(meta, files, time) if wants else CHANGE_SCHEMA_REMOVED.empty_table(),
+            _restored_locations(meta, files, planned_groups) if wants else CHANGE_SCHEMA_RESTORED.empty_table(),
+        )
+        index.rollback_commit(meta, time, change)
     deleted = []
     for i, rel in enumerate(files):
         if storage.exists(rel):
@@ -299,13 +309,6 @@ def undo_instant(
             failpoints.hit("rollback.files_deleted")
     touched = {_parent(f) for f in files if not f.startswith(".hoodie")} | planned_parts
     _remove_created_partitions(meta, touched, time)
-    if index is not None:
-        restored = _restored_locations(meta, files, planned_groups) if wants else None
-        change = RollbackChange(
-            removed if removed is not None else CHANGE_SCHEMA_REMOVED.empty_table(),
-            restored if restored is not None else CHANGE_SCHEMA_RESTORED.empty_table(),
-        )
-        index.rollback_commit(meta, time, change)
     storage.delete(heartbeat_path(time))
     remove_instant(meta, time, action)
     return deleted

@@ -115,6 +115,40 @@ def test_rollback_puts_back_what_a_rolled_back_write_deleted_or_moved(spark, tmp
     assert set(entries(conn, name)) == {"a", "b", "c"}
 
 
+def test_a_rollback_interrupted_among_its_deletions_reverts_the_whole_index_when_resumed(spark, tmp_path, hbase, monkeypatch):
+    from engine import failpoints
+    from engine.services.maintenance import Maintenance
+
+    class Crash(BaseException):
+        pass
+
+    options, conn, name = hbase
+    opts = {**options, "hoodie.clean.automatic": "false", "hoodie.archive.automatic": "false"}
+    t = make(spark, tmp_path / "t")
+    t.upsert(spark.createDataFrame([("a", "paris", "v1", 1), ("b", "paris", "v1", 1)], SCHEMA), options=opts)
+    before, snapshot = entries(conn, name), rows(t.read())
+    # r2 inserts c in oslo and moves b to rome: three files (oslo, paris, rome), oslo deleted first
+    r2 = t.upsert(spark.createDataFrame([("c", "oslo", "v2", 2), ("b", "rome", "v2", 2)], SCHEMA), options=opts)
+    assert set(entries(conn, name)) == {"a", "b", "c"}
+
+    def crash(point):
+        if point == "rollback.files_deleted":
+            raise Crash(point)
+
+    with monkeypatch.context() as m:  # the process dies right after the rollback's first deletion
+        m.setattr(failpoints, "hit", crash)
+        with pytest.raises(Crash):
+            Maintenance(t.meta, opts).rollback(r2.instant)
+    assert not (tmp_path / "t" / "oslo").exists() or not any((tmp_path / "t" / "oslo").glob("*.parquet"))
+    report = Maintenance(t.meta, opts).repair()
+    assert len(report.rollbacks_finished) == 1
+    # the resumed rollback saw only the files left, but the index was reverted before any went
+    assert entries(conn, name) == before
+    assert rows(t.read()) == snapshot == hudi_rs.sort_rows(hudi_rs.snapshot(t.path))
+    r3 = t.upsert(spark.createDataFrame([("c", "lima", "v3", 3)], SCHEMA), options=opts)
+    assert (r3.inserts, r3.updates) == (1, 0)
+
+
 def test_a_write_aborted_after_the_index_update_reverts_the_index(spark, tmp_path, hbase, monkeypatch):
     from engine.errors import ConcurrentWriteError
     from engine.services.transaction import WriteGuard
