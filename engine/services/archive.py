@@ -13,6 +13,10 @@ for each instant its requested/inflight files before its completed file. So the 
 is always a suffix of the history (data files of archived commits predate its first instant and
 stay visible), and an instant is never seen as pending. An interrupted archival leaves instants
 both archived and active; the next run skips what the archive already holds.
+
+Before that, files of instants in the range about to be archived that never completed (debris a
+straggler task of an aborted write may have left) are deleted: once archived, an instant's
+files count because they predate the active timeline.
 """
 
 from __future__ import annotations
@@ -84,6 +88,7 @@ def execute_archive(meta: MetaClient, plan: ArchivePlan, fence: Callable[[], Non
         return []
     if fence is not None:
         fence()
+    remove_debris_below(meta, meta.timeline(), plan)
     already = {e.get("commitTime") for e in read_archived_entries(meta)}
     todo = [i for i in plan.instants if i.time not in already]
     folder = archive_folder(meta)
@@ -101,6 +106,52 @@ def execute_archive(meta: MetaClient, plan: ArchivePlan, fence: Callable[[], Non
     for inst in plan.instants:  # oldest first; completed file last within each instant
         remove_instant(meta, inst.time, inst.action)
     return plan.times
+
+
+def debris_below(meta: MetaClient, timeline: Timeline, plan: ArchivePlan) -> list[str]:
+    """Files that archiving `plan` would make visible although their instant never completed.
+
+    Once archived, an instant's files count because they predate the active timeline (as in
+    Apache Hudi and hudi-rs), so any file whose instant falls in the range archival adds and is
+    not a completed write there is debris of a write that failed or was rolled back (a straggler
+    task that wrote after its write was aborted): data files, and the RECORD index's delta files."""
+    from engine.index.record_files import INDEX_FOLDER, IndexFile
+    from engine.table.file_names import parse_base_file_name, parse_log_file_name
+
+    if not plan.instants:
+        return []
+    archived = set(plan.times)
+    after = Timeline(tuple(i for i in timeline.instants if i.time not in archived), has_archive=True)
+    new_first = after.archived_before
+    old_first = timeline.archived_before
+    completed = timeline.completed_write_times
+
+    def debris(instant: str) -> bool:
+        if instant in completed or (old_first is not None and instant < old_first):
+            return False  # counts already
+        return new_first is None or instant < new_first
+
+    out = []
+    for df in meta.list_data_files():
+        name = df.path.rpartition("/")[2]
+        bn = parse_base_file_name(name)
+        ln = parse_log_file_name(name) if bn is None else None
+        instant = bn.instant if bn is not None else ln.base_instant if ln is not None else None
+        if instant is not None and debris(instant):
+            out.append(df.path)
+    for f in meta.storage.list_dir(INDEX_FOLDER):
+        ix = IndexFile.parse(f.name) if not f.is_dir else None
+        if ix is not None and not ix.is_base and debris(ix.instant):
+            out.append(ix.path)
+    return sorted(out)
+
+
+def remove_debris_below(meta: MetaClient, timeline: Timeline, plan: ArchivePlan) -> list[str]:
+    """Delete `debris_below` (before the archive file is written: a crash leaves nothing visible)."""
+    removed = debris_below(meta, timeline, plan)
+    for rel in removed:
+        meta.storage.delete(rel)
+    return removed
 
 
 def archive(

@@ -300,6 +300,32 @@ def test_archival_keeps_the_active_timeline_bounded_and_history_browsable(spark,
     assert first["actionType"] == "commit" and first["hoodieCommitMetadata"]["operationType"] == "UPSERT"
 
 
+def test_archival_deletes_debris_of_a_write_that_never_completed_before_archiving_past_it(spark, tmp_path):
+    import shutil
+
+    t = make(spark, tmp_path)
+    r1 = upsert(t, spark, [(1, "a", "paris", 1)])
+    r2 = upsert(t, spark, [(2, "b", "rome", 2)])
+    # a straggler task of an aborted write (its instant between r1 and r2, gone from the timeline)
+    # left a whole base file holding key 1 in a file group of its own
+    aborted = str(int(r1.instant) + 1)
+    src = next(Path(t.path, "paris").glob("*.parquet"))
+    straggler = Path(t.path, "paris", f"deadbeef-0000-0000-0000-000000000000-0_0-1-2_{aborted}.parquet")
+    shutil.copy(src, straggler)
+    for i in range(3, 7):
+        upsert(t, spark, [(i, f"v{i}", "rome", i)])
+    assert data(t) == oracle(t) and len(data(t)) == 6  # hidden while its instant is on the active range
+    plan = archive_service.plan_archive(t.meta, t.timeline(), 2, 3)
+    assert r2.instant in plan.times
+    assert archive_service.debris_below(t.meta, t.timeline(), plan) == [f"paris/{straggler.name}"]
+    archived = t.maintenance.__class__(t.meta, {"hoodie.keep.min.commits": "2", "hoodie.keep.max.commits": "3",
+                                                "hoodie.cleaner.commits.retained": "1"}).archive()
+    assert r2.instant in archived and not straggler.exists()
+    assert t.timeline().archived_before > aborted
+    expected = sorted([(1, "a", "paris", 1), (2, "b", "rome", 2)] + [(i, f"v{i}", "rome", i) for i in range(3, 7)])
+    assert data(t) == oracle(t) == expected  # key 1 once, not twice
+
+
 # ---- repair -----------------------------------------------------------------------------------
 def _fake_failed_write(table: Table, instant: str) -> str:
     """What a writer killed mid-write leaves: requested + inflight files and a partial base file."""
