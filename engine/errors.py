@@ -40,6 +40,17 @@ class CommitConflictError(EngineError):
     """Another writer completed or claimed the same instant first."""
 
 
+class PendingClusteringError(CommitConflictError):
+    """The write would update file groups that a pending clustering (scheduled by Apache Hudi) is
+    going to rewrite; executing it would drop the update. `instant` names the clustering and
+    `groups` the (partition, file id) pairs hit. Nothing was written."""
+
+    def __init__(self, message: str, instant: str = "", groups: tuple[tuple[str, str], ...] = ()) -> None:
+        super().__init__(message)
+        self.instant = instant
+        self.groups = groups
+
+
 class StorageError(EngineError):
     """The storage layer failed (I/O error, permission, unreachable endpoint)."""
 

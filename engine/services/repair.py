@@ -6,6 +6,8 @@ Runs at the start of every write and through `hoodie repair`, in this order:
 2. pending writes whose heartbeat expired (their writer died) are rolled back: partial data and
    index files deleted, timeline files removed. A pending write with a live heartbeat means a
    writer is still running without the lock: ConcurrentWriteError, nothing touched;
+   Pending compactions and clusterings (table services Apache Hudi scheduled) are left alone
+   and reported in `left_pending`, as are failed writes of MERGE_ON_READ tables;
 3. pending cleans are finished from their plans;
 4. savepoints left inflight are removed, and heartbeat files of instants that are no longer
    pending.
@@ -26,7 +28,8 @@ from engine.services import rollback as rollback_service
 from engine.services.savepoint import remove_savepoint_files
 from engine.table.heartbeat import Heartbeat
 from engine.table.meta_client import MetaClient
-from engine.timeline.instant import Action
+from engine.timeline.instant import Action, Instant
+from engine.timeline.timeline import Timeline
 
 
 @dataclass
@@ -40,6 +43,9 @@ class RepairReport:
     heartbeats_removed: list[str] = field(default_factory=list)
     archival_finished: list[str] = field(default_factory=list)
     savepoints_removed: list[str] = field(default_factory=list)
+    # pending instants repair leaves alone, with the reason: table services Apache Hudi scheduled
+    # (compaction, clustering: Hudi executes them), and failed writes this engine cannot roll back
+    left_pending: dict[str, str] = field(default_factory=dict)
     dry_run: bool = False
 
     @property
@@ -53,6 +59,33 @@ class RepairReport:
             or self.archival_finished
             or self.savepoints_removed
         )
+
+
+TABLE_SERVICE_ACTIONS = (Action.COMPACTION, Action.LOG_COMPACTION, Action.CLUSTERING)
+
+
+def failed_write_candidates(meta: MetaClient, timeline: Timeline, left: dict[str, str]) -> list[Instant]:
+    """Pending write instants that are failed writes once their heartbeat expired (as Apache
+    Hudi's `getInflightTimelineExcludeCompactionAndClustering`): pending compactions and
+    clusterings are table services, not failed writes. Instants left alone go to `left`."""
+    from engine.config.table_config import TableType
+    from engine.table.clustering import pending_clustering
+
+    clustering = {c.instant.time for c in pending_clustering(meta, timeline)}
+    out = []
+    for inst in timeline.writes.instants:
+        if inst.is_completed:
+            continue
+        if inst.action in TABLE_SERVICE_ACTIONS or inst.time in clustering:
+            left[inst.time] = (
+                f"pending {inst.action.value} (a table service scheduled by Apache Hudi): run it with "
+                f"Hudi, or remove it with `hoodie rollback`"
+            )
+        elif meta.config.table_type is not TableType.COPY_ON_WRITE:
+            left[inst.time] = f"pending {inst.action.value}: rolling back MERGE_ON_READ writes is not implemented"
+        else:
+            out.append(inst)
+    return out
 
 
 def repair(
@@ -83,7 +116,7 @@ def repair(
             if not dry_run:
                 rollback_service.resume(meta, inst, index, fence)
     timeline = meta.timeline()
-    pending_writes = [i for i in timeline.writes.instants if not i.is_completed]
+    pending_writes = failed_write_candidates(meta, timeline, report.left_pending)
     live = [
         i.time
         for i in pending_writes

@@ -53,6 +53,9 @@ from engine.write.commit import claim_instant
 PLAN_MODEL = "HoodieRollbackPlan"
 METADATA_MODEL = "HoodieRollbackMetadata"
 ROLLBACK_ACTIONS = (Action.COMMIT,)
+# pending instants whose files can simply go: failed writes, and a clustering (or insert_overwrite)
+# Apache Hudi scheduled or started, which replaces nothing until it completes
+PENDING_ROLLBACK_ACTIONS = (Action.COMMIT, Action.REPLACE_COMMIT, Action.CLUSTERING)
 Fence = Callable[[], None] | None  # the table lock's check(): raises ConcurrentWriteError once lost
 
 CHANGE_SCHEMA_REMOVED = pa.schema([("key", pa.string()), ("partition", pa.string()), ("file_id", pa.string())])
@@ -138,8 +141,14 @@ def check_rollback_allowed(meta: MetaClient, timeline: Timeline, target: Instant
     """Refuse (RollbackRefusedError) a rollback of a completed instant that would lose data."""
     if meta.config.table_type is not TableType.COPY_ON_WRITE:
         raise InvalidInputError("rollback is implemented for COPY_ON_WRITE tables only")
+    if not target.is_completed and target.action in PENDING_ROLLBACK_ACTIONS:
+        return  # never visible: deleting its files and timeline files loses nothing
     if target.action not in ROLLBACK_ACTIONS:
-        raise InvalidInputError(f"cannot roll back a {target.action.value} instant ({target.time})")
+        state = "completed " if target.is_completed else ""
+        raise InvalidInputError(
+            f"cannot roll back a {state}{target.action.value} instant ({target.time}): only commits "
+            f"and pending replacecommits can be rolled back"
+        )
     if not target.is_completed:
         return
     guarded = [sp.time for sp in timeline.savepoints if sp.time >= target.time]
@@ -184,14 +193,14 @@ def check_rollback_allowed(meta: MetaClient, timeline: Timeline, target: Instant
         )
     rewritten = _rewritten_removed_keys(meta, timeline, target.time, mine, previous, present)
     if rewritten:
-        later = tuple(sorted(rewritten))
+        writers = tuple(sorted(rewritten))
         keys = sorted({k for ks in rewritten.values() for k in ks})
         raise RollbackRefusedError(
             f"cannot roll back {target.time}: it deleted or moved record(s) that later commit(s) "
-            f"{', '.join(later)} wrote again ({', '.join(keys[:5])}{' ...' if len(keys) > 5 else ''}); "
+            f"{', '.join(writers)} wrote again ({', '.join(keys[:5])}{' ...' if len(keys) > 5 else ''}); "
             f"rolling it back would keep them twice. Roll those back first (newest first) or restore "
             f"to an instant before {target.time}",
-            later,
+            writers,
         )
 
 

@@ -203,10 +203,12 @@ class WriteJob:
             workloads, offsets, absent, kept = _profile(profile_rows)
             dropped = total - kept
 
+            frozen = _check_pending_clustering(self.meta, timeline, workloads)
             existing = {
                 p: [
                     ExistingFile(b.partition, b.file_id, b.instant, b.path, b.size)
                     for b in view.latest_base_files([p])
+                    if (b.partition, b.file_id) not in frozen  # never a small file to pack into
                 ]
                 for p in workloads
             }
@@ -504,6 +506,32 @@ def _profile(rows) -> tuple[dict[str, PartitionWorkload], dict, int, int]:
         for p in parts
     }
     return workloads, offsets, absent, kept
+
+
+def _check_pending_clustering(
+    meta: MetaClient, timeline, workloads: dict[str, PartitionWorkload]
+) -> dict[tuple[str, str], str]:
+    """The file groups of pending clusterings (-> their instant). A batch that updates or deletes
+    records in one of them is refused (PendingClusteringError) before anything is written, as
+    Apache Hudi's SparkRejectUpdateStrategy does: the clustering would drop those changes."""
+    from engine.errors import PendingClusteringError
+    from engine.table.clustering import pending_clustering
+
+    frozen = {g: c.instant.time for c in pending_clustering(meta, timeline) for g in c.groups}
+    hit = sorted(
+        (p, fid) for p, wl in workloads.items() for fid in (*wl.updates, *wl.deletes) if (p, fid) in frozen
+    )
+    if hit:
+        instant = frozen[hit[0]]
+        shown = ", ".join(f"{p}/{f}" if p else f for p, f in hit[:3]) + (" ..." if len(hit) > 3 else "")
+        raise PendingClusteringError(
+            f"the batch updates or deletes records in {len(hit)} file group(s) ({shown}) that the pending "
+            f"clustering {instant} is going to rewrite; let Apache Hudi finish it, or remove it with "
+            f"`hoodie rollback PATH {instant}`, then write again",
+            instant,
+            tuple(hit),
+        )
+    return frozen
 
 
 def _job_group(instant: str) -> str:
