@@ -42,6 +42,19 @@ class WriteGuard:
         if self.lock is not None:
             self.lock.check()
 
+    def holds_lock(self) -> bool:
+        """False once the lock was lost (taken over after our lease expired): from then on the
+        table belongs to the new holder, whose repair cleans up after us."""
+        from engine.errors import ConcurrentWriteError
+
+        if self.lock is None:
+            return True
+        try:
+            self.lock.check()
+        except ConcurrentWriteError:
+            return False
+        return True
+
     def finished(self) -> None:
         if self._heartbeat is not None:
             self._heartbeat.stop()

@@ -188,6 +188,12 @@ def abort(meta: MetaClient, pending: PendingCommit) -> None:
     remove_debris(meta, pending, [])
     for partition in pending.created_partitions:
         rel = f"{partition}/{PARTITION_METADATA_FILE}" if partition else PARTITION_METADATA_FILE
+        try:
+            text = meta.storage.read_bytes(rel).decode("utf-8", "replace")
+        except FileNotFoundError:
+            text = ""
+        if f"commitTime={pending.instant}" not in text.splitlines():
+            continue  # not (or no longer) the metadata file this write created: never ours to delete
         meta.storage.delete(rel)
         if partition and not meta.storage.list_files_recursive(partition):
             meta.storage.delete_dir(partition)

@@ -248,8 +248,13 @@ class WriteJob:
                 commit_protocol.complete(self.meta, pending, write_schema, outcomes, absent, extra)
             except BaseException as exc:
                 _stop_tasks(spark, _job_group(instant))
+                outcome = "failed and was rolled back"
                 try:
-                    if index_touched and not commit_protocol.is_completed(self.meta, pending):
+                    if self.guard is not None and not self.guard.holds_lock():
+                        outcome = "failed; the table lock was lost, so it is left for the next writer's repair"
+                        # the table is another writer's now: touch nothing; its repair rolls this
+                        # instant back once our heartbeat (stopped below) has expired
+                    elif index_touched and not commit_protocol.is_completed(self.meta, pending):
                         # the index may already hold this write's locations (deleted or moved keys):
                         # undo it like a rollback, which also reverts the index
                         from engine.services.rollback import undo_instant
@@ -266,9 +271,9 @@ class WriteJob:
                 detail = str(typed) if typed is not None else task_error_message(exc)
                 error_type = type(typed) if typed is not None else StorageError
                 try:
-                    wrapped = error_type(f"write of instant {instant} failed and was rolled back: {detail}")
+                    wrapped = error_type(f"write of instant {instant} {outcome}: {detail}")
                 except TypeError:  # an error type with extra constructor arguments: keep it as raised
-                    exc.add_note(f"write of instant {instant} failed and was rolled back")
+                    exc.add_note(f"write of instant {instant} {outcome}")
                     raise exc from None
                 raise wrapped from exc
             finally:

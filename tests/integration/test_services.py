@@ -326,6 +326,39 @@ def test_archival_deletes_debris_of_a_write_that_never_completed_before_archivin
     assert data(t) == oracle(t) == expected  # key 1 once, not twice
 
 
+def test_a_writer_that_lost_its_lock_before_completing_touches_nothing_more(spark, tmp_path, monkeypatch):
+    import time
+
+    from engine.services.transaction import WriteGuard
+    from engine.table.lock import TableLock
+
+    fast = {**MANUAL, "hoodie.client.heartbeat.interval_in_ms": "300", "hoodie.client.heartbeat.tolerable.misses": "2"}
+    t = make(spark, tmp_path)
+    upsert(t, spark, [(1, "a", "paris", 1)])
+    real = WriteGuard.before_complete
+    thief = TableLock(t.meta.storage, "thief", lease=60, clock=lambda: time.time() + 3600)
+
+    def stall_then_check(self):
+        thief.acquire()  # to a clock an hour ahead our lease has expired: the lock is taken over
+        real(self)
+
+    with monkeypatch.context() as m:
+        m.setattr(WriteGuard, "before_complete", stall_then_check)
+        with pytest.raises(ConcurrentWriteError, match="the table lock was lost, so it is left for the next writer"):
+            upsert(t, spark, [(2, "b", "oslo", 2)], **fast)
+    # nothing was cleaned up by the writer that lost the lock: its instant and files are the holder's business
+    pending = list(t.timeline().pending)
+    assert len(pending) == 1 and pending[0].action is Action.COMMIT
+    assert [p.name for p in Path(t.path, "oslo").glob("*.parquet")] and Path(t.path, "oslo/.hoodie_partition_metadata").exists()
+    assert data(t) == oracle(t) == [(1, "a", "paris", 1)]
+    thief.release()
+    time.sleep(0.7)  # the dead writer's heartbeat expires
+    r = upsert(t, spark, [(3, "c", "rome", 3)], **fast)
+    assert r.repaired is not None and r.repaired.failed_writes_rolled_back == [pending[0].time]
+    assert not Path(t.path, "oslo").exists()
+    assert data(t) == oracle(t) == [(1, "a", "paris", 1), (3, "c", "rome", 3)]
+
+
 # ---- repair -----------------------------------------------------------------------------------
 def _fake_failed_write(table: Table, instant: str) -> str:
     """What a writer killed mid-write leaves: requested + inflight files and a partial base file."""
