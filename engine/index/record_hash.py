@@ -6,7 +6,7 @@
   Java's truncated remainder, including for `h == Integer.MIN_VALUE`. That is the default
   (`JAVA_STRING_HASH`); another function can be chosen by name at table creation
   (`hoodie.record.index.hash.function`): a registered name, or `module:function` naming a
-  callable `(pa.StringArray) -> np.ndarray[int64]` of signed 32-bit hashes.
+  callable `(pa.StringArray) -> np.ndarray` of one integer per key, wrapped to signed 32 bits.
 - The same 32-bit hash is the sort key of the index files: they are sorted by (hash, key), so
   a lookup is a numpy binary search over a fixed-width int32 column, then a comparison of the
   key itself (keys whose hashes collide cost time, never correctness).
@@ -129,9 +129,27 @@ def hash_function(name: str) -> HashFunction:
             raise InvalidConfigError(f"record index hash function {name!r} cannot be imported: {exc}") from exc
         if not callable(fn):
             raise InvalidConfigError(f"record index hash function {name!r} is not callable")
-        return fn
+        return _signed_32(fn, name)
     names = ", ".join(sorted(HASH_FUNCTIONS))
     raise InvalidConfigError(f"unknown record index hash function {name!r}: use {names} or module:function")
+
+
+def _signed_32(fn: HashFunction, name: str) -> HashFunction:
+    """`fn` with its results checked (one integer per key) and wrapped to signed 32 bits, the
+    width the index files store: a function returning e.g. unsigned 32-bit values (zlib.crc32)
+    then buckets and searches with exactly the values its files hold."""
+
+    def wrapped(keys: pa.Array) -> np.ndarray:
+        out = np.asarray(fn(keys))
+        if out.shape != (len(keys),) or not np.issubdtype(out.dtype, np.integer):
+            raise InvalidConfigError(
+                f"record index hash function {name!r} must return one integer per key "
+                f"(got {out.dtype} of shape {out.shape} for {len(keys)} keys)"
+            )
+        return out.astype(np.int64).astype(np.int32).astype(np.int64)
+
+    wrapped.__name__ = getattr(fn, "__name__", name)
+    return wrapped
 
 
 def buckets_of(keys: pa.Array | pa.ChunkedArray, buckets: int, hasher: HashFunction = java_hash_array) -> np.ndarray:

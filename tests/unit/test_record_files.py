@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import random
+import zlib
 
 import numpy as np
 import pyarrow as pa
@@ -75,7 +76,8 @@ def test_bucket_is_abs_of_java_remainder_including_min_value():
 def test_hash_functions_by_name():
     assert hash_function("java_string_hash") is java_hash_array
     assert hash_function("MURMUR3_32")(pa.array(["a"])).dtype == np.int64
-    assert hash_function("engine.index.record_hash:java_hash_array") is java_hash_array
+    keys = pa.array(["a", "é", "key-1"])
+    assert hash_function("engine.index.record_hash:java_hash_array")(keys).tolist() == java_hash_array(keys).tolist()
     with pytest.raises(InvalidConfigError, match="unknown record index hash function 'nope'"):
         hash_function("nope")
     with pytest.raises(InvalidConfigError, match="cannot be imported"):
@@ -213,6 +215,28 @@ def test_lookup_handles_colliding_hashes(tmp_path):
     state = resolve_state([f.name], {}, {T1}.__contains__)
     found = lookup(storage, state, pa.array(keys + ["x"]), 1)
     assert sorted((r["key"], r["file_id"]) for r in found.to_pylist()) == [("AaBB", "f1"), ("BBAa", "f2"), ("BBBB", "f3")]
+
+
+def test_a_plugged_in_hash_outside_the_signed_32_bit_range_still_finds_every_key(tmp_path):
+    storage = storage_for(str(tmp_path))
+    crc = hash_function("tests.support.hashes:crc32")
+    keys = [f"key-{i}" for i in range(300)]
+    raw = [zlib.crc32(k.encode()) for k in keys]
+    assert max(raw) >= 1 << 31  # some hashes do not fit a signed int
+    n = 4
+    table = entries_table(pa.array(keys), pa.array(["p"] * 300), pa.array(["f"] * 300),
+                          pa.array([T1] * 300), pa.array([False] * 300), crc)
+    kb = buckets_of(table.column("key").combine_chunks(), n, crc)
+    names = []
+    for b in range(n):
+        f = IndexFile(b, T1)
+        write_entries(storage, f, table.filter(pa.array(kb == b)))
+        names.append(f.name)
+    state = resolve_state(names, {}, {T1}.__contains__)
+    found = lookup(storage, state, pa.array(keys + ["absent"]), n, crc)
+    assert sorted(found.column("key").to_pylist()) == sorted(keys)
+    with pytest.raises(InvalidConfigError, match="must return one integer per key"):
+        hash_function("tests.support.hashes:wrong_length")(pa.array(["a"]))
 
 
 def test_lookup_matches_brute_force_on_random_files(tmp_path):
