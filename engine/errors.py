@@ -51,6 +51,11 @@ class PendingClusteringError(CommitConflictError):
         self.groups = groups
 
 
+class IndexChangedError(CommitConflictError):
+    """A lookup found index files gone that it had listed (a rollback, or a compaction older
+    than the retention of superseded files, ran meanwhile) and retrying did not settle it."""
+
+
 class StorageError(EngineError):
     """The storage layer failed (I/O error, permission, unreachable endpoint)."""
 

@@ -132,12 +132,15 @@ class Index(abc.ABC):
         """
         return []
 
-    def rollback_commit(self, meta: MetaClient, instant: str, change: RollbackChange) -> None:  # noqa: B027
+    def rollback_commit(  # noqa: B027
+        self, meta: MetaClient, instant: str, change: RollbackChange, final: bool = True
+    ) -> None:
         """Undo what `update_location` recorded for a rolled-back instant. Called once the instant
         is invisible (no longer completed) and before its data files (and `rollback_files`) are
         deleted; called again with the same or a smaller change when a crashed rollback resumes,
-        so it must be idempotent. No-op for indexes that derive locations from the data files
-        (SIMPLE, BLOOM)."""
+        so it must be idempotent. A restore rolls back several instants newest first and passes
+        `final=True` with the last (oldest) only: work that covers them all (a rebuild) can wait
+        for it. No-op for indexes that derive locations from the data files (SIMPLE, BLOOM)."""
 
 
 @dataclass(frozen=True)

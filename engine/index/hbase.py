@@ -431,7 +431,9 @@ class HBaseIndex(Index):
             "deletes": sum(r["deletes"] for r in stats),
         }
 
-    def rollback_commit(self, meta: MetaClient, instant: str, change: RollbackChange | None = None) -> None:
+    def rollback_commit(
+        self, meta: MetaClient, instant: str, change: RollbackChange | None = None, final: bool = True
+    ) -> None:
         """Point the keys a rolled-back instant deleted or moved back at the slices that are
         current again, and delete the entries of keys it inserted.
 

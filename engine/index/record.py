@@ -52,6 +52,7 @@ import pyarrow.compute as pc
 from pyspark.sql import DataFrame
 from pyspark.sql.pandas.types import from_arrow_schema
 
+from engine.errors import IndexChangedError
 from engine.index import FILE_ID_COL, record_service
 from engine.index.base import PREV_FILE_ID_COL, Index, RollbackChange, TagContext, join_existing, untagged
 from engine.index.record_files import (
@@ -157,10 +158,13 @@ class RecordIndex(Index):
 
     # ---- lookups -------------------------------------------------------------------------
     def locate(self, meta: MetaClient, keys: pa.Array, timeline: Timeline | None = None) -> pa.Table:
-        """(key, partition, file id) of the distinct `keys` the index holds, searched on the driver."""
+        """(key, partition, file id) of the distinct `keys` the index holds, searched on the driver.
+
+        With `timeline`, the answer is the index as of that timeline; if a file it needs was
+        deleted meanwhile (a rollback), IndexChangedError tells the caller to take a newer
+        timeline. Without one, the latest timeline is used and such a lookup is retried."""
         s = self.settings(meta)
-        state = load_state(meta, timeline)
-        return lookup(meta.storage, state, keys, s.buckets, s.hasher(), s.threads)
+        return _retrying(meta, timeline, lambda state: lookup(meta.storage, state, keys, s.buckets, s.hasher(), s.threads))
 
     def tag_location(self, ctx: TagContext, records: DataFrame) -> DataFrame:
         """`records` + FILE_ID_COL and EXISTING_PART_COL of the keys the index holds."""
@@ -177,7 +181,10 @@ class RecordIndex(Index):
         if driver:
             if keys is None:
                 keys = pc.unique(records.select(KEY_COL).toArrow().column(0).combine_chunks())
-            found = lookup(ctx.meta.storage, state, keys, s.buckets, s.hasher(), s.threads)
+            probe = keys
+            found = _retrying(
+                ctx.meta, None, lambda st: lookup(ctx.meta.storage, st, probe, s.buckets, s.hasher(), s.threads), state
+            )
             self._tag_stats = {"files": files, "keys": len(keys), "found": found.num_rows, "driver": 1}
             existing = ctx.spark.createDataFrame(found.rename_columns(KEYS_SCHEMA.names).cast(KEYS_SCHEMA))
             return join_existing(records, existing, True, small=True)
@@ -209,11 +216,13 @@ class RecordIndex(Index):
         timeline = meta.timeline()
         names, completed = list_index(meta.storage)
         state = resolve_state(names, completed, validity(timeline), before=instant)
-        stats["orphans_removed"] = len(clean_orphans(meta.storage, state))
+        stats["orphans_removed"] = len(clean_orphans(meta.storage, state, s.retain_seconds))
         plan = plan_compaction(state, s.max_files, fresh_instant(meta, timeline, names))
         if plan.inputs:
             stats.update(run_compaction(meta, plan, spark))
-            stats["orphans_removed"] += len(clean_orphans(meta.storage, load_state(meta, timeline, before=instant)))
+            stats["orphans_removed"] += len(
+                clean_orphans(meta.storage, load_state(meta, timeline, before=instant), s.retain_seconds)
+            )
         has_prev = PREV_FILE_ID_COL in located.columns
         cols = [KEY_COL, PART_COL, FILE_ID_COL, OP_COL] + ([PREV_FILE_ID_COL] if has_prev else [])
         schema = pa.schema(
@@ -244,14 +253,44 @@ class RecordIndex(Index):
         files = [f for f in (IndexFile.parse(n) for n in names) if f is not None]
         return sorted(f.path for f in files if not f.is_base and f.instant == instant)
 
-    def rollback_commit(self, meta: MetaClient, instant: str, change: RollbackChange | None = None) -> None:
-        """Rebuild the buckets whose base file covers `instant` (see the module docstring). The
-        instant's own delta files no longer count (it is not completed) and are deleted by the
-        rollback (`rollback_files`) or by the rebuild's clean-up. `change` is not needed."""
-        state = load_state(meta)
-        affected = sorted(b for b, s in state.buckets.items() if s.base is not None and (s.covers or "") >= instant)
+    def rollback_commit(
+        self, meta: MetaClient, instant: str, change: RollbackChange | None = None, final: bool = True
+    ) -> None:
+        """Rebuild the buckets that a completed compaction merged `instant` into (see the module
+        docstring). The instant's own delta files no longer count (it is not completed) and are
+        deleted by the rollback (`rollback_files`) or by the rebuild's clean-up. `change` is not
+        needed. A restore passes `final=False` for every instant but its last (oldest), so that
+        the buckets are rebuilt once, after the last one."""
+        if not final:
+            return
+        _names, completed = list_index(meta.storage)
+        affected = sorted({b for plan in completed.values() for b, c in plan.covers.items() if c and c >= instant})
         if affected:
-            record_service.rebuild(meta, affected)
+            record_service.rebuild(meta, affected, self.options)
+
+
+LOOKUP_ATTEMPTS = 3
+
+
+def _retrying(meta: MetaClient, timeline: Timeline | None, run, state: Any = None) -> pa.Table:
+    """`run(state)` with the index state of `timeline` (None: the latest), reloading the state
+    when a file it listed vanished (a rollback deleted it, or a compaction's retention ended)."""
+    for attempt in range(LOOKUP_ATTEMPTS):
+        if state is None or attempt:
+            state = load_state(meta, timeline)
+        try:
+            return run(state)
+        except FileNotFoundError as exc:
+            if timeline is not None:
+                raise IndexChangedError(
+                    f"the RECORD index of {meta.storage.base_uri} changed while it was read ({exc}); "
+                    "read again with a newer timeline"
+                ) from exc
+            last = exc
+    raise IndexChangedError(
+        f"the RECORD index of {meta.storage.base_uri} kept changing while it was read "
+        f"({LOOKUP_ATTEMPTS} attempts): {last}"
+    ) from last
 
 
 def _incoming_keys(ctx: TagContext) -> pa.Array | None:

@@ -12,15 +12,20 @@ An index file is an Arrow IPC file (uncompressed, memory-mapped when local) of E
 rows sorted by (hash, key): `hash` is the bucketing hash of the key (int32), so a lookup is a
 numpy binary search of the probe hashes over that column, then a comparison of the keys.
 
-Which files count (`resolve_state`):
-- a delta counts if its instant is a valid (completed) instant on the table timeline and no
-  completed compaction lists it as an input;
-- a base counts if its compaction's completed marker exists; per bucket the newest one wins;
+Which files count (`resolve_state`), for a caller's timeline:
+- a compaction counts if its completed marker exists and every instant it covers is valid on
+  that timeline (a reader whose timeline predates the compaction's newest input, or a rollback
+  of one of its inputs' instants, reads its inputs instead);
+- a delta counts if its instant is a valid (completed) instant on the timeline and no counting
+  compaction lists it as an input;
+- a base counts if its compaction counts; per bucket the newest one wins;
 - newest wins across a bucket's files: deltas by instant, newest first, then the base (whose
   entries all predate its compaction). A tombstone (`deleted`) means absent.
 Everything else is an orphan: the leftovers of a failed write or an interrupted compaction, and
 files superseded by a completed compaction. Orphans never change a lookup; the next write
-deletes them (markers last, so that a crash mid-cleanup leaves a consistent folder).
+deletes them (markers last, so that a crash mid-cleanup leaves a consistent folder), except
+superseded files younger than `hoodie.record.index.superseded.retain.seconds` (600): a lookup
+that listed the folder before the compaction still reads them.
 """
 
 from __future__ import annotations
@@ -144,11 +149,18 @@ class BucketState:
 
 @dataclass
 class IndexState:
-    """The valid files of every bucket, and the orphans a cleanup may delete (file names)."""
+    """The valid files of every bucket, and the orphans a cleanup may delete (file names).
+
+    `superseded_by`: orphan files that a completed compaction merged (name -> that compaction's
+    instant); a cleanup may keep them for a while, for lookups that listed the folder before the
+    compaction completed. `marker_files`: the files each completed marker among the orphan
+    markers vouches for (a marker must outlive every one of them)."""
 
     buckets: dict[int, BucketState]
     orphan_files: list[str]
     orphan_markers: list[str]
+    superseded_by: dict[str, str] = field(default_factory=dict)
+    marker_files: dict[str, set[str]] = field(default_factory=dict)
 
     def bucket(self, b: int) -> BucketState:
         return self.buckets.get(b) or BucketState(b)
@@ -172,7 +184,19 @@ def resolve_state(
     """
     names = list(names)
     files = [f for f in (IndexFile.parse(n) for n in names) if f is not None]
-    superseded: set[str] = {name for plan in completed.values() for ins in plan.inputs.values() for name in ins}
+    # a completed compaction counts only if every instant it covers is valid for the caller: a
+    # reader whose timeline predates one of them (or an instant being rolled back) reads the
+    # compaction's inputs instead, which match its timeline
+    every = dict(completed)
+    completed = {
+        i: plan for i, plan in every.items() if all(not c or is_valid(c) for c in plan.covers.values())
+    }
+    superseded_by: dict[str, str] = {}
+    for inst, merged in sorted(completed.items()):  # the oldest compaction that merged a file
+        for ins in merged.inputs.values():
+            for name in ins:
+                superseded_by.setdefault(name, inst)
+    superseded = set(superseded_by)
     buckets: dict[int, BucketState] = {}
     orphans: list[str] = []
     current_bases: set[str] = set()
@@ -197,14 +221,28 @@ def resolve_state(
     for name in names:
         if name.endswith(REQUESTED_SUFFIX):
             instant = name[: -len(REQUESTED_SUFFIX)]
-            if instant not in completed:  # an interrupted compaction: its bases are orphans above
+            if instant not in completed:  # interrupted or ignored: its bases are orphans above
                 markers.append(name)
             elif not _plan_files(completed[instant]) & existing_after:
                 markers.append(name)
     for instant, plan in completed.items():
         if not _plan_files(plan) & existing_after:  # nothing left it could vouch for
             markers.append(instant + COMPLETED_SUFFIX)
-    return IndexState(buckets, sorted(orphans), sorted(markers))
+    present = set(names)
+    vouches = {instant + COMPLETED_SUFFIX: _plan_files(plan) & present for instant, plan in completed.items()}
+    for instant, plan in every.items():
+        if instant not in completed:
+            # covers an instant that is not valid for the caller: for the writer (whose timeline
+            # is the newest) one that was rolled back, so this compaction never counts again
+            markers.append(instant + COMPLETED_SUFFIX)
+            vouches[instant + COMPLETED_SUFFIX] = {plan.base(b).name for b in plan.inputs} & present
+    return IndexState(
+        buckets,
+        sorted(orphans),
+        sorted(markers),
+        {n: superseded_by[n] for n in orphans if n in superseded_by},
+        vouches,
+    )
 
 
 def _plan_files(plan: CompactionPlan) -> set[str]:

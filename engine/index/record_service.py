@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import numpy as np
@@ -40,7 +40,7 @@ from engine.index.record_hash import (
 )
 from engine.storage import Storage
 from engine.table.meta_client import MetaClient
-from engine.timeline.instant import next_instant_time
+from engine.timeline.instant import format_instant_time, next_instant_time
 from engine.timeline.timeline import Timeline
 
 OPTION_PREFIX = "hoodie.record.index."
@@ -57,6 +57,7 @@ class RecordIndexSettings:
     lookup_mode: str = "auto"
     driver_max_keys: int = 1_000_000
     threads: int = 2
+    retain_seconds: int = 600  # superseded files outlive the compaction that merged them this long
 
     @classmethod
     def from_config(cls, config: TableConfig, options: Mapping[str, str] | None = None) -> RecordIndexSettings:
@@ -78,13 +79,14 @@ class RecordIndexSettings:
             lookup_mode=mode,
             driver_max_keys=_int_option(opts, "driver.max.keys", 1_000_000),
             threads=_int_option(opts, "lookup.threads", 2),
+            retain_seconds=_int_option(opts, "superseded.retain.seconds", 600, minimum=0),
         )
 
     def hasher(self) -> Callable[[pa.Array], np.ndarray]:
         return hash_function(self.hash_name)
 
 
-def _int_option(opts: Mapping[str, str], name: str, default: int) -> int:
+def _int_option(opts: Mapping[str, str], name: str, default: int, minimum: int = 1) -> int:
     raw = opts.get(OPTION_PREFIX + name)
     if raw is None or str(raw).strip() == "":
         return default
@@ -92,8 +94,8 @@ def _int_option(opts: Mapping[str, str], name: str, default: int) -> int:
         value = int(str(raw).strip())
     except ValueError as exc:
         raise InvalidConfigError(f"{OPTION_PREFIX}{name} must be an integer, got {raw!r}") from exc
-    if value < 1:
-        raise InvalidConfigError(f"{OPTION_PREFIX}{name} must be >= 1, got {value}")
+    if value < minimum:
+        raise InvalidConfigError(f"{OPTION_PREFIX}{name} must be >= {minimum}, got {value}")
     return value
 
 
@@ -110,14 +112,26 @@ def load_state(meta: MetaClient, timeline: Timeline | None = None, before: str |
     return resolve_state(names, completed, validity(timeline or meta.timeline()), before)
 
 
-def clean_orphans(storage: Storage, state: IndexState) -> list[str]:
+def clean_orphans(
+    storage: Storage, state: IndexState, retain_seconds: float = 0, now: datetime | None = None
+) -> list[str]:
     """Delete the orphan files, then the markers that vouch for nothing any more (in that order,
-    so that a crash midway leaves every remaining file's status unchanged)."""
+    so that a crash midway leaves every remaining file's status unchanged).
+
+    Files a completed compaction merged less than `retain_seconds` ago stay (a lookup that
+    listed the folder before that compaction may still open them), and so does the completed
+    marker that keeps them superseded."""
+    cutoff = format_instant_time((now or datetime.now(UTC)) - timedelta(seconds=retain_seconds))
+    kept = {n for n, by in state.superseded_by.items() if retain_seconds > 0 and by > cutoff}
     removed = []
     for name in state.orphan_files:
+        if name in kept:
+            continue
         storage.delete(f"{INDEX_FOLDER}/{name}")
         removed.append(name)
     for name in sorted(state.orphan_markers, key=lambda n: n.endswith(COMPLETED_SUFFIX)):
+        if state.marker_files.get(name, set()) & kept:
+            continue
         storage.delete(f"{INDEX_FOLDER}/{name}")
         removed.append(name)
     return removed
@@ -198,10 +212,12 @@ def _table_keys(meta: MetaClient, threads: int = 4) -> pa.Table:
     return pa.concat_tables(parts).combine_chunks() if parts else schema.empty_table()
 
 
-def rebuild(meta: MetaClient, buckets: Sequence[int] | None = None) -> dict[str, int]:
+def rebuild(
+    meta: MetaClient, buckets: Sequence[int] | None = None, options: Mapping[str, str] | None = None
+) -> dict[str, int]:
     """Rebuild the index's `buckets` (None: all) from the table's data files, as one compaction
     whose base files supersede every current file of those buckets. Runs on the driver."""
-    s = RecordIndexSettings.from_config(meta.config)
+    s = RecordIndexSettings.from_config(meta.config, options)
     wanted = sorted(range(s.buckets) if buckets is None else set(buckets))
     timeline = meta.timeline()
     names, completed = list_index(meta.storage)
@@ -211,7 +227,9 @@ def rebuild(meta: MetaClient, buckets: Sequence[int] | None = None) -> dict[str,
     hashes = np.asarray(hasher(data.column("key").combine_chunks()), dtype=np.int64) if data.num_rows else np.empty(0, np.int64)
     bucket_of = (np.abs(hashes) % s.buckets).astype(np.int32)
     instant = fresh_instant(meta, timeline, names)
-    covers = max([timeline.last_time or ""] + [i for i in data.column("instant").to_pylist() if i]) or instant
+    # the newest write the rebuilt entries reflect: a valid instant for every reader whose
+    # timeline has it (not the timeline's last instant, which may be this rollback's own)
+    covers = timeline.completed_writes.last_time or ""
     bases: dict[int, pa.Table] = {}
     for b in wanted:
         mask = bucket_of == b
@@ -227,7 +245,7 @@ def rebuild(meta: MetaClient, buckets: Sequence[int] | None = None) -> dict[str,
         dict.fromkeys(wanted, covers),
     )
     stats = run_compaction(meta, plan, bases=bases)
-    clean_orphans(meta.storage, load_state(meta))
+    clean_orphans(meta.storage, load_state(meta), s.retain_seconds)
     return stats
 
 

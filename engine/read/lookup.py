@@ -14,7 +14,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from engine.constants import META_COLUMNS
-from engine.errors import InvalidInputError
+from engine.errors import IndexChangedError, InvalidInputError
 from engine.index import FILE_ID_COL, Index
 from engine.index.base import EXISTING_PART_COL, TagContext
 from engine.read.reader import table_schema_or_empty
@@ -36,7 +36,15 @@ def read_keys(spark: SparkSession, meta: MetaClient, index: Index, keys: Iterabl
     key_array = pa.array(wanted, pa.string())
     locate = getattr(index, "locate", None)
     if callable(locate):  # an index that answers on the driver (RECORD): no Spark job to locate
-        found = locate(meta, key_array, timeline)
+        for attempt in range(3):
+            try:  # the index as of the same timeline as the files read below
+                found = locate(meta, key_array, timeline)
+                break
+            except IndexChangedError:
+                if attempt == 2:
+                    raise
+                timeline = meta.timeline()
+                view = meta.file_system_view(timeline)
         holders = set(zip(found.column("partition").to_pylist(), found.column("file_id").to_pylist(), strict=True))
     else:
         probe = spark.createDataFrame([(k, "") for k in wanted], f"{KEY_COL} string, {PART_COL} string")

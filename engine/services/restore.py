@@ -154,7 +154,7 @@ def execute_restore(meta: MetaClient, plan: RestorePlan, index: Index | None, fe
     for n, inst in enumerate(plan.instants):
         rb._fence(fence)
         t0 = _time.monotonic()
-        deleted = rb.undo_instant(meta, inst.time, inst.action, (), index)
+        deleted = rb.undo_instant(meta, inst.time, inst.action, (), index, final=n == len(plan.instants) - 1)
         result.rolled_back.append(inst.time)
         result.deleted[inst.time] = deleted
         sub = rb.RollbackPlan(inst, tuple(deleted), plan.instant)

@@ -281,7 +281,7 @@ def execute_rollback(meta: MetaClient, plan: RollbackPlan, index: Index | None, 
 
 
 def undo_instant(
-    meta: MetaClient, time: str, action: Action, planned: Iterable[str], index: Index | None
+    meta: MetaClient, time: str, action: Action, planned: Iterable[str], index: Index | None, final: bool = True
 ) -> list[str]:
     """Make instant `time` vanish: invisible first, then its files, index entries and timeline files.
 
@@ -308,7 +308,7 @@ def undo_instant(
             _written_keys(meta, files, time) if wants else CHANGE_SCHEMA_REMOVED.empty_table(),
             _restored_locations(meta, files, planned_groups) if wants else CHANGE_SCHEMA_RESTORED.empty_table(),
         )
-        index.rollback_commit(meta, time, change)
+        index.rollback_commit(meta, time, change, final=final)
     deleted = []
     for i, rel in enumerate(files):
         if storage.exists(rel):

@@ -248,9 +248,9 @@ def test_random_operation_sequences_match_a_brute_force_map(spark, tmp_path, see
     rebuilt: list[list[int]] = []
     real_rebuild = record_service.rebuild
 
-    def counting_rebuild(meta, buckets=None):
+    def counting_rebuild(meta, buckets=None, options=None):
         rebuilt.append(list(buckets or []))
-        return real_rebuild(meta, buckets)
+        return real_rebuild(meta, buckets, options)
 
     monkeypatch.setattr(record_service, "rebuild", counting_rebuild)
     rng, ops_rng = random.Random(seed), random.Random(seed)
@@ -330,3 +330,72 @@ def test_index_build_is_refused_and_changes_nothing_while_another_writer_holds_t
         holder.release()
     assert tree_bytes(g.path) == before  # no index file, hoodie.properties untouched
     assert Table.open(spark, g.path).config.index_type.value == "GLOBAL_SIMPLE"
+
+
+def test_a_restore_over_compacted_instants_rebuilds_the_buckets_once(spark, tmp_path, monkeypatch):
+    from engine.index import record_service
+
+    calls: list[list[int]] = []
+    real_rebuild = record_service.rebuild
+
+    def counting_rebuild(meta, buckets=None, options=None):
+        calls.append(list(buckets or []))
+        return real_rebuild(meta, buckets, options)
+
+    monkeypatch.setattr(record_service, "rebuild", counting_rebuild)
+    t = make(spark, tmp_path / "t", buckets=2)
+    opts = {"hoodie.record.index.compaction.max.files": "1", "hoodie.clean.automatic": "false"}
+    instants = [t.upsert(spark.createDataFrame([(f"k{i}", "paris", "v", i), ("a", ["paris", "rome"][i % 2], f"v{i}", i)],
+                                               SCHEMA), options=opts).instant for i in range(5)]
+    target = instants[1]
+    t.maintenance.restore(target)
+    assert len(calls) == 1  # the last (oldest) rolled-back instant only, not once per instant
+    assert sorted(truth(t)) == ["a", "k0", "k1"]
+    assert locate(t, ["a", "k0", "k1", "k2", "k3", "k4"]) == truth(t)
+    assert rows(t.read()) == hudi_rs.sort_rows(hudi_rs.snapshot(t.path))
+    r = t.upsert(spark.createDataFrame([("k3", "oslo", "v9", 9), ("a", "oslo", "v9", 9)], SCHEMA), options=opts)
+    assert (r.inserts, r.deletes, r.updates) == (2, 1, 0)  # k3 is new again, a moves
+    assert locate(t, ["a", "k0", "k1", "k3"]) == truth(t)
+
+
+def test_a_lookup_as_of_an_older_timeline_answers_for_that_timeline_after_a_compaction(spark, tmp_path):
+    t = make(spark, tmp_path / "t", buckets=1)
+    opts = {"hoodie.record.index.compaction.max.files": "1", "hoodie.clean.automatic": "false"}
+    t.upsert(spark.createDataFrame([("a", "paris", "v1", 1), ("b", "rome", "v1", 1)], SCHEMA), options=opts)
+    t.upsert(spark.createDataFrame([("c", "oslo", "v1", 1)], SCHEMA), options=opts)
+    old_timeline, old = t.timeline(), locate(t, "abc")
+    # a later write moves a, and its index update first compacts the bucket (2 files > 1)
+    r = t.upsert(spark.createDataFrame([("a", "lima", "v2", 2), ("d", "lima", "v2", 2)], SCHEMA), options=opts)
+    assert r.index_stats["update_compacted_buckets"] == 1
+    r = t.upsert(spark.createDataFrame([("e", "lima", "v3", 3)], SCHEMA), options=opts)  # compacts r's delta too
+    assert r.index_stats["update_compacted_buckets"] == 1
+    as_of_old = RecordIndex().locate(t.meta, pa.array(["a", "b", "c", "d", "e"]), old_timeline)
+    assert {x["key"]: (x["partition"], x["file_id"]) for x in as_of_old.to_pylist()} == old
+    assert locate(t, "abcde") == truth(t) and truth(t)["a"][0] == "lima"
+
+
+def test_lookups_retry_when_index_files_vanish_under_them(spark, tmp_path, monkeypatch):
+    from engine import IndexChangedError
+    from engine.index import record as record_module
+
+    t = make(spark, tmp_path / "t")
+    t.upsert(spark.createDataFrame([("a", "paris", "v1", 1), ("b", "rome", "v1", 1)], SCHEMA))
+    real_lookup = record_module.lookup
+    failures = {"left": 1}
+
+    def flaky(*args, **kwargs):
+        if failures["left"]:
+            failures["left"] -= 1
+            raise FileNotFoundError("b00001_20240101000000000.arrow")  # deleted after the listing
+        return real_lookup(*args, **kwargs)
+
+    monkeypatch.setattr(record_module, "lookup", flaky)
+    assert [r["id"] for r in rows(t.read_keys(["a", "zz"]))] == ["a"] and failures["left"] == 0
+    failures["left"] = 1
+    assert locate(t, "ab") == truth(t)  # no timeline given: reloaded and retried
+    failures["left"] = 1
+    with pytest.raises(IndexChangedError, match="read again with a newer timeline"):
+        RecordIndex().locate(t.meta, pa.array(["a"]), t.timeline())
+    failures["left"] = 5
+    with pytest.raises(IndexChangedError, match="kept changing"):
+        RecordIndex().locate(t.meta, pa.array(["a"]))

@@ -144,6 +144,48 @@ def test_state_uses_a_base_only_once_its_compaction_completed():
     assert st.orphan_markers == [f"{C1}.compaction"]
 
 
+def test_a_reader_whose_timeline_predates_a_compaction_reads_its_inputs():
+    deltas = [IndexFile(0, T1).name, IndexFile(0, T2).name, IndexFile(0, T3).name]
+    plan = CompactionPlan(C1, {0: tuple(deltas)}, {0: T3})
+    names = [*deltas, plan.base(0).name, f"{C1}.compaction.requested", f"{C1}.compaction"]
+    # the writer's (or a newer reader's) timeline has T3: the base counts
+    assert resolve_state(names, {C1: plan}, {T1, T2, T3}.__contains__).bucket(0).sources == [plan.base(0)]
+    # a reader that loaded its timeline before T3 completed sees T1 and T2 only, as on its timeline
+    old = resolve_state(names, {C1: plan}, {T1, T2}.__contains__)
+    assert [f.instant for f in old.bucket(0).sources] == [T2, T1]
+    # for the writer, T3 was rolled back: the compaction never counts again, its markers and base go
+    assert old.orphan_files == sorted([IndexFile(0, T3).name, plan.base(0).name])
+    assert old.orphan_markers == sorted([f"{C1}.compaction", f"{C1}.compaction.requested"])
+
+
+def test_cleanup_keeps_superseded_files_and_their_marker_for_the_retention(tmp_path):
+    from datetime import timedelta
+
+    from engine.index.record_service import clean_orphans
+    from engine.timeline.instant import parse_instant_time
+
+    storage = storage_for(str(tmp_path))
+    deltas = [IndexFile(0, T1), IndexFile(0, T2)]
+    plan = CompactionPlan(C1, {0: tuple(f.name for f in deltas)}, {0: T2})
+    for f in [*deltas, plan.base(0)]:
+        write_entries(storage, f, _entries([("a", "p", "f", False)], f.instant))
+    for suffix in (".compaction.requested", ".compaction"):
+        storage.write_bytes(f".hoodie/.record_index/{C1}{suffix}", plan.to_bytes())
+    names = [f.name for f in storage.list_dir(".hoodie/.record_index")]
+    before = resolve_state(names, {}, {T1, T2}.__contains__)  # a reader listed the folder before C1
+    state = resolve_state(names, {C1: plan}, {T1, T2}.__contains__)
+    assert state.superseded_by == {f.name: C1 for f in deltas}
+    # within the retention nothing goes (the completed marker must outlive the files it supersedes)
+    just_after = parse_instant_time(C1) + timedelta(seconds=5)
+    assert clean_orphans(storage, state, 600, now=just_after) == []
+    assert lookup(storage, before, pa.array(["a"]), 1).column("key").to_pylist() == ["a"]  # still readable
+    # after it, the inputs go, then the requested marker; the completed marker stays while the base counts
+    later = parse_instant_time(C1) + timedelta(seconds=601)
+    assert clean_orphans(storage, state, 600, now=later) == sorted(f.name for f in deltas)
+    left = sorted(f.name for f in storage.list_dir(".hoodie/.record_index"))
+    assert left == sorted([plan.base(0).name, f"{C1}.compaction", f"{C1}.compaction.requested"])
+
+
 # ---- merging, planning -------------------------------------------------------------------------
 def _entries(rows, instant):
     keys, parts, fids, dels = zip(*rows, strict=True) if rows else ((), (), (), ())
