@@ -48,9 +48,10 @@ class Maintenance:
         """Roll back one instant (see `engine.services.rollback`); the plan alone in a dry run."""
         index = self._index()
         # plan first without the lock: a refused rollback leaves the table byte for byte as it was
-        plan = rollback_service.plan_rollback(self.meta, self.meta.timeline(), instant, index)
+        timeline = self.meta.timeline()
+        plan = rollback_service.plan_rollback(self.meta, timeline, instant, index)
         if dry_run:
-            return plan
+            return rollback_service.describe_index_revert(self.meta, timeline, plan, index)
         with self._tx("rollback", index) as tx:
             report = tx.repair_report
             if report is not None and instant in report.failed_writes_rolled_back:

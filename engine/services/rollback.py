@@ -65,12 +65,26 @@ CHANGE_SCHEMA_RESTORED = pa.schema(
 
 
 @dataclass(frozen=True)
+class IndexRevert:
+    """What a rollback does to an index that stores locations: entries put back (the records of
+    the slices that become current again) and entries deleted (keys the instant inserted)."""
+
+    index: str
+    entries_put: int
+    entries_deleted: int
+    deleted_keys: tuple[str, ...]  # the first 20
+    put_keys: tuple[str, ...]  # the first 20
+
+
+@dataclass(frozen=True)
 class RollbackPlan:
     """What rolling back `target` deletes; `instant` is the rollback's own time (None in a dry run)."""
 
     target: Instant
     files: tuple[str, ...]  # paths relative to the table root
     instant: str | None = None
+    # dry runs, for indexes that store locations (HBASE): the entries the rollback would revert
+    index_revert: IndexRevert | None = None
 
     @property
     def partitions(self) -> list[str]:
@@ -251,6 +265,22 @@ def plan_rollback(meta: MetaClient, timeline: Timeline, target_time: str, index:
     return RollbackPlan(target, tuple(instant_files(meta, target.time, index)))
 
 
+def describe_index_revert(meta: MetaClient, timeline: Timeline, plan: RollbackPlan, index: Index | None) -> RollbackPlan:
+    """`plan` with the index entries its execution would revert (for a dry run), computed as
+    `undo_instant` computes them, from the files and a view of the table without the instant."""
+    if index is None or not index.wants_locations:
+        return plan
+    time = plan.target.time
+    without = Timeline(tuple(i for i in timeline.instants if i.time != time), timeline.has_archive)
+    _parts, groups = _planned_groups(meta, time, plan.target.action)
+    removed = _written_keys(meta, list(plan.files), time)
+    restored = _restored_locations(meta, list(plan.files), groups, without)
+    put = sorted(set(restored.column("key").to_pylist()))
+    deleted = sorted(set(removed.column("key").to_pylist()) - set(put))
+    revert = IndexRevert(index.name, len(put), len(deleted), tuple(deleted[:20]), tuple(put[:20]))
+    return RollbackPlan(plan.target, plan.files, plan.instant, revert)
+
+
 def schedule_rollback(meta: MetaClient, timeline: Timeline, plan: RollbackPlan, now: datetime | None = None) -> RollbackPlan:
     """Claim the rollback instant R and write `R.rollback.requested` holding the plan."""
     from engine.timeline import avro_models
@@ -416,9 +446,15 @@ def _written_keys(meta: MetaClient, files: list[str], time: str) -> pa.Table:
     return pa.concat_tables(parts) if parts else CHANGE_SCHEMA_REMOVED.empty_table()
 
 
-def _restored_locations(meta: MetaClient, files: list[str], planned: set[tuple[str, str]] = frozenset()) -> pa.Table:  # type: ignore[assignment]
+def _restored_locations(
+    meta: MetaClient,
+    files: list[str],
+    planned: set[tuple[str, str]] = frozenset(),  # type: ignore[assignment]
+    timeline: Timeline | None = None,
+) -> pa.Table:
     """Locations of every record in the slices that become current again (the file groups the
-    rolled-back instant wrote, at their now-latest visible slice)."""
+    rolled-back instant wrote, at their now-latest visible slice; `timeline`: the table without
+    the instant, when it is still completed)."""
     groups = set(planned)
     for rel in files:
         bn = parse_base_file_name(rel.rpartition("/")[2])
@@ -426,7 +462,7 @@ def _restored_locations(meta: MetaClient, files: list[str], planned: set[tuple[s
             groups.add((_parent(rel), bn.file_id))
     if not groups:
         return CHANGE_SCHEMA_RESTORED.empty_table()
-    view = meta.file_system_view()
+    view = meta.file_system_view(timeline)
     parts = []
     for part, fid in sorted(groups):
         g = view.group(part, fid)

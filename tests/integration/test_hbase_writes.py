@@ -130,6 +130,13 @@ def test_a_rollback_interrupted_among_its_deletions_reverts_the_whole_index_when
     # r2 inserts c in oslo and moves b to rome: three files (oslo, paris, rome), oslo deleted first
     r2 = t.upsert(spark.createDataFrame([("c", "oslo", "v2", 2), ("b", "rome", "v2", 2)], SCHEMA), options=opts)
     assert set(entries(conn, name)) == {"a", "b", "c"}
+    # the dry run names the index entries the rollback reverts, and changes nothing
+    from engine.services.rollback import IndexRevert
+
+    after_r2, files_r2 = entries(conn, name), tree_bytes(t.path)
+    plan = Maintenance(t.meta, opts).rollback(r2.instant, dry_run=True)
+    assert plan.index_revert == IndexRevert("HBASE", 2, 1, ("c",), ("a", "b"))  # b back to paris, c gone
+    assert entries(conn, name) == after_r2 and tree_bytes(t.path) == files_r2
 
     def crash(point):
         if point == "rollback.files_deleted":
