@@ -140,10 +140,10 @@ def test_writer_killed_during_a_write(spark, tmp_path, point):
     assert not Path(t.path, "lima").exists()  # the partition only the dead write created is gone
 
 
-def test_killed_during_rollback(spark, tmp_path):
+@pytest.mark.parametrize("point", ["rollback.after_revert", "rollback.files_deleted"])
+def test_killed_during_rollback(spark, tmp_path, point):
     t, instants, states = setup_table(spark, tmp_path)
-    res = run_writer({"path": t.path, "action": "rollback", "args": [instants[-1]], "options": FAST},
-                     "rollback.files_deleted")
+    res = run_writer({"path": t.path, "action": "rollback", "args": [instants[-1]], "options": FAST}, point)
     assert res.returncode == -signal.SIGKILL, res.stderr[-3000:]
     # the rolled-back commit was made pending before any file went: the previous snapshot shows
     assert data(t) == oracle(t) == states[instants[-2]]
