@@ -116,7 +116,7 @@ def debris_below(meta: MetaClient, timeline: Timeline, plan: ArchivePlan) -> lis
     not a completed write there is debris of a write that failed or was rolled back (a straggler
     task that wrote after its write was aborted): data files, and the RECORD index's delta files."""
     from engine.index.record_files import INDEX_FOLDER, IndexFile
-    from engine.table.file_names import parse_base_file_name, parse_log_file_name
+    from engine.table.file_names import file_instant
 
     if not plan.instants:
         return []
@@ -133,10 +133,7 @@ def debris_below(meta: MetaClient, timeline: Timeline, plan: ArchivePlan) -> lis
 
     out = []
     for df in meta.list_data_files():
-        name = df.path.rpartition("/")[2]
-        bn = parse_base_file_name(name)
-        ln = parse_log_file_name(name) if bn is None else None
-        instant = bn.instant if bn is not None else ln.base_instant if ln is not None else None
+        instant = file_instant(df.name)
         if instant is not None and debris(instant):
             out.append(df.path)
     for f in meta.storage.list_dir(INDEX_FOLDER):

@@ -75,10 +75,7 @@ def plan_restore(meta: MetaClient, timeline: Timeline, target: str) -> RestorePl
             f"{target} is not a completed commit on the active timeline of {meta.storage.base_uri}"
         )
     later = [i for i in timeline.writes.instants if i.time > target]
-    odd = [
-        i for i in later
-        if i.action not in rb.ROLLBACK_ACTIONS and not (not i.is_completed and i.action in rb.PENDING_ROLLBACK_ACTIONS)
-    ]
+    odd = [i for i in later if not rb.undoable(i)]
     if odd:
         raise InvalidInputError(f"cannot restore over {odd[0].action.value} instant {odd[0].time}")
     _check_snapshot_intact(meta, timeline, target)

@@ -44,7 +44,7 @@ from engine.services.timeline_files import (
     remove_instant,
     write_avro,
 )
-from engine.table.file_names import parse_base_file_name, parse_log_file_name
+from engine.table.file_names import file_instant, join_path, parse_base_file_name
 from engine.table.meta_client import MetaClient
 from engine.timeline.instant import Action, Instant, State
 from engine.timeline.timeline import Timeline
@@ -137,27 +137,23 @@ class RollbackResult:
 def instant_files(meta: MetaClient, time: str, index: Index | None) -> list[str]:
     """Every file written by instant `time`: base and log files anywhere under the table, plus
     the index's own files."""
-    found = []
-    for df in meta.list_data_files():
-        bn = parse_base_file_name(df.name)
-        if bn is not None and bn.instant == time:
-            found.append(df.path)
-            continue
-        ln = parse_log_file_name(df.name)
-        if ln is not None and ln.base_instant == time:
-            found.append(df.path)
+    found = [df.path for df in meta.list_data_files() if file_instant(df.name) == time]
     if index is not None:
         found.extend(index.rollback_files(meta, time))
     return sorted(set(found))
+
+
+def undoable(inst: Instant) -> bool:
+    """Whether rollback (and restore) can undo this instant: a commit, or a pending instant that
+    was never visible (PENDING_ROLLBACK_ACTIONS)."""
+    return inst.action in ROLLBACK_ACTIONS or (not inst.is_completed and inst.action in PENDING_ROLLBACK_ACTIONS)
 
 
 def check_rollback_allowed(meta: MetaClient, timeline: Timeline, target: Instant) -> None:
     """Refuse (RollbackRefusedError) a rollback of a completed instant that would lose data."""
     if meta.config.table_type is not TableType.COPY_ON_WRITE:
         raise InvalidInputError("rollback is implemented for COPY_ON_WRITE tables only")
-    if not target.is_completed and target.action in PENDING_ROLLBACK_ACTIONS:
-        return  # never visible: deleting its files and timeline files loses nothing
-    if target.action not in ROLLBACK_ACTIONS:
+    if not undoable(target):
         state = "completed " if target.is_completed else ""
         raise InvalidInputError(
             f"cannot roll back a {state}{target.action.value} instant ({target.time}): only commits "
@@ -189,7 +185,7 @@ def check_rollback_allowed(meta: MetaClient, timeline: Timeline, target: Instant
     present = {df.path for df in meta.list_data_files()}
     existing_names = {p.rpartition("/")[2] for p in present}
     missing = []
-    previous: list[tuple[str, str | None]] = []  # (T's version, the version it replaced) per group
+    previous: list[tuple[str, str]] = []  # (T's version, the version it replaced) per group
     for s in stats:
         if s.prevCommit and s.prevCommit != "null":
             prefix = f"{s.fileId}_"
@@ -198,8 +194,7 @@ def check_rollback_allowed(meta: MetaClient, timeline: Timeline, target: Instant
             if not found:
                 missing.append(f"{s.partitionPath}/{s.fileId} @ {s.prevCommit}")
             else:
-                prev = f"{s.partitionPath}/{found[0]}" if s.partitionPath else found[0]
-                previous.append((s.path or "", prev))
+                previous.append((s.path or "", join_path(s.partitionPath, found[0])))
     if missing:
         raise RollbackRefusedError(
             f"cannot roll back {target.time}: the file versions it replaced were cleaned "
@@ -223,7 +218,7 @@ def _rewritten_removed_keys(
     timeline: Timeline,
     time: str,
     mine: set[tuple[str, str]],
-    previous: list[tuple[str, str | None]],
+    previous: list[tuple[str, str]],
     present: set[str],
 ) -> dict[str, set[str]]:
     """Later commit -> keys it wrote that instant `time` had taken out of its file groups.
@@ -234,8 +229,6 @@ def _rewritten_removed_keys(
     bulk_insert), the table would hold it twice: that commit depends on `time`."""
     removed: set[str] = set()
     for current, prev in previous:
-        if prev is None:
-            continue
         before = set(_read_keys(meta, prev).column(RECORD_KEY_COL).to_pylist())
         after = set(_read_keys(meta, current).column(RECORD_KEY_COL).to_pylist()) if current in present else set()
         removed |= before - after
@@ -273,10 +266,9 @@ def describe_index_revert(meta: MetaClient, timeline: Timeline, plan: RollbackPl
     time = plan.target.time
     without = Timeline(tuple(i for i in timeline.instants if i.time != time), timeline.has_archive)
     _parts, groups = _planned_groups(meta, time, plan.target.action)
-    removed = _written_keys(meta, list(plan.files), time)
-    restored = _restored_locations(meta, list(plan.files), groups, without)
-    put = sorted(set(restored.column("key").to_pylist()))
-    deleted = sorted(set(removed.column("key").to_pylist()) - set(put))
+    change = _index_change(meta, index, time, list(plan.files), groups, without)
+    put = sorted(set(change.restored.column("key").to_pylist()))
+    deleted = sorted(set(change.removed.column("key").to_pylist()) - set(put))
     revert = IndexRevert(index.name, len(put), len(deleted), tuple(deleted[:20]), tuple(put[:20]))
     return RollbackPlan(plan.target, plan.files, plan.instant, revert)
 
@@ -333,12 +325,7 @@ def undo_instant(
         # files, so a resumed run (after a crash among the deletions below) would see only part
         # of it. Reverting first is safe (the instant is invisible already) and idempotent: a
         # resumed run recomputes the same change, or a part of one already applied.
-        wants = index.wants_locations
-        change = RollbackChange(
-            _written_keys(meta, files, time) if wants else CHANGE_SCHEMA_REMOVED.empty_table(),
-            _restored_locations(meta, files, planned_groups) if wants else CHANGE_SCHEMA_RESTORED.empty_table(),
-        )
-        index.rollback_commit(meta, time, change, final=final)
+        index.rollback_commit(meta, time, _index_change(meta, index, time, files, planned_groups), final=final)
     deleted = []
     for i, rel in enumerate(files):
         if storage.exists(rel):
@@ -422,6 +409,21 @@ def _uri(base: str, rel: str) -> str:
 def _read_keys(meta: MetaClient, rel: str) -> pa.Table:
     with meta.storage.open_input_file(rel) as f:
         return pq.read_table(f, columns=[RECORD_KEY_COL, PARTITION_PATH_COL, COMMIT_TIME_COL])
+
+
+def _index_change(
+    meta: MetaClient,
+    index: Index,
+    time: str,
+    files: list[str],
+    groups: set[tuple[str, str]],
+    timeline: Timeline | None = None,
+) -> RollbackChange:
+    """How rolling back `time` moves record locations (from its `files`, before any is deleted),
+    for an index that stores them; empty for one that derives them from the data files."""
+    if not index.wants_locations:
+        return RollbackChange(CHANGE_SCHEMA_REMOVED.empty_table(), CHANGE_SCHEMA_RESTORED.empty_table())
+    return RollbackChange(_written_keys(meta, files, time), _restored_locations(meta, files, groups, timeline))
 
 
 def _written_keys(meta: MetaClient, files: list[str], time: str) -> pa.Table:

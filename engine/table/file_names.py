@@ -77,6 +77,16 @@ def parse_log_file_name(name: str) -> LogFileName | None:
     return LogFileName(m["file_id"], m["instant"], int(m["version"]), m["token"])
 
 
+def file_instant(name: str) -> str | None:
+    """The instant a data file belongs to: a base file's instant, a log file's base instant;
+    None for any other name."""
+    bn = parse_base_file_name(name)
+    if bn is not None:
+        return bn.instant
+    ln = parse_log_file_name(name)
+    return ln.base_instant if ln is not None else None
+
+
 def join_path(partition: str, name: str) -> str:
     """Relative path of a file in a partition ("" is the table root)."""
     return f"{partition}/{name}" if partition else name

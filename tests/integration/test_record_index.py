@@ -32,6 +32,22 @@ def make(spark, path, index="RECORD", buckets=4) -> Table:
                         record_index_buckets=buckets if index == "RECORD" else None)
 
 
+@pytest.fixture
+def rebuilt(monkeypatch) -> list[list[int]]:
+    """The buckets of every rebuild of the RECORD index from the data files, in order."""
+    from engine.index import record_service
+
+    calls: list[list[int]] = []
+    real_rebuild = record_service.rebuild
+
+    def counting_rebuild(meta, buckets=None, options=None):
+        calls.append(list(buckets or []))
+        return real_rebuild(meta, buckets, options)
+
+    monkeypatch.setattr(record_service, "rebuild", counting_rebuild)
+    return calls
+
+
 def index_files(t: Table) -> list[str]:
     return [f.name for f in t.meta.storage.list_dir(INDEX_FOLDER)]
 
@@ -239,20 +255,10 @@ def test_read_keys_and_filter_exists(spark, tmp_path):
 
 
 @pytest.mark.parametrize("seed", [26, 33])
-def test_random_operation_sequences_match_a_brute_force_map(spark, tmp_path, seed, monkeypatch):
+def test_random_operation_sequences_match_a_brute_force_map(spark, tmp_path, seed, rebuilt):
     """insert / upsert (with partition changes) / delete / re-insert / rollback of the latest
     commits (several in a row: a restore), a compaction whenever a bucket holds two files: after
     every step every lookup is exact."""
-    from engine.index import record_service
-
-    rebuilt: list[list[int]] = []
-    real_rebuild = record_service.rebuild
-
-    def counting_rebuild(meta, buckets=None, options=None):
-        rebuilt.append(list(buckets or []))
-        return real_rebuild(meta, buckets, options)
-
-    monkeypatch.setattr(record_service, "rebuild", counting_rebuild)
     rng, ops_rng = random.Random(seed), random.Random(seed)
     t = make(spark, tmp_path / "t", buckets=3)
     opts = {"hoodie.record.index.compaction.max.files": "1"}
@@ -332,24 +338,14 @@ def test_index_build_is_refused_and_changes_nothing_while_another_writer_holds_t
     assert Table.open(spark, g.path).config.index_type.value == "GLOBAL_SIMPLE"
 
 
-def test_a_restore_over_compacted_instants_rebuilds_the_buckets_once(spark, tmp_path, monkeypatch):
-    from engine.index import record_service
-
-    calls: list[list[int]] = []
-    real_rebuild = record_service.rebuild
-
-    def counting_rebuild(meta, buckets=None, options=None):
-        calls.append(list(buckets or []))
-        return real_rebuild(meta, buckets, options)
-
-    monkeypatch.setattr(record_service, "rebuild", counting_rebuild)
+def test_a_restore_over_compacted_instants_rebuilds_the_buckets_once(spark, tmp_path, rebuilt):
     t = make(spark, tmp_path / "t", buckets=2)
     opts = {"hoodie.record.index.compaction.max.files": "1", "hoodie.clean.automatic": "false"}
     instants = [t.upsert(spark.createDataFrame([(f"k{i}", "paris", "v", i), ("a", ["paris", "rome"][i % 2], f"v{i}", i)],
                                                SCHEMA), options=opts).instant for i in range(5)]
     target = instants[1]
     t.maintenance.restore(target)
-    assert len(calls) == 1  # the last (oldest) rolled-back instant only, not once per instant
+    assert len(rebuilt) == 1  # the last (oldest) rolled-back instant only, not once per instant
     assert sorted(truth(t)) == ["a", "k0", "k1"]
     assert locate(t, ["a", "k0", "k1", "k2", "k3", "k4"]) == truth(t)
     assert rows(t.read()) == hudi_rs.sort_rows(hudi_rs.snapshot(t.path))
