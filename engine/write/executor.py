@@ -33,9 +33,10 @@ from engine.data.columns import (
     PART_COL,
     PREV_FILE_ID_COL,
 )
+from engine.data.keys import ORDERING_FILE_ID, ORDERING_KEY, ORDERING_PART, ORDERING_VALUE, ScanFile
 from engine.errors import EngineError, InvalidInputError, StorageError
 from engine.index.base import Index, TagContext
-from engine.read.scan import scan_parallelism
+from engine.read.scan import scan_ordering, scan_parallelism
 from engine.spark.errors import task_error_message, translate
 from engine.table.create import require_writable
 from engine.table.file_names import new_file_id, write_token
@@ -63,6 +64,7 @@ BUCKET_COL = "__hoodie_bucket"
 BROADCAST_KEYS_LIMIT = 2_000_000
 ORDER_COL = "__hoodie_order"
 MOVED_COL = "__hoodie_moved"  # global index, partition changed: the delete row in the old partition
+STALE_COL = "__hoodie_stale"  # the stored record wins (event-time ordering), decided before writing
 SP_COL = "__hoodie_task"
 
 Progress = Callable[[str], None]
@@ -183,24 +185,33 @@ class WriteJob:
             if self.operation.tags:
                 self.progress(f"tagging {total} records against {len(partitions)} partition(s) ({self.index.name})")
                 tagged = self.index.tag_location(tag_ctx, records)
+                update_pp = self.config.update_partition_path_for(self.index.name)
+                check = _order_check(tagged.columns, pc_field, is_delete, self.index.is_global, update_pp)
+                if check is not None:
+                    tagged = tagged.persist(StorageLevel.MEMORY_AND_DISK)
+                    cached.append(tagged)
+                    field = write_schema.field(pc_field)
+                    tagged = _mark_stale(tagged, check, self.meta, view, field, self.index.is_global)
                 if self.index.is_global:
-                    tagged = _relocate(tagged, is_delete, self.config.update_partition_path)
+                    tagged = _relocate(tagged, is_delete, update_pp)
             else:
                 tagged = records.withColumn(FILE_ID_COL, F.lit(None).cast("string"))
             tagged = tagged.persist(StorageLevel.MEMORY_AND_DISK)
             cached.append(tagged)
 
             self.progress("profiling the workload")
-            group_cols = [PART_COL, FILE_ID_COL, OP_COL] + ([MOVED_COL] if MOVED_COL in tagged.columns else [])
+            group_cols = [PART_COL, FILE_ID_COL, OP_COL] + [c for c in (MOVED_COL, STALE_COL) if c in tagged.columns]
             profile_rows = (
                 tagged.groupBy(F.spark_partition_id().alias(SP_COL), *group_cols).count().collect()
             )
             if MOVED_COL in tagged.columns:
                 tagged = tagged.drop(MOVED_COL)  # a projection of the cached rows
+            if STALE_COL in tagged.columns:
+                tagged = tagged.filter(~F.col(STALE_COL)).drop(STALE_COL)
             # `tagged` is materialised now: one cached copy of the batch is enough
             prepared.unpersist()
             index_stats = self.index.tagging_stats() if self.operation.tags else {}
-            workloads, offsets, absent, kept = _profile(profile_rows)
+            workloads, offsets, absent, kept, stale = _profile(profile_rows)
             dropped = total - kept
 
             frozen = _check_pending_clustering(self.meta, timeline, workloads)
@@ -286,7 +297,7 @@ class WriteJob:
                 updates=sum(o["num_updates"] for o in outcomes),
                 deletes=sum(o["num_deletes"] for o in outcomes),
                 absent_deletes=absent,
-                stale_ignored=sum(o["num_stale"] for o in outcomes),
+                stale_ignored=stale + sum(o["num_stale"] for o in outcomes),
                 duplicates_dropped=dropped,
                 input_records=total,
                 files_written=len(outcomes),
@@ -452,11 +463,17 @@ def _relocate(tagged: DataFrame, is_delete: bool, update_partition_path: bool) -
     key lives.
     """
     found = F.col(FILE_ID_COL).isNotNull()
-    moved = found & (F.col(EXISTING_PART_COL) != F.col(PART_COL))
+    where_it_lives = F.when(found, F.col(EXISTING_PART_COL)).otherwise(F.col(PART_COL))
     if is_delete or not update_partition_path:
-        out = tagged.withColumn(PART_COL, F.when(found, F.col(EXISTING_PART_COL)).otherwise(F.col(PART_COL)))
+        out = tagged.withColumn(PART_COL, where_it_lives)
     else:
-        stay = tagged.filter(~moved | F.col(FILE_ID_COL).isNull())
+        # upserts whose stored record lost to them (STALE_COL: the stored one won and nothing
+        # moves); delete rows (`_hoodie_is_deleted`) delete the key where it lives
+        moved = found & (F.col(EXISTING_PART_COL) != F.col(PART_COL)) & (F.col(OP_COL) == OP_UPSERT)
+        if STALE_COL in tagged.columns:
+            moved = moved & ~F.col(STALE_COL)
+        moved = F.coalesce(moved, F.lit(False))
+        stay = tagged.filter(~moved).withColumn(PART_COL, where_it_lives)
         old = tagged.filter(moved).withColumn(PART_COL, F.col(EXISTING_PART_COL)).withColumn(OP_COL, F.lit(OP_DELETE))
         new = tagged.filter(moved).withColumn(FILE_ID_COL, F.lit(None).cast("string"))
         # the delete in the old partition is an extra row, not an input record: marked so that the
@@ -470,6 +487,78 @@ def _relocate(tagged: DataFrame, is_delete: bool, update_partition_path: bool) -
     return out.drop(EXISTING_PART_COL)
 
 
+def _order_check(
+    columns: list[str], pc_field: str | None, is_delete: bool, is_global: bool, update_partition_path: bool
+) -> Column | None:
+    """Rows whose ordering against the stored record must be decided before writing, or None when
+    no row needs it.
+
+    A record that moves to another partition (global index, `update_partition_path`) is deleted in
+    one file group and inserted in another, by different tasks: whether the incoming record wins
+    must be known first (Apache Hudi's `HoodieIndexUtils.mergeForPartitionUpdatesIfNeeded`).
+    Delete rows (`_hoodie_is_deleted`) too: a losing one must neither delete the record nor its
+    index entry. The delete operation deletes whatever the ordering, and without a precombine
+    field the incoming record always wins. Other rows are ordered where they are merged
+    (`write_bucket`)."""
+    if pc_field is None or is_delete:
+        return None
+    found = F.col(FILE_ID_COL).isNotNull()
+    conditions = []
+    if IS_DELETED_COL in columns:
+        conditions.append(F.col(OP_COL) == OP_DELETE)
+    if is_global and update_partition_path:
+        conditions.append(F.col(EXISTING_PART_COL) != F.col(PART_COL))
+    if not conditions:
+        return None
+    wanted = conditions[0]
+    for c in conditions[1:]:
+        wanted = wanted | c
+    return F.coalesce(found & wanted, F.lit(False))
+
+
+def _mark_stale(
+    tagged: DataFrame, check: Column, meta: MetaClient, view, field: pa.Field, is_global: bool
+) -> DataFrame:
+    """`tagged` + STALE_COL: the rows of `check` whose stored record wins by the precombine field
+    (`field`), with the merge rule of `write_bucket` (a null stored value never wins; a null incoming
+    value loses against a non-null stored one).
+
+    The stored values are read from the latest base files holding the checked keys (key and
+    ordering columns only); batches whose checked keys fit on the driver ship them to the scan tasks."""
+    where = EXISTING_PART_COL if is_global else PART_COL
+    checked = tagged.filter(check).select(KEY_COL, F.col(where).alias(PART_COL), FILE_ID_COL)
+    probe = checked.limit(BROADCAST_KEYS_LIMIT + 1).toArrow()
+    if probe.num_rows == 0:
+        return tagged.withColumn(STALE_COL, F.lit(False))
+    small = probe.num_rows <= BROADCAST_KEYS_LIMIT
+    if small:
+        groups = set(zip(probe.column(PART_COL).to_pylist(), probe.column(FILE_ID_COL).to_pylist(), strict=True))
+        keys = pc.unique(probe.column(KEY_COL).combine_chunks())
+    else:
+        groups = {(r[PART_COL], r[FILE_ID_COL]) for r in checked.select(PART_COL, FILE_ID_COL).distinct().collect()}
+        keys = None
+    files = [
+        ScanFile(b.path, b.partition, b.file_id)
+        for b in view.latest_base_files(sorted({p for p, _f in groups}))
+        if (b.partition, b.file_id) in groups
+    ]
+    stored = scan_ordering(tagged.sparkSession, meta.storage, files, field, keys)
+    if small:
+        stored = F.broadcast(stored)
+    on = (
+        (tagged[KEY_COL] == stored[ORDERING_KEY])
+        & (tagged[where] == stored[ORDERING_PART])
+        & (tagged[FILE_ID_COL] == stored[ORDERING_FILE_ID])
+    )
+    incoming, value = F.col(f"`{field.name}`"), F.col(ORDERING_VALUE)
+    accept = value.isNull() | F.coalesce(incoming >= value, F.lit(False))
+    return (
+        tagged.join(stored, on, "left")
+        .withColumn(STALE_COL, check & ~accept)
+        .drop(ORDERING_KEY, ORDERING_PART, ORDERING_FILE_ID, ORDERING_VALUE)
+    )
+
+
 def _dedupe(records: DataFrame, pc_field: str | None, by: list[str]) -> DataFrame:
     """Keep one record per key (and partition): the largest precombine value, later input on ties."""
     order = [F.col(pc_field).desc_nulls_last()] if pc_field else []
@@ -479,17 +568,22 @@ def _dedupe(records: DataFrame, pc_field: str | None, by: list[str]) -> DataFram
     return records.withColumn(rank, F.row_number().over(w)).filter(F.col(rank) == 1).drop(rank)
 
 
-def _profile(rows) -> tuple[dict[str, PartitionWorkload], dict, int, int]:
-    """Workloads per partition, insert-number offsets per (spark partition, partition), absent deletes."""
+def _profile(rows) -> tuple[dict[str, PartitionWorkload], dict, int, int, int]:
+    """Workloads per partition, insert-number offsets per (spark partition, partition), absent
+    deletes, input records kept by the dedupe, and records the stored ones won against (stale)."""
     inserts: dict[str, int] = defaultdict(int)
     updates: dict[str, dict[str, int]] = defaultdict(dict)
     deletes: dict[str, dict[str, int]] = defaultdict(dict)
     per_task: dict[tuple[int, str], int] = {}
-    absent = kept = 0
+    absent = kept = stale = 0
     for r in rows:
         part, fid, op, n = r[PART_COL], r[FILE_ID_COL], r[OP_COL], r["count"]
-        if not r.asDict().get(MOVED_COL, False):
+        flags = r.asDict()
+        if not flags.get(MOVED_COL, False):
             kept += n
+        if flags.get(STALE_COL, False):
+            stale += n
+            continue
         if op == OP_DELETE:
             if fid is None:
                 absent += n
@@ -510,7 +604,7 @@ def _profile(rows) -> tuple[dict[str, PartitionWorkload], dict, int, int]:
         p: PartitionWorkload(p, inserts.get(p, 0), dict(updates.get(p, {})), dict(deletes.get(p, {})))
         for p in parts
     }
-    return workloads, offsets, absent, kept
+    return workloads, offsets, absent, kept, stale
 
 
 def _check_pending_clustering(
