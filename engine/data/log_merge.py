@@ -201,11 +201,13 @@ def resolve_events(
         last[:-1] = sorted_codes[1:] != sorted_codes[:-1]
         state[sorted_codes[last]] = order[last]
         return state
-    first = rank == 0
+    # one vectorised step per rank: step k folds the k-th event of every key that has one
+    by_rank = np.argsort(rank, kind="stable")
+    bounds = np.concatenate([[0], np.cumsum(np.bincount(rank))]) if len(rank) else np.zeros(1, dtype=np.int64)
+    first = by_rank[bounds[0]:bounds[1]] if len(bounds) > 1 else by_rank[:0]
     state[sorted_codes[first]] = order[first]
-    max_rank = int(rank.max()) if len(rank) else 0
-    for k in range(1, max_rank + 1):
-        at = rank == k
+    for k in range(1, len(bounds) - 1):
+        at = by_rank[bounds[k]:bounds[k + 1]]
         events = order[at]
         keys = sorted_codes[at]
         current = state[keys]
