@@ -174,10 +174,18 @@ IS_DELETED_COL = "_hoodie_is_deleted"  # a log record with true here is a delete
 
 
 def _delete_markers(records: pa.Table) -> np.ndarray:
-    if IS_DELETED_COL not in records.column_names:
+    if IS_DELETED_COL not in records.column_names or not pa.types.is_boolean(records.schema.field(IS_DELETED_COL).type):
         return np.zeros(records.num_rows, dtype=bool)
     flags = records.column(IS_DELETED_COL).combine_chunks().fill_null(False)
     return flags.to_numpy(zero_copy_only=False).astype(bool)
+
+
+def _block_schema(schema: pa.Schema) -> pa.Schema:
+    """What to decode log records to: `schema`, plus the delete marker when `schema` lacks it (key and
+    ordering scans must see deleted records as deleted)."""
+    if IS_DELETED_COL in schema.names:
+        return schema
+    return schema.append(pa.field(IS_DELETED_COL, pa.bool_()))
 
 
 @dataclass(frozen=True)
@@ -221,13 +229,14 @@ def _collect_events(
                     orders.append(value)
                 rows.append(np.full(n, -1, dtype=np.int64))
             else:
-                records = decode_data_block(block, schema)
+                records = decode_data_block(block, _block_schema(schema))
                 if keys is not None:
                     records = records.filter(pc.is_in(records.column(RECORD_KEY_COL), value_set=keys))
                 n = records.num_rows
+                deletes.append(_delete_markers(records))
+                records = records.select(schema.names)
                 tables.append(records)
                 key_parts.append(records.column(RECORD_KEY_COL).combine_chunks())
-                deletes.append(_delete_markers(records))
                 naturals.append(np.zeros(n, dtype=bool))
                 if ordering is not None:
                     orders.append(normalize_field_ordering(records.column(ordering.name), ordering.type))
@@ -271,7 +280,8 @@ def read_slice(
     only records of those keys are read and returned. `ordering_field` (the precombine field) is
     used by EVENT_TIME only. Rows come base records first (in file order), then log records.
     A log record whose boolean `_hoodie_is_deleted` is true is a delete carrying its ordering value
-    (as hudi-rs reads it; base records are returned whatever that column holds).
+    (as hudi-rs reads it, also when `schema` or `columns` leave the column out); base records are
+    returned whatever that column holds.
 
     A slice without log files costs one base-file read of the wanted columns.
     """
@@ -287,8 +297,6 @@ def read_slice(
         out_names = list(schema.names)
     ordering = _ordering_field(schema, ordering_field) if mode is MergeMode.EVENT_TIME else None
     needed = set(out_names) | {RECORD_KEY_COL} | ({ordering.name} if ordering is not None else set())
-    if IS_DELETED_COL in schema.names and pa.types.is_boolean(schema.field(IS_DELETED_COL).type):
-        needed.add(IS_DELETED_COL)
     read_schema = pa.schema([f for f in schema if f.name in needed])
     key_set = _key_set(keys)
     base = (

@@ -355,3 +355,24 @@ def test_binary_ordering_field(tmp_path: Path) -> None:
     rows = read_slice(LocalStorage(str(tmp_path)), files, t.schema, ordering_field="ts", mode=MergeMode.EVENT_TIME,
                       is_committed=_committed)
     assert values(rows.to_pylist(), "id", "val") == [("a", "base"), ("b", "tie"), ("d", "base")]
+
+
+def test_key_and_ordering_scans_see_hoodie_is_deleted_records(tmp_path: Path) -> None:
+    schema = pa.schema([("id", pa.string()), ("ts", pa.int64()), ("val", pa.string()), ("_hoodie_is_deleted", pa.bool_())])
+    t = MorTable(tmp_path, data_schema=schema)
+    t.base_file(I[1], [{"id": k, "ts": 10, "val": "base", "_hoodie_is_deleted": False} for k in "abc"])
+    log = t.log_file([t.avro_block(I[2], [{"id": "a", "ts": 20, "val": "T2", "_hoodie_is_deleted": True},
+                                          {"id": "b", "ts": 5, "val": "T2", "_hoodie_is_deleted": True}])],
+                     base_instant=I[1], version=1)
+    files = SliceFiles("", FID, I[1], f"{FID}_0-1-0_{I[1]}.parquet", (log,))
+    storage = LocalStorage(str(tmp_path))
+    ts = pa.field("ts", pa.int64())
+    assert sorted(slice_keys(storage, files, mode=MergeMode.EVENT_TIME, is_committed=_committed, ordering=ts).to_pylist()) == [
+        "b", "c"
+    ]
+    assert sorted(slice_keys(storage, files, mode=MergeMode.COMMIT_TIME, is_committed=_committed).to_pylist()) == ["c"]
+    ordering = slice_ordering(storage, files, ts, mode=MergeMode.EVENT_TIME, is_committed=_committed)
+    assert sorted(ordering.to_pylist(), key=repr) == [{"key": "b", "value": 10}, {"key": "c", "value": 10}]
+    narrow = read_slice(storage, files, t.schema, ordering_field="ts", mode=MergeMode.EVENT_TIME,
+                        is_committed=_committed, columns=["id"])
+    assert sorted(narrow.column("id").to_pylist()) == ["b", "c"]
