@@ -26,7 +26,8 @@ REPO = Path(__file__).resolve().parents[2]
 COMPOSE_FILE = REPO / "docker-compose.yml"
 ENV_EXAMPLE = REPO / ".env.example"
 DOCKERFILES = [REPO / "Dockerfile", REPO / "hbase" / "Dockerfile"]
-SHELL_SCRIPTS = [REPO / "hbase" / "entrypoint.sh", REPO / "hbase" / "healthcheck.sh", REPO / "minio" / "init.sh"]
+SHELL_SCRIPTS = [REPO / "hbase" / "entrypoint.sh", REPO / "hbase" / "healthcheck.sh", REPO / "minio" / "init.sh",
+                 REPO / ".ci" / "run"]
 
 
 class ComposeError(RuntimeError):
