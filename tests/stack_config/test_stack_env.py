@@ -31,6 +31,16 @@ NOT_SET_IN_STACK = {
     "HOODIE_DEBUG": "CLI tracebacks, for debugging",
     "HOODIE_FAILPOINT": "crash tests only",
     "HOODIE_FAILPOINT_PGID": "crash tests only",
+    # the console's optional settings (webui/config.py and its CLI, as on the console branch)
+    "CONSOLE_INSTANCE_DIR": "instance folder for a generated secret and the SQLite file: unused when "
+                            "CONSOLE_SECRET_KEY and DATABASE_URL are set, as in the stack",
+    "CONSOLE_SECURE_COOKIES": "Secure cookies behind TLS; the local stack serves plain HTTP",
+    "CONSOLE_RATELIMIT_STORAGE_URI": "login throttling store; memory:// (the default) is enough locally",
+    "CONSOLE_LOGIN_LIMIT": "login throttling rate (default 10 per minute)",
+    "CONSOLE_PORT": "the port of `hoodie-console run` (make run); in the stack gunicorn's -b sets it, and "
+                    "CONSOLE_PORT in .env is the published host port, never passed into a container",
+    "CONSOLE_NEW_PASSWORD": "input of `hoodie-console create-user`",
+    "CONSOLE_TEST_HOLD_AT": "console tests only",
 }
 # lines that read variables through a name the line does not spell; their names come from the module
 INDIRECT = {
@@ -38,6 +48,10 @@ INDIRECT = {
                              "value = given.get(key) or next((os.environ[v] for v in env_vars if os.environ.get(v)), None)"),
     "engine/failpoints.py": ({failpoints.ENV_POINT, failpoints.ENV_PGID},
                              "if os.environ.get(ENV_POINT) != point:", "pgid = os.environ.get(ENV_PGID)"),
+    # the console (once merged): its test hold point, and a generic reader its callers name
+    "webui/jobs/progress.py": ({"CONSOLE_TEST_HOLD_AT"},
+                               'hold, _, table = (os.environ.get(HOLD_ENV) or "").partition("@")'),
+    "webui/config.py": (set(), "return os.environ.get(name)"),
 }
 NEEDS = {
     "spark-master": ENGINE_VARS,
