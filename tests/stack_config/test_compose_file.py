@@ -105,7 +105,7 @@ def test_commands(config):
     assert s["spark-worker"]["command"] == ["spark-class", "org.apache.spark.deploy.worker.Worker",
                                             "spark://spark-master:7077", "--webui-port", "8081",
                                             "--work-dir", "/opt/spark-work", "--cores", "1", "--memory", "1g"]
-    assert s["console"]["command"] == ["gunicorn", "webui:create_app()", "-b", "0.0.0.0:8000"]
+    assert s["console"]["command"] == ["gunicorn", "webui:create_app()", "-b", "0.0.0.0:8000", "-w", "2", "--threads", "4"]
     assert s["worker"]["command"] == ["hoodie-console", "worker"]
     assert s["console-migrate"]["command"] == ["hoodie-console", "db", "upgrade"]
     assert s["minio"]["command"] == ["server", "/data", "--console-address", ":9001"]
