@@ -206,7 +206,8 @@ def start_console(env: dict[str, str], processes: Processes, timeout: float = ST
         raise StackError(f"hoodie-console db upgrade failed:\n{migrate.stdout}\n{migrate.stderr}")
     port = free_port()
     url = f"http://127.0.0.1:{port}"
-    gunicorn = processes.start("console", [str(bindir / "gunicorn"), "webui:create_app()", "-b", f"127.0.0.1:{port}"], env)
+    gunicorn = processes.start("console", [str(bindir / "gunicorn"), "webui:create_app()", "-b", f"127.0.0.1:{port}",
+                                           "-w", "2", "--threads", "4"], env)
     _wait("console /healthz", lambda: _http_ok(f"{url}/healthz"), gunicorn, processes.log("console"), timeout)
     worker = processes.start("worker", [str(bindir / "hoodie-console"), "worker"], env)
     time.sleep(1.0)
