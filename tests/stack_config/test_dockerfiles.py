@@ -115,3 +115,14 @@ def test_shellcheck_fails_a_bad_script(tmp_path):
     bad.write_text("#!/bin/sh\nrm -rf $1/data\n")
     done = subprocess.run([str(venv_tool("shellcheck")), str(bad)], capture_output=True, text=True, timeout=60)
     assert done.returncode == 1 and "SC2086" in done.stdout
+
+
+def test_the_build_context_sends_only_what_the_images_use():
+    """.env (local secrets), .venv, lakehouse data and git history never reach a build."""
+    lines = [ln for ln in (REPO / ".dockerignore").read_text().splitlines() if ln and not ln.startswith("#")]
+    assert lines == ["*", "!pyproject.toml", "!README.md", "!engine/", "!webui/", "!docker/", "!tests/",
+                     "**/__pycache__", "**/*.pyc"]
+    # the runtime image drops tests/ (the HBase stand-in is never shipped); only stack-test adds it back
+    app = (REPO / "Dockerfile").read_text()
+    assert "COPY . /src\nRUN rm -rf /src/tests\n" in app
+    assert app.index("COPY tests /opt/hoodie/tests") > app.index("FROM runtime AS stack-test")
