@@ -40,6 +40,18 @@ def read_base_file(storage: Storage, path: str, columns: list[str] | None = None
     return _typed_read(storage, path, lambda f: pq.read_table(f, columns=columns))
 
 
+def read_columns(storage: Storage, path: str, schema: pa.Schema) -> pa.Table:
+    """The columns of `schema` from a base file, conformed to it: the file's other columns are not
+    read, and a column the file lacks (written before it was added) comes back as nulls."""
+
+    def read(f: Any) -> pa.Table:
+        pf = pq.ParquetFile(f)
+        present = set(pf.schema_arrow.names)
+        return pf.read(columns=[c for c in schema.names if c in present])
+
+    return conform(_typed_read(storage, path, read), schema)
+
+
 def _typed_read(storage: Storage, path: str, read: Callable[[Any], _T]) -> _T:
     """Run `read` on the opened file: not parquet -> CorruptTableError, I/O -> StorageError."""
     try:
@@ -53,4 +65,4 @@ def _typed_read(storage: Storage, path: str, read: Callable[[Any], _T]) -> _T:
         raise StorageError(f"cannot read base file {storage.uri(path)}: {exc}") from exc
 
 
-__all__ = ["conform", "read_base_file", "read_footer"]
+__all__ = ["conform", "read_base_file", "read_columns", "read_footer"]
