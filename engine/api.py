@@ -114,6 +114,7 @@ class Table:
         if self.spark is None:
             self.spark = df.sparkSession
         with Transaction(self.meta, config, index, op.value.lower()) as tx:
+            tx.spark = self.spark
             job = WriteJob(self.meta, index, config, op, progress or (lambda _msg: None), guard=tx.guard)
             result = job.run(df)
             if result.instant is not None:
@@ -150,9 +151,10 @@ class Table:
             raise InvalidConfigError("this Table was opened without a SparkSession; reads and writes need one")
         return self.spark
 
-    def read(self, as_of: str | None = None) -> DataFrame:
-        """Snapshot read (meta columns first), or the table as of a completed instant."""
-        return reader.read_snapshot(self._spark(), self.meta, as_of)
+    def read(self, as_of: str | None = None, read_optimized: bool = False) -> DataFrame:
+        """Snapshot read (meta columns first), or the table as of a completed instant.
+        `read_optimized`: base files only (merge-on-read: log files are not merged)."""
+        return reader.read_snapshot(self._spark(), self.meta, as_of, read_optimized=read_optimized)
 
     def read_incremental(self, start: str, end: str | None = None) -> DataFrame:
         """Records committed in (start, end]."""
@@ -190,7 +192,10 @@ def _summary(value: object) -> object:
     """A short, JSON-friendly account of an automatic service's result."""
     if isinstance(value, list):
         return list(value)
-    deleted = getattr(value, "deleted", None)
     if isinstance(value, str):
         return value
+    written = getattr(value, "files", None)
+    if written is not None:  # a compaction: the base files it wrote
+        return {"instant": getattr(value, "instant", None), "files": len(written)}
+    deleted = getattr(value, "deleted", None)
     return {"instant": getattr(value, "instant", None), "deleted": len(deleted) if deleted is not None else 0}

@@ -18,12 +18,15 @@ ENV_PGID = "HOODIE_FAILPOINT_PGID"
 POINTS = (
     "write.after_requested",  # the instant is claimed, nothing written yet
     "write.file_written",  # inside a Spark task, after it wrote its base file
+    "write.log_written",  # inside a Spark task, after it wrote its log file (merge-on-read)
     "write.before_complete",  # every data (and index) file written, the commit not completed
     "rollback.after_revert",  # a rolled-back completed instant was made pending, files not yet deleted
     "rollback.files_deleted",  # some of the rollback's files deleted
     "clean.file_deleted",  # a clean deleted its first file
     "restore.after_first",  # a restore rolled back its first instant of several
     "archive.after_file",  # the archive file is written, the instants not yet removed
+    "compaction.after_inflight",  # a compaction moved to inflight, no base file written yet
+    "compaction.before_complete",  # every base file of a compaction written, the commit not completed
 )
 
 

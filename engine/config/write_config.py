@@ -31,6 +31,12 @@ _KEYS: dict[str, tuple[str, type]] = {
     "hoodie.bloom.index.update.partition.path": ("bloom_update_partition_path", bool),
     "hoodie.hbase.index.update.partition.path": ("hbase_update_partition_path", bool),
     "hoodie.record.index.update.partition.path": ("record_update_partition_path", bool),
+    # merge-on-read (Apache Hudi's keys and defaults)
+    "hoodie.logfile.data.block.format": ("log_block_format", str),
+    "hoodie.merge.small.file.group.candidates.limit": ("small_file_candidates_limit", int),
+    "hoodie.logfile.to.parquet.compression.ratio": ("log_to_parquet_ratio", float),
+    "hoodie.compact.inline": ("compact_inline", bool),
+    "hoodie.compact.inline.max.delta.commits": ("compact_max_delta_commits", int),
     # table services (Apache Hudi's keys and defaults)
     "hoodie.clean.automatic": ("clean_automatic", bool),
     "hoodie.cleaner.policy": ("cleaner_policy", str),
@@ -88,6 +94,14 @@ class WriteConfig:
     hbase_update_partition_path: bool = False
     record_update_partition_path: bool = False
 
+    # merge-on-read: data block format (parquet | avro), small-file candidates without log
+    # indexing, log size weight in small-file sizing, inline compaction after N deltacommits
+    log_block_format: str = "parquet"
+    small_file_candidates_limit: int = 1
+    log_to_parquet_ratio: float = 0.35
+    compact_inline: bool = False
+    compact_max_delta_commits: int = 5
+
     # table services after each commit, as in Apache Hudi (defaults are Hudi's)
     clean_automatic: bool = True
     cleaner_policy: str = "KEEP_LATEST_COMMITS"
@@ -128,6 +142,18 @@ class WriteConfig:
             raise InvalidConfigError("hoodie.write.lock.lease_ms must be positive, wait_time_ms >= 0")
         if self.record_size_estimate <= 0:
             raise InvalidConfigError("hoodie.copyonwrite.record.size.estimate must be positive")
+        object.__setattr__(self, "log_block_format", self.log_block_format.strip().lower())
+        if self.log_block_format not in ("parquet", "avro"):
+            raise InvalidConfigError(
+                f"hoodie.logfile.data.block.format must be parquet or avro, not {self.log_block_format!r}"
+            )
+        if self.small_file_candidates_limit < 0 or self.log_to_parquet_ratio < 0:
+            raise InvalidConfigError(
+                "hoodie.merge.small.file.group.candidates.limit and hoodie.logfile.to.parquet.compression.ratio "
+                "must not be negative"
+            )
+        if self.compact_max_delta_commits < 1:
+            raise InvalidConfigError("hoodie.compact.inline.max.delta.commits must be >= 1")
 
     def update_partition_path_for(self, index_name: str) -> bool:
         """Whether a global index moves a record whose partition value changed (True: delete it in

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING
 import pyarrow as pa
 
 from engine.data.columns import EXISTING_PART_COL, FILE_ID_COL, PREV_FILE_ID_COL  # noqa: F401  (re-exported)
+from engine.data.keys import SliceMerge
 from engine.table.fs_view import FileSystemView
 from engine.table.meta_client import MetaClient
 
@@ -35,6 +36,9 @@ class TagContext:
     # partition -> the incoming keys (as an Arrow array), when the batch is small enough to ship
     # to the scan tasks; None for batches too big for that (then indexes join instead)
     incoming_keys: Mapping[str, pa.Array] | None = None
+    # merge-on-read: how lookups that read the data files merge slices with log files (a key
+    # deleted in a log is not there); None for tables whose slices are base files
+    merge: SliceMerge | None = None
 
 
 class Index(abc.ABC):
@@ -53,6 +57,9 @@ class Index(abc.ABC):
 
     # indexes that store locations themselves (HBase) get the written records' locations
     wants_locations: bool = False
+    # Apache Hudi's canIndexLogFiles: the index finds keys whose only copy is in a log file (it
+    # stores locations), so merge-on-read inserts may go to logs (HBASE, RECORD; not BLOOM/SIMPLE)
+    can_index_log_files: bool = False
 
     def check_available(self) -> None:  # noqa: B027
         """Fail early (before any file is written) when the index's backing service is unreachable."""

@@ -21,9 +21,9 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from engine.constants import FOOTER_MAX_RECORD_KEY, FOOTER_MIN_RECORD_KEY, RECORD_KEY_COL
-from engine.data.base_file import read_base_file, read_footer
-from engine.data.keys import ANY_PARTITION, KEYS_SCHEMA, keys_batch
+from engine.constants import FOOTER_MAX_RECORD_KEY, FOOTER_MIN_RECORD_KEY
+from engine.data.base_file import read_footer
+from engine.data.keys import ANY_PARTITION, KEYS_SCHEMA, SliceMerge, keys_batch, live_keys
 from engine.index.base import Index, TagContext
 from engine.index.bloom_filter import bloom_filter_from_footer, encode_keys, hash_chain
 from engine.index.simple import GlobalSimpleIndex, SimpleIndex
@@ -69,39 +69,44 @@ class _Chains:
         return self.cache[key]
 
 
-def _lookup_task(storage: Storage, wanted: Broadcast, counts: Accumulator):
+def _lookup_task(storage: Storage, wanted: Broadcast, counts: Accumulator, merge: SliceMerge | None):
     def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        from engine.read.scan import scan_files_of
+
         lookup: dict[str, np.ndarray] = wanted.value
         chains = _Chains(lookup)
         local = dict.fromkeys(STAT_NAMES, 0)
-        for batch in batches:
-            for path, partition, file_id in zip(*(c.to_pylist() for c in batch.columns), strict=True):
-                keys = lookup.get(partition, lookup.get(ANY_PARTITION))
-                if keys is None or len(keys) == 0:
-                    continue
-                local["files"] += 1
-                footer = read_footer(storage, path)
+        for file in scan_files_of(batches):
+            partition = file.partition
+            keys = lookup.get(partition, lookup.get(ANY_PARTITION))
+            if keys is None or len(keys) == 0:
+                continue
+            local["files"] += 1
+            start, end, bloom = 0, len(keys), None
+            if file.path is not None:  # a log-only slice has no footer to prune with
+                footer = read_footer(storage, file.path)
                 low = footer.get(FOOTER_MIN_RECORD_KEY.encode())
                 high = footer.get(FOOTER_MAX_RECORD_KEY.encode())
                 start, end = range_bounds(keys, low.decode() if low else None, high.decode() if high else None)
-                if start >= end:
-                    local["range_pruned"] += 1
-                    continue
-                candidates = keys[start:end]
                 bloom = bloom_filter_from_footer(footer)
-                if bloom is not None:
-                    chain = chains.get(partition, bloom.num_hashes)[start:end]
-                    candidates = candidates[bloom.contains_chain(chain)]
-                if len(candidates) == 0:
-                    local["bloom_pruned"] += 1
-                    continue
-                local["files_read"] += 1
-                local["candidates"] += len(candidates)
-                stored = read_base_file(storage, path, columns=[RECORD_KEY_COL]).column(0).cast(pa.string())
-                matched = pc.unique(stored.filter(pc.is_in(stored, value_set=pa.array(candidates, pa.string()))))
-                local["false_positives"] += len(candidates) - len(matched)
-                if len(matched):
-                    yield keys_batch(matched, partition, file_id)
+            if start >= end:
+                local["range_pruned"] += 1
+                continue
+            candidates = keys[start:end]
+            if bloom is not None:
+                chain = chains.get(partition, bloom.num_hashes)[start:end]
+                candidates = candidates[bloom.contains_chain(chain)]
+            if len(candidates) == 0:
+                local["bloom_pruned"] += 1
+                continue
+            local["files_read"] += 1
+            local["candidates"] += len(candidates)
+            # the slice's live keys (merge-on-read: a key deleted in a log file is gone)
+            stored = live_keys(storage, file, pa.array(candidates, pa.string()), merge)
+            matched = pc.unique(stored)
+            local["false_positives"] += len(candidates) - len(matched)
+            if len(matched):
+                yield keys_batch(matched, partition, file.file_id)
         counts.add(local)
 
     return run
@@ -141,7 +146,7 @@ class BloomIndex(Index):
         shared = sc.broadcast(_sorted_keys(wanted))
         self._counts = sc.accumulator(dict.fromkeys(STAT_NAMES, 0), CountsParam())
         existing = file_frame(ctx.spark, files).mapInArrow(
-            _lookup_task(ctx.meta.storage, shared, self._counts), from_arrow_schema(KEYS_SCHEMA)
+            _lookup_task(ctx.meta.storage, shared, self._counts, ctx.merge), from_arrow_schema(KEYS_SCHEMA)
         )
         return join_existing(records, existing, self.is_global, small=True)
 

@@ -326,6 +326,7 @@ class HBaseIndex(Index):
     name = "HBASE"
     is_global = True
     wants_locations = True
+    can_index_log_files = True
 
     def __init__(self, options: Mapping[str, str] | None = None, table_name: str | None = None) -> None:
         """`options`: the writer options (`hoodie.index.hbase.*`); `table_name`: the Hudi table's

@@ -148,6 +148,7 @@ class RecordIndex(Index):
     name = "RECORD"
     is_global = True
     wants_locations = True
+    can_index_log_files = True
 
     def __init__(self, options: Mapping[str, str] | None = None) -> None:
         self.options = dict(options or {})

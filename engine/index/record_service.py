@@ -187,15 +187,32 @@ def run_compaction(
 
 
 def _table_keys(meta: MetaClient, threads: int = 4) -> pa.Table:
-    """(key, partition, file id, commit time) of every record in the table's latest base files."""
+    """(key, partition, file id, commit time) of every live record in the table's latest slices
+    (merge-on-read: base files merged with their log files)."""
     from engine.constants import COMMIT_TIME_COL, RECORD_KEY_COL
     from engine.data.base_file import read_base_file
+    from engine.data.slice_reader import SliceFiles, merge_mode_for, read_slice
+    from engine.timeline.timeline import CommittedInstants
 
-    view = meta.file_system_view()
-    files = list(view.latest_base_files())
+    timeline = meta.timeline()
+    view = meta.file_system_view(timeline)
+    files = list(view.latest_slices())
+    committed = CommittedInstants(timeline.completed_write_times, timeline.archived_before)
+    precombine = meta.config.precombine_field
+    latest = meta.latest_schema(timeline)
+    ordering = [latest.field(precombine)] if precombine and latest is not None and precombine in latest.names else []
+    key_schema = pa.schema([pa.field(RECORD_KEY_COL, pa.string()), pa.field(COMMIT_TIME_COL, pa.string()), *ordering])
 
     def read(b: Any) -> pa.Table:
-        t = read_base_file(meta.storage, b.path, columns=[RECORD_KEY_COL, COMMIT_TIME_COL])
+        if b.log_files:
+            t = read_slice(
+                meta.storage, SliceFiles.from_slice(b), key_schema, ordering_field=precombine if ordering else None,
+                mode=merge_mode_for(meta.config), is_committed=committed,
+            )
+        elif b.base_file is not None:
+            t = read_base_file(meta.storage, b.base_file.path, columns=[RECORD_KEY_COL, COMMIT_TIME_COL])
+        else:
+            t = key_schema.empty_table()
         n = t.num_rows
         return pa.table(
             {

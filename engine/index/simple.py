@@ -26,7 +26,7 @@ class SimpleIndex(Index):
         if not files:
             return untagged(records, self.is_global)
         wanted = wanted_keys(ctx, self.is_global)
-        existing = scan_keys(ctx.spark, ctx.meta.storage, files, wanted)
+        existing = scan_keys(ctx.spark, ctx.meta.storage, files, wanted, ctx.merge)
         return join_existing(records, existing, self.is_global, small=wanted is not None)
 
 

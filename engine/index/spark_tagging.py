@@ -28,9 +28,9 @@ class CountsParam(AccumulatorParam):
 
 
 def candidate_files(ctx: TagContext, is_global: bool) -> list[ScanFile]:
-    """Latest base files a lookup must consider: the touched partitions, or all for a global index."""
+    """Latest slices a lookup must consider: the touched partitions, or all for a global index."""
     parts = None if is_global else ctx.partitions
-    return [ScanFile(b.path, b.partition, b.file_id) for b in ctx.view.latest_base_files(parts)]
+    return [ScanFile.of_slice(s) for s in ctx.view.latest_slices(parts)]
 
 
 def wanted_keys(ctx: TagContext, is_global: bool) -> Mapping[str, pa.Array] | None:

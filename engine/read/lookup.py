@@ -15,10 +15,10 @@ from pyspark.sql import functions as F
 
 from engine.constants import META_COLUMNS
 from engine.data.columns import EXISTING_PART_COL, FILE_ID_COL, KEY_COL, PART_COL
-from engine.data.keys import ANY_PARTITION, ScanFile
+from engine.data.keys import ANY_PARTITION
 from engine.errors import IndexChangedError, InvalidInputError
 from engine.index.base import Index, TagContext
-from engine.read.reader import table_schema_or_empty
+from engine.read.reader import scan_latest, slice_merge, table_schema_or_empty
 from engine.read.scan import scan_files
 from engine.table.meta_client import MetaClient
 from engine.write.keygen import KeySpec
@@ -48,15 +48,11 @@ def read_keys(spark: SparkSession, meta: MetaClient, index: Index, keys: Iterabl
         holders = set(zip(found.column("partition").to_pylist(), found.column("file_id").to_pylist(), strict=True))
     else:
         probe = spark.createDataFrame([(k, "") for k in wanted], f"{KEY_COL} string, {PART_COL} string")
-        ctx = TagContext(spark, meta, view, view.partitions, {ANY_PARTITION: key_array})
+        ctx = TagContext(spark, meta, view, view.partitions, {ANY_PARTITION: key_array}, slice_merge(meta, timeline, view))
         located = _global_lookup(index, ctx, probe)
         holders = {(r[EXISTING_PART_COL], r[FILE_ID_COL]) for r in located.collect() if r[FILE_ID_COL] is not None}
-    files = [
-        ScanFile(b.path, b.partition, b.file_id)
-        for b in view.latest_base_files()
-        if (b.partition, b.file_id) in holders
-    ]
-    return scan_files(spark, meta.storage, files, schema, keys=key_array)
+    slices = [s for s in view.latest_slices() if (s.partition, s.file_id) in holders]
+    return scan_latest(spark, meta, timeline, slices, schema, keys=key_array)
 
 
 def _global_lookup(index: Index, ctx: TagContext, probe: DataFrame) -> DataFrame:
@@ -89,7 +85,8 @@ def filter_exists(spark: SparkSession, meta: MetaClient, index: Index, df: DataF
     summary = summarize(keyed)
     if summary.bad:
         raise InvalidInputError(f"{summary.bad} input record(s) have a null or empty record key")
-    view = meta.file_system_view()
-    ctx = TagContext(spark, meta, view, summary.partitions, summary.keys_by_partition())
+    timeline = meta.timeline()
+    view = meta.file_system_view(timeline)
+    ctx = TagContext(spark, meta, view, summary.partitions, summary.keys_by_partition(), slice_merge(meta, timeline, view))
     tagged = index.tag_location(ctx, keyed)
     return tagged.filter(F.col(FILE_ID_COL).isNull()).select(*[F.col(f"`{c}`") for c in columns])

@@ -1,17 +1,24 @@
-"""Snapshot, time-travel and incremental reads as Spark DataFrames."""
+"""Snapshot, read-optimized, time-travel and incremental reads as Spark DataFrames.
+
+Copy-on-write slices are base files, read as they are. Merge-on-read slices with log files are
+merged (base file + committed log blocks, by the precombine field as hudi-rs merges them:
+`engine.data.slice_reader`); read-optimized reads take the base files only.
+"""
 
 from __future__ import annotations
 
 import pyarrow as pa
 from pyspark.sql import DataFrame, SparkSession
 
-from engine.data.keys import ScanFile
-from engine.errors import InstantNotFoundError, InvalidConfigError, InvalidInputError
-from engine.read.scan import scan_files
+from engine.data.keys import ScanFile, SliceMerge
+from engine.data.slice_reader import SliceFiles, merge_mode_for
+from engine.errors import InstantNotFoundError, InvalidInputError
+from engine.read.scan import SliceRead, scan_files, scan_slices
+from engine.table.file_group import FileSlice
 from engine.table.meta_client import MetaClient
 from engine.table.schema import with_meta_fields
 from engine.timeline.instant import is_valid_instant_time
-from engine.timeline.timeline import Timeline
+from engine.timeline.timeline import CommittedInstants, Timeline
 
 
 def _check_instant(value: str, what: str) -> str:
@@ -25,49 +32,89 @@ def table_schema_or_empty(meta: MetaClient, timeline: Timeline) -> pa.Schema:
     return with_meta_fields(schema if schema is not None else pa.schema([]))
 
 
-def snapshot_files(meta: MetaClient, timeline: Timeline, as_of: str | None) -> list[ScanFile]:
-    view = meta.file_system_view(timeline, as_of=as_of)
-    slices = view.latest_slices()
-    _refuse_log_files(meta, [s for s in slices if s.log_files])
-    return [ScanFile(s.base_file.path, s.partition, s.file_id) for s in slices if s.base_file is not None]
+def slice_read(meta: MetaClient, timeline: Timeline, as_of: str | None = None, commit_range=None) -> SliceRead:
+    """How tasks merge this table's slices as of `timeline` (and `as_of`)."""
+    return SliceRead(
+        ordering_field=meta.config.precombine_field,
+        mode=merge_mode_for(meta.config),
+        committed=CommittedInstants(timeline.completed_write_times, timeline.archived_before),
+        as_of=as_of,
+        commit_range=commit_range,
+    )
 
 
-def _refuse_log_files(meta: MetaClient, with_logs: list) -> None:
-    """Merge-on-read log files are not merged by this version: refuse rather than read stale rows."""
-    if with_logs:
-        first = with_logs[0]
-        raise InvalidConfigError(
-            f"{meta.storage.base_uri} is a {meta.config.table_type.value} table whose file slices have log "
-            f"files ({len(with_logs)} slice(s), e.g. {first.log_files[0].path}); this version reads base "
-            "files only and would miss their updates"
+def slice_merge(meta: MetaClient, timeline, view) -> SliceMerge | None:
+    """How index lookups that read the data files merge this table's slices with their log files
+    (None when no slice has any)."""
+    if not any(s.log_files for s in view.latest_slices()):
+        return None
+    schema = meta.latest_schema(timeline)
+    pc_name = meta.config.precombine_field
+    ordering = schema.field(pc_name) if schema is not None and pc_name and pc_name in schema.names else None
+    return SliceMerge(
+        merge_mode_for(meta.config), CommittedInstants(timeline.completed_write_times, timeline.archived_before), ordering
+    )
+
+
+def scan_latest(
+    spark: SparkSession,
+    meta: MetaClient,
+    timeline: Timeline,
+    slices: list[FileSlice],
+    schema: pa.Schema,
+    *,
+    as_of: str | None = None,
+    commit_range: tuple[str | None, str | None] | None = None,
+    keys: pa.Array | None = None,
+) -> DataFrame:
+    """The records of `slices`: base files read as they are when no slice has log files, else every
+    slice merged with its logs."""
+    if not any(s.log_files for s in slices):
+        files = [ScanFile(s.base_file.path, s.partition, s.file_id) for s in slices if s.base_file is not None]
+        return scan_files(spark, meta.storage, files, schema, commit_range=commit_range, keys=keys)
+    how = slice_read(meta, timeline, as_of, commit_range)
+    return scan_slices(spark, meta.storage, [SliceFiles.from_slice(s) for s in slices], schema, how, keys=keys)
+
+
+def _check_as_of(timeline: Timeline, as_of: str | None) -> str | None:
+    if as_of is None:
+        return None
+    as_of = _check_instant(as_of, "as_of")
+    if timeline.first_time is None or as_of < timeline.first_time:
+        raise InstantNotFoundError(
+            f"as_of {as_of} is before the first instant of the table ({timeline.first_time or 'none'})"
         )
+    return as_of
 
 
-def read_snapshot(spark: SparkSession, meta: MetaClient, as_of: str | None = None) -> DataFrame:
-    """The latest slice of every file group among completed instants (at or before `as_of`)."""
+def read_snapshot(
+    spark: SparkSession, meta: MetaClient, as_of: str | None = None, read_optimized: bool = False
+) -> DataFrame:
+    """The latest slice of every file group among completed instants (at or before `as_of`);
+    `read_optimized`: base files only (merge-on-read log files are not read)."""
     timeline = meta.timeline()
-    if as_of is not None:
-        as_of = _check_instant(as_of, "as_of")
-        if timeline.first_time is None or as_of < timeline.first_time:
-            raise InstantNotFoundError(
-                f"as_of {as_of} is before the first instant of the table ({timeline.first_time or 'none'})"
-            )
+    as_of = _check_as_of(timeline, as_of)
     schema = table_schema_or_empty(meta, timeline)
-    return scan_files(spark, meta.storage, snapshot_files(meta, timeline, as_of), schema)
+    slices = meta.file_system_view(timeline, as_of=as_of).latest_slices()
+    if read_optimized:
+        files = [ScanFile(s.base_file.path, s.partition, s.file_id) for s in slices if s.base_file is not None]
+        return scan_files(spark, meta.storage, files, schema)
+    return scan_latest(spark, meta, timeline, slices, schema, as_of=as_of)
 
 
-def incremental_files(meta: MetaClient, timeline: Timeline, start: str, end: str | None) -> list[ScanFile]:
-    """The newest file of each file group written by the completed commits in (start, end]."""
-    latest: dict[tuple[str, str], tuple[str, str]] = {}
+def incremental_groups(meta: MetaClient, timeline: Timeline, start: str, end: str | None) -> set[tuple[str, str]]:
+    """(partition, file id) of the file groups the completed writes in (start, end] wrote."""
+    groups = set()
     for inst in timeline.completed_writes.between(start, end):
         for stat in meta.commit_metadata(inst).write_stats:
-            if stat.path:
-                latest[(stat.partitionPath, stat.fileId)] = (inst.time, stat.path)
-    return [ScanFile(path, part, fid) for (part, fid), (_t, path) in sorted(latest.items())]
+            if stat.path and stat.fileId:
+                groups.add((stat.partitionPath, stat.fileId))
+    return groups
 
 
 def read_incremental(spark: SparkSession, meta: MetaClient, start: str, end: str | None = None) -> DataFrame:
-    """Records whose commit time is in (start, end], reading only the files those commits wrote."""
+    """Records whose commit time is in (start, end]: the file groups those commits wrote, each read
+    as of `end` (merged with its logs on merge-on-read), keeping the records committed in range."""
     start = _check_instant(start, "start")
     if end is not None:
         end = _check_instant(end, "end")
@@ -75,7 +122,7 @@ def read_incremental(spark: SparkSession, meta: MetaClient, start: str, end: str
             raise InvalidInputError(f"end {end} is before start {start}")
     timeline = meta.timeline()
     schema = table_schema_or_empty(meta, timeline)
+    groups = incremental_groups(meta, timeline, start, end)
     view = meta.file_system_view(timeline, as_of=end)
-    _refuse_log_files(meta, [s for s in view.latest_slices() if s.log_files])
-    files = incremental_files(meta, timeline, start, end)
-    return scan_files(spark, meta.storage, files, schema, commit_range=(start, end))
+    slices = [s for s in view.latest_slices() if (s.partition, s.file_id) in groups]
+    return scan_latest(spark, meta, timeline, slices, schema, as_of=end, commit_range=(start, end))

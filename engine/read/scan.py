@@ -6,7 +6,9 @@ distributed, and each task opens its files with `pyarrow.fs`.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+import json
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -16,10 +18,11 @@ from pyspark.sql.pandas.types import from_arrow_schema
 
 from engine.constants import COMMIT_TIME_COL, RECORD_KEY_COL
 from engine.data.base_file import conform, read_base_file
-from engine.data.keys import KEYS_SCHEMA, ScanFile, file_keys, file_ordering, ordering_schema
+from engine.data.keys import KEYS_SCHEMA, ScanFile, SliceMerge, file_keys, file_ordering, ordering_schema
+from engine.data.slice_reader import MergeMode, SliceFiles, read_slice
 from engine.storage import Storage
 
-_FILE_LIST_SCHEMA = "path string, partition string, file_id string"
+_FILE_LIST_SCHEMA = "file string"
 
 
 def scan_parallelism(spark: SparkSession, items: int) -> int:
@@ -32,9 +35,18 @@ def scan_parallelism(spark: SparkSession, items: int) -> int:
 
 
 def file_frame(spark: SparkSession, files: Sequence[ScanFile]) -> DataFrame:
-    """A DataFrame of (path, partition, file id), about two tasks per core."""
-    rows = [(f.path, f.partition, f.file_id) for f in files]
+    """A DataFrame of the slices to scan (one JSON string each, read back by `scan_files_of`),
+    about two tasks per core."""
+    rows = [(json.dumps([f.path, f.partition, f.file_id, f.base_instant, list(f.log_paths)]),) for f in files]
     return spark.sparkContext.parallelize(rows, scan_parallelism(spark, len(rows))).toDF(_FILE_LIST_SCHEMA)
+
+
+def scan_files_of(batches: Iterator[pa.RecordBatch]) -> Iterator[ScanFile]:
+    """The ScanFiles of a `file_frame` task's input."""
+    for batch in batches:
+        for text in batch.column(0).to_pylist():
+            path, partition, file_id, base_instant, logs = json.loads(text)
+            yield ScanFile(path, partition, file_id, tuple(logs), base_instant)
 
 
 def _read_files_task(
@@ -45,21 +57,12 @@ def _read_files_task(
 ):
     def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         wanted = keys.value if keys is not None else None
-        for batch in batches:
-            for path in batch.column(0).to_pylist():
-                table = conform(read_base_file(storage, path), schema)
-                if wanted is not None:
-                    table = table.filter(pc.is_in(table.column(RECORD_KEY_COL), value_set=wanted))
-                if commit_range is not None:
-                    start, end = commit_range
-                    times = table.column(COMMIT_TIME_COL)
-                    mask = pc.is_valid(times)
-                    if start is not None:
-                        mask = pc.and_(mask, pc.greater(times, start))
-                    if end is not None:
-                        mask = pc.and_(mask, pc.less_equal(times, end))
-                    table = table.filter(mask)
-                yield from table.to_batches(max_chunksize=65536)
+        for file in scan_files_of(batches):
+            assert file.path is not None
+            table = conform(read_base_file(storage, file.path), schema)
+            if wanted is not None:
+                table = table.filter(pc.is_in(table.column(RECORD_KEY_COL), value_set=wanted))
+            yield from _commit_filter(table, commit_range).to_batches(max_chunksize=65536)
 
     return run
 
@@ -82,30 +85,95 @@ def scan_files(
     return file_frame(spark, files).mapInArrow(task, spark_schema)
 
 
-def _read_keys_task(storage: Storage, wanted: Broadcast | None):
+def _read_keys_task(storage: Storage, wanted: Broadcast | None, merge: SliceMerge | None):
     def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         lookup = wanted.value if wanted is not None else None
-        for batch in batches:
-            for path, partition, file_id in zip(*(c.to_pylist() for c in batch.columns), strict=True):
-                found = file_keys(storage, path, partition, file_id, lookup)
-                if found is not None:
-                    yield found
+        for file in scan_files_of(batches):
+            found = file_keys(storage, file, lookup, merge)
+            if found is not None:
+                yield found
 
     return run
 
 
-def _read_ordering_task(storage: Storage, field: pa.Field, wanted: Broadcast | None):
+@dataclass(frozen=True)
+class SliceRead:
+    """How scan tasks merge file slices (merge-on-read): the ordering field, the merge mode, which
+    instants' log blocks count, the time-travel instant and the incremental range."""
+
+    ordering_field: str | None
+    mode: MergeMode
+    committed: Callable[[str], bool]
+    as_of: str | None = None
+    commit_range: tuple[str | None, str | None] | None = None
+
+
+def _commit_filter(table: pa.Table, commit_range: tuple[str | None, str | None] | None) -> pa.Table:
+    if commit_range is None:
+        return table
+    start, end = commit_range
+    times = table.column(COMMIT_TIME_COL)
+    mask = pc.is_valid(times)
+    if start is not None:
+        mask = pc.and_(mask, pc.greater(times, start))
+    if end is not None:
+        mask = pc.and_(mask, pc.less_equal(times, end))
+    return table.filter(mask)
+
+
+def _read_slices_task(storage: Storage, schema: pa.Schema, slices: Broadcast, how: SliceRead, keys: Broadcast | None):
+    def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        wanted = keys.value if keys is not None else None
+        listed: list[SliceFiles] = slices.value
+        for batch in batches:
+            for i in batch.column(0).to_pylist():
+                files = listed[i]
+                table = read_slice(
+                    storage, files, schema, ordering_field=how.ordering_field, mode=how.mode,
+                    is_committed=how.committed, as_of=how.as_of, keys=wanted,
+                )
+                yield from _commit_filter(table, how.commit_range).to_batches(max_chunksize=65536)
+
+    return run
+
+
+def scan_slices(
+    spark: SparkSession,
+    storage: Storage,
+    slices: Sequence[SliceFiles],
+    schema: pa.Schema,
+    how: SliceRead,
+    keys: pa.Array | None = None,
+) -> DataFrame:
+    """A DataFrame of the merged records of file slices (base file + log files, merged as
+    `engine.data.slice_reader.read_slice` does), conformed to `schema`; only the keys `keys` when
+    given, only records committed in `how.commit_range` when given."""
+    spark_schema = from_arrow_schema(schema)
+    if not slices:
+        return spark.createDataFrame([], spark_schema)
+    sc = spark.sparkContext
+    shared = sc.broadcast(list(slices))
+    wanted = sc.broadcast(keys) if keys is not None else None
+    index = sc.parallelize([(i,) for i in range(len(slices))], scan_parallelism(spark, len(slices))).toDF("i int")
+    return index.mapInArrow(_read_slices_task(storage, schema, shared, how, wanted), spark_schema)
+
+
+def _read_ordering_task(storage: Storage, field: pa.Field, wanted: Broadcast | None, merge: SliceMerge | None):
     def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         keys = wanted.value if wanted is not None else None
-        for batch in batches:
-            for path, partition, file_id in zip(*(c.to_pylist() for c in batch.columns), strict=True):
-                yield from file_ordering(storage, path, partition, file_id, field, keys).to_batches()
+        for file in scan_files_of(batches):
+            yield from file_ordering(storage, file, field, keys, merge).to_batches()
 
     return run
 
 
 def scan_ordering(
-    spark: SparkSession, storage: Storage, files: Sequence[ScanFile], field: pa.Field, keys: pa.Array | None = None
+    spark: SparkSession,
+    storage: Storage,
+    files: Sequence[ScanFile],
+    field: pa.Field,
+    keys: pa.Array | None = None,
+    merge: SliceMerge | None = None,
 ) -> DataFrame:
     """(key, partition, file id, stored ordering value) of the records of `files` (only of `keys`
     when given): what a write compares incoming records with before it moves or deletes them."""
@@ -113,7 +181,7 @@ def scan_ordering(
     if not files:
         return spark.createDataFrame([], schema)
     shared = spark.sparkContext.broadcast(keys) if keys is not None else None
-    return file_frame(spark, files).mapInArrow(_read_ordering_task(storage, field, shared), schema)
+    return file_frame(spark, files).mapInArrow(_read_ordering_task(storage, field, shared, merge), schema)
 
 
 def scan_keys(
@@ -121,8 +189,10 @@ def scan_keys(
     storage: Storage,
     files: Iterable[ScanFile],
     wanted: Mapping[str, pa.Array] | None = None,
+    merge: SliceMerge | None = None,
 ) -> DataFrame:
-    """(record key, partition, file id) of the records in `files`, reading only the key column.
+    """(record key, partition, file id) of the live records of `files` (slices: merge-on-read log
+    files merged with `merge`), reading only the key column.
 
     With `wanted` (partition -> candidate keys, or ANY_PARTITION -> keys), only records whose
     key is a candidate come back: the filter runs in the scan task, so a lookup of a small
@@ -133,4 +203,4 @@ def scan_keys(
     if not files:
         return spark.createDataFrame([], spark_schema)
     shared = spark.sparkContext.broadcast(dict(wanted)) if wanted is not None else None
-    return file_frame(spark, files).mapInArrow(_read_keys_task(storage, shared), spark_schema)
+    return file_frame(spark, files).mapInArrow(_read_keys_task(storage, shared, merge), spark_schema)

@@ -105,6 +105,8 @@ def execute_archive(meta: MetaClient, plan: ArchivePlan, fence: Callable[[], Non
     if fence is not None:
         fence()
     for inst in plan.instants:  # oldest first; completed file last within each instant
+        if inst.action is Action.COMMIT:
+            remove_instant(meta, inst.time, Action.COMPACTION)  # a completed compaction's plan files
         remove_instant(meta, inst.time, inst.action)
     return plan.times
 
@@ -116,8 +118,9 @@ def debris_below(meta: MetaClient, timeline: Timeline, plan: ArchivePlan) -> lis
     Apache Hudi and hudi-rs), so any file whose instant falls in the range archival adds and is
     not a completed write there is debris of a write that failed or was rolled back (a straggler
     task that wrote after its write was aborted): data files, and the RECORD index's delta files."""
+    from engine.data.log_file import log_block_instants
     from engine.index.record_files import INDEX_FOLDER, IndexFile
-    from engine.table.file_names import file_instant
+    from engine.table.file_names import file_instant, parse_log_file_name
 
     if not plan.instants:
         return []
@@ -134,6 +137,16 @@ def debris_below(meta: MetaClient, timeline: Timeline, plan: ArchivePlan) -> lis
 
     out = []
     for df in meta.list_data_files():
+        log = parse_log_file_name(df.name)
+        if log is not None:
+            # a log file is named after its slice's base instant; its blocks' instants are what
+            # counts (every block is at or after the base instant: later slices cannot hold debris)
+            if new_first is not None and log.base_instant >= new_first:
+                continue
+            instants = log_block_instants(meta.storage, df.path)
+            if instants and all(debris(i) for i in instants):
+                out.append(df.path)
+            continue
         instant = file_instant(df.name)
         if instant is not None and debris(instant):
             out.append(df.path)
@@ -176,6 +189,8 @@ def finish_interrupted(meta: MetaClient, timeline: Timeline) -> list[str]:
         raise CorruptTableError(f"{meta.storage.uri(newest)}: {exc}") from exc
     stale = [i for i in timeline.completed.instants if i.time in held and i.action in ARCHIVED_ACTIONS]
     for inst in stale:
+        if inst.action is Action.COMMIT:
+            remove_instant(meta, inst.time, Action.COMPACTION)
         remove_instant(meta, inst.time, inst.action)
     return [i.time for i in stale]
 

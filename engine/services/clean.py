@@ -17,7 +17,7 @@ ever deleted, so readers of the latest snapshot never notice a clean, finished o
 from __future__ import annotations
 
 import time as _time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 
@@ -102,11 +102,16 @@ def files_to_clean(
     policy: str,
     retained: int,
     protected: frozenset[str] = frozenset(),
+    pending_compaction: Mapping[tuple[str, str], str] | None = None,
 ) -> tuple[str | None, dict[str, list[str]]]:
     """(earliest retained commit, partition -> files to delete) for the visible file groups.
 
-    `completed_writes`: completed write instant times, ascending. `protected`: savepointed paths.
+    `completed_writes`: completed write instant times, ascending. `protected`: savepointed paths
+    (a slice with a protected file is kept whole: its base file and its log files). Slices are
+    cleaned whole (merge-on-read: base file and log files). `pending_compaction`: groups a pending
+    compaction planned: the slice it compacts stays, and the slice it started does not count.
     """
+    pending = pending_compaction or {}
     earliest: str | None = None
     if policy == KEEP_LATEST_COMMITS:
         if len(completed_writes) <= retained:
@@ -115,6 +120,9 @@ def files_to_clean(
     out: dict[str, list[str]] = {}
     for g in groups:
         slices = list(g.slices)  # oldest first
+        started = pending.get((g.partition, g.file_id))
+        if started is not None and slices and slices[-1].base_instant == started:
+            slices = slices[:-1]  # the compaction's slice: the one it compacts is the latest
         doomed = []
         if policy == KEEP_LATEST_COMMITS:
             assert earliest is not None
@@ -124,9 +132,9 @@ def files_to_clean(
         else:
             doomed = slices[:-retained] if len(slices) > retained else []
         for s in doomed:
-            for f in s.files:
-                if f not in protected:
-                    out.setdefault(g.partition, []).append(f)
+            if any(f in protected for f in s.files):
+                continue
+            out.setdefault(g.partition, []).extend(s.files)
     return earliest, {p: sorted(fs) for p, fs in sorted(out.items())}
 
 
@@ -134,7 +142,9 @@ def files_to_clean(
 def plan_clean(meta: MetaClient, timeline: Timeline, policy: str, retained: int) -> CleanPlan:
     view = meta.file_system_view(timeline)
     writes = [i.time for i in timeline.completed_writes.instants]
-    earliest, files = files_to_clean(view.groups, writes, policy, retained, savepointed_files(meta, timeline))
+    earliest, files = files_to_clean(
+        view.groups, writes, policy, retained, savepointed_files(meta, timeline), view.pending_compaction
+    )
     return CleanPlan(
         policy,
         retained,

@@ -28,7 +28,11 @@ from engine.table.meta_client import MetaClient
 from engine.timeline.instant import Instant
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from engine.index.base import Index
+    from engine.services.compaction import CompactionResult
+    from engine.table.compaction_plan import CompactionPlan
 
 
 class Maintenance:
@@ -147,6 +151,58 @@ class Maintenance:
 
     def archived_instants(self) -> list[Instant]:
         return archive_service.archived_instants(self.meta)
+
+    # ---- compaction (merge-on-read) ----------------------------------------------------------
+    def compaction_plans(self) -> list[CompactionPlan]:
+        """The pending compaction plans, oldest first."""
+        from engine.table.compaction_plan import pending_compactions
+
+        return pending_compactions(self.meta, self.meta.timeline())
+
+    def schedule_compaction(self, dry_run: bool = False) -> CompactionPlan | None:
+        """Plan a compaction of every slice with log files (`C.compaction.requested`); in a dry run the
+        plan without an instant. None when no slice has log files."""
+        from engine.services import compaction as compaction_service
+
+        if dry_run:
+            plan = compaction_service.plan_compaction(self.meta, self.meta.timeline())
+            return plan if plan.operations else None
+        with self._tx("compaction schedule", self._index()) as tx:
+            return compaction_service.schedule_compaction(self.meta, self.meta.timeline(), fence=tx.fence)
+
+    def run_compaction(
+        self, instant: str | None = None, spark: object = None, progress: Callable[[str], None] | None = None
+    ) -> CompactionResult | None:
+        """Run a pending compaction (`instant`), or every pending one oldest first, or, with none
+        pending, schedule one and run it. With `spark`, the slices merge in Spark tasks."""
+        from engine.services import compaction as compaction_service
+        from engine.table.compaction_plan import read_plan
+
+        with self._tx("compaction", self._index()) as tx:
+            compression, bloom = self.config.compression, self._bloom()
+            beat = self.config.heartbeat_interval_ms / 1000
+            if instant is None:
+                return compaction_service.compact(
+                    self.meta, spark=spark, fence=tx.fence, progress=progress, compression=compression, bloom=bloom,
+                    heartbeat_interval=beat,
+                )
+            try:
+                plan = read_plan(self.meta, instant)
+            except FileNotFoundError as exc:
+                raise InstantNotFoundError(f"no compaction plan {instant} in {self.meta.storage.base_uri}") from exc
+            return compaction_service.execute_compaction(
+                self.meta, plan, spark=spark, fence=tx.fence, progress=progress, compression=compression, bloom=bloom,
+                heartbeat_interval=beat,
+            )
+
+    def compact(self, dry_run: bool = False, spark: object = None) -> CompactionPlan | CompactionResult | None:
+        """Schedule and run a compaction (the plan alone in a dry run)."""
+        if dry_run:
+            return self.schedule_compaction(dry_run=True)
+        return self.run_compaction(spark=spark)
+
+    def _bloom(self) -> tuple[int, float, int]:
+        return (self.config.bloom_num_entries, self.config.bloom_fpp, self.config.bloom_max_entries)
 
     # ---- index ---------------------------------------------------------------------------
     def build_record_index(self, buckets: int | None = None, hash_name: str | None = None):

@@ -27,7 +27,7 @@ from engine.services import restore as restore_service
 from engine.services import rollback as rollback_service
 from engine.services.savepoint import remove_savepoint_files
 from engine.services.serial import Documented
-from engine.table.heartbeat import Heartbeat
+from engine.table.heartbeat import Heartbeat, heartbeat_file
 from engine.table.meta_client import MetaClient
 from engine.timeline.instant import Action, Instant
 from engine.timeline.timeline import Timeline
@@ -44,6 +44,8 @@ class RepairReport(Documented):
     heartbeats_removed: list[str] = field(default_factory=list)
     archival_finished: list[str] = field(default_factory=list)
     savepoints_removed: list[str] = field(default_factory=list)
+    # inflight compactions whose runner died: partial base files removed, back to requested
+    compactions_reverted: list[str] = field(default_factory=list)
     # pending instants repair leaves alone, with the reason: table services Apache Hudi scheduled
     # (compaction, clustering: Hudi executes them), and failed writes this engine cannot roll back
     left_pending: dict[str, str] = field(default_factory=dict)
@@ -59,6 +61,7 @@ class RepairReport(Documented):
             or self.heartbeats_removed
             or self.archival_finished
             or self.savepoints_removed
+            or self.compactions_reverted
         )
 
 
@@ -69,7 +72,6 @@ def failed_write_candidates(meta: MetaClient, timeline: Timeline, left: dict[str
     """Pending write instants that are failed writes once their heartbeat expired (as Apache
     Hudi's `getInflightTimelineExcludeCompactionAndClustering`): pending compactions and
     clusterings are table services, not failed writes. Instants left alone go to `left`."""
-    from engine.config.table_config import TableType
     from engine.table.clustering import pending_clustering
 
     clustering = {c.instant.time for c in pending_clustering(meta, timeline)}
@@ -77,14 +79,33 @@ def failed_write_candidates(meta: MetaClient, timeline: Timeline, left: dict[str
     for inst in timeline.writes.instants:
         if inst.is_completed:
             continue
-        if inst.action in TABLE_SERVICE_ACTIONS or inst.time in clustering:
+        if inst.action is Action.COMPACTION:
+            left[inst.time] = (
+                f"pending compaction ({inst.state.value}): run it with `hoodie compaction run PATH {inst.time}` "
+                f"(or the next inline compaction), or Apache Hudi"
+            )
+        elif inst.action in TABLE_SERVICE_ACTIONS or inst.time in clustering:
             left[inst.time] = (
                 f"pending {inst.action.value} (a table service scheduled by Apache Hudi): run it with "
                 f"Hudi, or remove it with `hoodie rollback`"
             )
-        elif meta.config.table_type is not TableType.COPY_ON_WRITE:
-            left[inst.time] = f"pending {inst.action.value}: rolling back MERGE_ON_READ writes is not implemented"
         else:
+            out.append(inst)
+    return out
+
+
+def interrupted_compactions(
+    meta: MetaClient, timeline: Timeline, heartbeat_interval_ms: int, tolerable_misses: int
+) -> list[Instant]:
+    """Inflight compactions this engine started (they keep a heartbeat) whose runner died: their
+    heartbeat expired. A compaction Apache Hudi runs has no heartbeat of ours and is left alone."""
+    out = []
+    for inst in timeline.pending.instants:
+        if inst.action is not Action.COMPACTION or not inst.is_inflight:
+            continue
+        if not meta.storage.exists(heartbeat_file(inst.time)):
+            continue
+        if Heartbeat.is_expired(meta.storage, inst.time, heartbeat_interval_ms / 1000, tolerable_misses):
             out.append(inst)
     return out
 
@@ -132,6 +153,12 @@ def repair(
         report.failed_writes_rolled_back.append(inst.time)
         if not dry_run:
             rollback_service.rollback(meta, inst.time, index, fence=fence)
+    for inst in interrupted_compactions(meta, meta.timeline(), heartbeat_interval_ms, tolerable_misses):
+        report.compactions_reverted.append(inst.time)
+        if not dry_run:
+            from engine.services.compaction import revert_to_requested
+
+            revert_to_requested(meta, inst.time, fence)
     timeline = meta.timeline()
     for inst in timeline.pending_services.instants:
         if inst.action is Action.CLEAN:

@@ -19,7 +19,6 @@ from dataclasses import dataclass, field
 from datetime import datetime
 
 from engine import failpoints
-from engine.config.table_config import TableType
 from engine.errors import InstantNotFoundError, InvalidInputError, RollbackRefusedError
 from engine.index.base import Index
 from engine.services import rollback as rb
@@ -67,8 +66,6 @@ class RestoreResult(Documented):
 
 
 def plan_restore(meta: MetaClient, timeline: Timeline, target: str) -> RestorePlan:
-    if meta.config.table_type is not TableType.COPY_ON_WRITE:
-        raise InvalidInputError("restore is implemented for COPY_ON_WRITE tables only")
     inst = timeline.get(target)
     if inst is None or not inst.is_completed or not inst.action.is_write:
         raise InstantNotFoundError(
@@ -102,7 +99,8 @@ def _check_replaced_versions(meta: MetaClient, later: list[Instant]) -> None:
         for st in stats:
             key = (st.partitionPath, st.fileId)
             if key not in first_touch:
-                first_touch[key] = st.prevCommit or "null"
+                # an appended log file leaves its slice's base file as it was: nothing to return to
+                first_touch[key] = "null" if st.logVersion is not None else (st.prevCommit or "null")
     missing = []
     for (part, fid), prev in sorted(first_touch.items()):
         if prev == "null":

@@ -33,12 +33,11 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from engine import failpoints
-from engine.config.table_config import TableType
 from engine.constants import COMMIT_TIME_COL, PARTITION_METADATA_FILE, PARTITION_PATH_COL, RECORD_KEY_COL
 from engine.errors import InstantNotFoundError, InvalidInputError, RollbackRefusedError
 from engine.index.base import Index, RollbackChange
 from engine.services.serial import Documented
-from engine.table.file_names import file_instant, join_path, parse_base_file_name
+from engine.table.file_names import file_instant, join_path, parse_base_file_name, parse_log_file_name
 from engine.table.meta_client import MetaClient
 from engine.timeline.instant import Action, Instant, State
 from engine.timeline.lifecycle import (
@@ -53,10 +52,13 @@ from engine.timeline.timeline import Timeline
 
 PLAN_MODEL = "HoodieRollbackPlan"
 METADATA_MODEL = "HoodieRollbackMetadata"
-ROLLBACK_ACTIONS = (Action.COMMIT,)
-# pending instants whose files can simply go: failed writes, and a clustering (or insert_overwrite)
-# Apache Hudi scheduled or started, which replaces nothing until it completes
-PENDING_ROLLBACK_ACTIONS = (Action.COMMIT, Action.REPLACE_COMMIT, Action.CLUSTERING)
+ROLLBACK_ACTIONS = (Action.COMMIT, Action.DELTA_COMMIT)
+# pending instants whose files can simply go: failed writes, a clustering (or insert_overwrite)
+# Apache Hudi scheduled or started, which replaces nothing until it completes, and a compaction
+# no write has appended on top of yet
+PENDING_ROLLBACK_ACTIONS = (
+    Action.COMMIT, Action.DELTA_COMMIT, Action.REPLACE_COMMIT, Action.CLUSTERING, Action.COMPACTION,
+)
 Fence = Callable[[], None] | None  # the table lock's check(): raises ConcurrentWriteError once lost
 
 CHANGE_SCHEMA_REMOVED = pa.schema([("key", pa.string()), ("partition", pa.string()), ("file_id", pa.string())])
@@ -135,10 +137,42 @@ class RollbackResult(Documented):
 
 
 # ---- planning ---------------------------------------------------------------------------------
-def instant_files(meta: MetaClient, time: str, index: Index | None) -> list[str]:
-    """Every file written by instant `time`: base and log files anywhere under the table, plus
-    the index's own files."""
-    found = [df.path for df in meta.list_data_files() if file_instant(df.name) == time]
+def instant_files(
+    meta: MetaClient,
+    time: str,
+    index: Index | None,
+    groups: set[tuple[str, str]] | None = None,
+    logs: bool = True,
+) -> list[str]:
+    """Every file written by instant `time`: base files named with it, log files whose blocks it
+    wrote (merge-on-read: a log file is named after its slice's base instant, so its blocks'
+    headers tell; only the groups `time` wrote when they are known), plus the index's own files.
+
+    A log file holding blocks of `time` and of other instants (Apache Hudi appending on HDFS)
+    cannot be deleted without losing the others: InvalidInputError."""
+    from engine.data.log_file import log_block_instants
+
+    found = []
+    for df in meta.list_data_files():
+        if parse_base_file_name(df.name) is not None:
+            if file_instant(df.name) == time:
+                found.append(df.path)
+            continue
+        if not logs:
+            continue
+        log = parse_log_file_name(df.name)
+        # a log file `time` wrote belongs to a slice based at or before it
+        if log is None or log.base_instant > time or (groups is not None and (df.partition, log.file_id) not in groups):
+            continue
+        instants = log_block_instants(meta.storage, df.path)
+        if time not in instants:
+            continue
+        if any(i != time for i in instants):
+            raise InvalidInputError(
+                f"log file {df.path} holds blocks of {time} and of other instants ({', '.join(sorted(set(instants)))}); "
+                f"rolling {time} back would need a rollback command block, which this version does not write"
+            )
+        found.append(df.path)
     if index is not None:
         found.extend(index.rollback_files(meta, time))
     return sorted(set(found))
@@ -152,8 +186,6 @@ def undoable(inst: Instant) -> bool:
 
 def check_rollback_allowed(meta: MetaClient, timeline: Timeline, target: Instant) -> None:
     """Refuse (RollbackRefusedError) a rollback of a completed instant that would lose data."""
-    if meta.config.table_type is not TableType.COPY_ON_WRITE:
-        raise InvalidInputError("rollback is implemented for COPY_ON_WRITE tables only")
     if not undoable(target):
         state = "completed " if target.is_completed else ""
         raise InvalidInputError(
@@ -161,6 +193,8 @@ def check_rollback_allowed(meta: MetaClient, timeline: Timeline, target: Instant
             f"and pending replacecommits can be rolled back"
         )
     if not target.is_completed:
+        if target.action is Action.COMPACTION:
+            _check_nothing_on_top_of(meta, target.time)
         return
     guarded = [sp.time for sp in timeline.savepoints if sp.time >= target.time]
     if guarded:
@@ -188,6 +222,8 @@ def check_rollback_allowed(meta: MetaClient, timeline: Timeline, target: Instant
     missing = []
     previous: list[tuple[str, str]] = []  # (T's version, the version it replaced) per group
     for s in stats:
+        if s.logVersion is not None:
+            continue  # a log file: the slice it was appended to stays as it was
         if s.prevCommit and s.prevCommit != "null":
             prefix = f"{s.fileId}_"
             suffix = f"_{s.prevCommit}.parquet"
@@ -214,6 +250,18 @@ def check_rollback_allowed(meta: MetaClient, timeline: Timeline, target: Instant
         )
 
 
+def _check_nothing_on_top_of(meta: MetaClient, compaction: str) -> None:
+    """A pending compaction that writes appended to (log files based at its instant) cannot be
+    removed: those log files belong to the slice it starts. Run it instead."""
+    for df in meta.list_data_files():
+        log = parse_log_file_name(df.name)
+        if log is not None and log.base_instant == compaction:
+            raise RollbackRefusedError(
+                f"cannot roll back pending compaction {compaction}: later writes appended to the slices it "
+                f"starts (e.g. {df.path}); run it (`hoodie compaction run PATH {compaction}`) instead"
+            )
+
+
 def _rewritten_removed_keys(
     meta: MetaClient,
     timeline: Timeline,
@@ -233,14 +281,20 @@ def _rewritten_removed_keys(
         before = set(_read_keys(meta, prev).column(RECORD_KEY_COL).to_pylist())
         after = set(_read_keys(meta, current).column(RECORD_KEY_COL).to_pylist()) if current in present else set()
         removed |= before - after
+    removed |= _log_deleted_keys(meta, time, present)
     if not removed:
         return {}
     wanted = pa.array(sorted(removed), pa.string())
     out: dict[str, set[str]] = {}
-    for b in meta.file_system_view(timeline).latest_base_files():
-        if (b.partition, b.file_id) in mine or b.instant <= time:
+    for sl in meta.file_system_view(timeline).latest_slices():
+        if (sl.partition, sl.file_id) in mine:
+            continue
+        if sl.log_files:
+            t = _slice_keys(meta, timeline, sl, wanted)  # merge-on-read: the slice as readers see it
+        elif sl.base_file is None or sl.base_file.instant <= time:
             continue  # a record written after `time` lives in a file version written after it
-        t = _read_keys(meta, b.path)
+        else:
+            t = _read_keys(meta, sl.base_file.path)
         hit = t.filter(
             pc.and_(pc.is_in(t.column(RECORD_KEY_COL).cast(pa.string()), value_set=wanted),
                     pc.greater(t.column(COMMIT_TIME_COL).cast(pa.string()), time))
@@ -250,13 +304,49 @@ def _rewritten_removed_keys(
     return out
 
 
+def _log_deleted_keys(meta: MetaClient, time: str, present: set[str]) -> set[str]:
+    """Keys the delete blocks of `time`'s log files name (merge-on-read deletes and moves)."""
+    from engine.data.log_block import BlockType, decode_delete_block
+    from engine.data.log_file import read_log_blocks
+
+    keys: set[str] = set()
+    done = Instant(time, Action.DELTA_COMMIT, State.COMPLETED)
+    if not meta.storage.exists(meta.instant_path(done)):
+        return keys
+    for stat in meta.commit_metadata(done).write_stats:
+        if stat.logVersion is None or not stat.path or stat.path not in present:
+            continue
+        for block in read_log_blocks(meta.storage, stat.path):
+            if block.block_type == BlockType.DELETE:
+                keys.update(decode_delete_block(block).column("key").to_pylist())
+    return keys
+
+
+def _slice_keys(meta: MetaClient, timeline: Timeline, sl, keys: pa.Array) -> pa.Table:
+    """(record key, partition path, commit time) of the live records of a merge-on-read slice
+    among `keys`, merged as readers merge it."""
+    from engine.data.slice_reader import SliceFiles, merge_mode_for, read_slice
+    from engine.table.schema import with_meta_fields
+    from engine.timeline.timeline import CommittedInstants
+
+    schema = with_meta_fields(meta.latest_schema(timeline) or pa.schema([]))
+    merged = read_slice(
+        meta.storage, SliceFiles.from_slice(sl), schema, ordering_field=meta.config.precombine_field,
+        mode=merge_mode_for(meta.config),
+        is_committed=CommittedInstants(timeline.completed_write_times, timeline.archived_before), keys=keys,
+    )
+    return merged.select([RECORD_KEY_COL, PARTITION_PATH_COL, COMMIT_TIME_COL])
+
+
 def plan_rollback(meta: MetaClient, timeline: Timeline, target_time: str, index: Index | None) -> RollbackPlan:
     """The plan to roll back `target_time` (checked; nothing written)."""
     target = timeline.get(target_time)
     if target is None:
         raise InstantNotFoundError(f"instant {target_time} is not on the active timeline of {meta.storage.base_uri}")
     check_rollback_allowed(meta, timeline, target)
-    return RollbackPlan(target, tuple(instant_files(meta, target.time, index)))
+    _parts, groups = _planned_groups(meta, target.time, target.action)
+    logs = target.action is not Action.COMPACTION  # a compaction writes base files only
+    return RollbackPlan(target, tuple(instant_files(meta, target.time, index, groups or None, logs)))
 
 
 def describe_index_revert(meta: MetaClient, timeline: Timeline, plan: RollbackPlan, index: Index | None) -> RollbackPlan:
@@ -320,7 +410,8 @@ def undo_instant(
         ensure_file(meta, completed.with_state(State.INFLIGHT))
         storage.delete(meta.instant_path(completed))
     failpoints.hit("rollback.after_revert")
-    files = sorted(set(planned) | set(instant_files(meta, time, index)))
+    logs = action is not Action.COMPACTION
+    files = sorted(set(planned) | set(instant_files(meta, time, index, planned_groups or None, logs)))
     if index is not None:
         # the index is reverted before any file goes: the change is read from the instant's
         # files, so a resumed run (after a crash among the deletions below) would see only part
@@ -338,6 +429,8 @@ def undo_instant(
     _remove_created_partitions(meta, touched, time)
     storage.delete(heartbeat_path(time))
     remove_instant(meta, time, action)
+    if action is Action.COMMIT:
+        remove_instant(meta, time, Action.COMPACTION)  # a completed compaction is a commit
     return deleted
 
 

@@ -59,16 +59,21 @@ def plan_savepoint(meta: MetaClient, timeline: Timeline, time: str, user: str | 
 
 def missing_snapshot_files(meta: MetaClient, timeline: Timeline, time: str) -> list[str]:
     """The files of the snapshot at `time` (latest version of each file group written by the
-    active timeline's completed writes up to `time`, from their commit metadata) that no longer exist."""
-    latest: dict[tuple[str, str], str] = {}
+    active timeline's completed writes up to `time`, from their commit metadata: a base file and,
+    on merge-on-read, the log files written on top of it since) that no longer exist."""
+    latest: dict[tuple[str, str], list[str]] = {}
     for w in timeline.completed_writes.instants:
         if w.time > time:
             break
         for s in meta.commit_metadata(w).write_stats:
-            if s.path:
-                latest[(s.partitionPath, s.fileId)] = s.path
+            if not s.path:
+                continue
+            if s.logVersion is None:  # a base file starts a new slice
+                latest[(s.partitionPath, s.fileId)] = [s.path]
+            else:
+                latest.setdefault((s.partitionPath, s.fileId), []).append(s.path)
     present = {df.path for df in meta.list_data_files()}
-    return sorted(p for p in latest.values() if p not in present)
+    return sorted(p for paths in latest.values() for p in paths if p not in present)
 
 
 def create_savepoint(meta: MetaClient, sp: Savepoint) -> Savepoint:

@@ -13,6 +13,7 @@ import logging
 from dataclasses import dataclass, field
 from types import TracebackType
 
+from engine.config.table_config import TableType
 from engine.config.write_config import WriteConfig
 from engine.index.base import Index
 from engine.services import archive as archive_service
@@ -21,6 +22,7 @@ from engine.services.repair import RepairReport, repair
 from engine.table.heartbeat import Heartbeat
 from engine.table.lock import TableLock
 from engine.table.meta_client import MetaClient
+from engine.timeline.instant import Action
 
 _log = logging.getLogger(__name__)
 
@@ -72,6 +74,7 @@ class Transaction:
         self.lock: TableLock | None = None
         self.repair_report: RepairReport | None = None
         self.services: dict[str, object] = {}
+        self.spark: object = None  # a writer's SparkSession: inline compaction runs its slices as tasks
 
     def __enter__(self) -> Transaction:
         lock = TableLock(
@@ -117,6 +120,8 @@ class Transaction:
         service's pending instant is finished by the next repair.
         """
         cfg = self.config
+        if cfg.compact_inline and self.meta.config.table_type is TableType.MERGE_ON_READ:
+            self._compact_inline()
         if cfg.clean_automatic:
             try:
                 res = clean_service.clean(self.meta, cfg.cleaner_policy, _retained(cfg), fence=self.fence)
@@ -136,6 +141,32 @@ class Transaction:
                 _log.warning("automatic archival of %s failed: %s", self.meta.storage.base_uri, exc)
                 self.services["archive_error"] = f"{type(exc).__name__}: {exc}"
         return self.services
+
+
+    def _compact_inline(self) -> None:
+        """Apache Hudi's inline compaction: after `hoodie.compact.inline.max.delta.commits`
+        deltacommits since the last compaction (or with one pending), compact now."""
+        from engine.services import compaction as compaction_service
+
+        cfg = self.config
+        timeline = self.meta.timeline()
+        pending = any(i.action is Action.COMPACTION for i in timeline.pending.instants)
+        if not pending and compaction_service.deltacommits_since_compaction(timeline) < cfg.compact_max_delta_commits:
+            return
+        try:
+            res = compaction_service.compact(
+                self.meta,
+                spark=self.spark,
+                fence=self.fence,
+                compression=cfg.compression,
+                bloom=(cfg.bloom_num_entries, cfg.bloom_fpp, cfg.bloom_max_entries),
+                heartbeat_interval=cfg.heartbeat_interval_ms / 1000,
+            )
+            if res is not None:
+                self.services["compaction"] = res
+        except Exception as exc:
+            _log.warning("inline compaction of %s failed: %s", self.meta.storage.base_uri, exc)
+            self.services["compaction_error"] = f"{type(exc).__name__}: {exc}"
 
 
 def _retained(cfg: WriteConfig) -> int:

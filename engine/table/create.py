@@ -26,7 +26,7 @@ DEFAULT_PAYLOAD = "org.apache.hudi.common.model.DefaultHoodieRecordPayload"  # e
 OVERWRITE_PAYLOAD = "org.apache.hudi.common.model.OverwriteWithLatestAvroPayload"
 
 # the table types and indexes this version can write with
-WRITABLE_TABLE_TYPES = frozenset({TableType.COPY_ON_WRITE})
+WRITABLE_TABLE_TYPES = frozenset({TableType.COPY_ON_WRITE, TableType.MERGE_ON_READ})
 # Apache Hudi's default, also used for tables whose hoodie.properties names no index
 DEFAULT_INDEX = IndexType.BLOOM
 AVAILABLE_INDEXES = frozenset(

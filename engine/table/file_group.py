@@ -82,3 +82,15 @@ class FileGroup:
     @property
     def latest_slice(self) -> FileSlice | None:
         return self.slices[-1] if self.slices else None
+
+    def merged_slice(self, pending_compaction: str | None = None) -> FileSlice | None:
+        """The slice readers see. While compaction `pending_compaction` is pending, the slice it
+        started (log files only, base instant = the compaction) is merged with the one before it:
+        the compaction's base file does not exist yet (Apache Hudi's merged file slice)."""
+        latest = self.latest_slice
+        if latest is None or pending_compaction is None or latest.base_instant != pending_compaction:
+            return latest
+        if latest.base_file is not None or len(self.slices) < 2:
+            return latest
+        prev = self.slices[-2]
+        return FileSlice(prev.partition, prev.file_id, prev.base_instant, prev.base_file, prev.log_files + latest.log_files)

@@ -3,13 +3,19 @@
 Only files whose instant is visible (a completed write, or older than the timeline's first
 instant) are included; `as_of` cuts the view at an instant for time travel. File groups that a
 completed replacecommit replaced are hidden.
+
+Merge-on-read: log files belong to the slice of their base instant; which of their blocks count is
+the reader's business (block instants). A pending compaction C of a group starts a new slice at C:
+logs written after it was scheduled are named with base instant C and are visible although C is
+not completed; until C completes, readers merge that slice with the previous one (Apache Hudi's
+merged file slice), which `latest_slices` returns.
 """
 
 from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from engine.table.file_group import BaseFile, FileGroup, FileSlice, LogFile
 from engine.table.file_names import parse_base_file_name, parse_log_file_name
@@ -35,6 +41,8 @@ class DataFile:
 @dataclass(frozen=True)
 class FileSystemView:
     groups: tuple[FileGroup, ...]
+    # (partition, file id) -> the instant of a pending compaction planned on that group
+    pending_compaction: Mapping[tuple[str, str], str] = field(default_factory=dict)
 
     @classmethod
     def build(
@@ -44,14 +52,17 @@ class FileSystemView:
         as_of: str | None = None,
         replaced: Mapping[str, Iterable[str]] | None = None,
         committed_paths: frozenset[str] | None = None,
+        pending_compaction: Mapping[tuple[str, str], str] | None = None,
     ) -> FileSystemView:
         """Group visible files into file groups.
 
         `replaced` maps partition -> file ids replaced by completed replacecommits (hidden).
         `committed_paths`, when given, breaks ties between two base files of the same file id and
         instant (debris of a failed task attempt) in favour of the one the commit names.
+        `pending_compaction` maps (partition, file id) -> the pending compaction planned on it.
         """
         replaced_ids = {(p, f) for p, ids in (replaced or {}).items() for f in ids}
+        pending = dict(pending_compaction or {})
         bases: dict[tuple[str, str, str], BaseFile] = {}
         logs: dict[tuple[str, str, str], list[LogFile]] = defaultdict(list)
         for df in files:
@@ -67,7 +78,12 @@ class FileSystemView:
                     bases[key] = cand
                 continue
             ln = parse_log_file_name(name)
-            if ln is not None and _visible(ln.base_instant, timeline, as_of):
+            if ln is None:
+                continue
+            after_compaction = pending.get((partition, ln.file_id)) == ln.base_instant
+            if (after_compaction and (as_of is None or ln.base_instant <= as_of)) or _visible(
+                ln.base_instant, timeline, as_of
+            ):
                 logs[(partition, ln.file_id, ln.base_instant)].append(LogFile(partition, ln, df.size))
         slices: dict[tuple[str, str], list[FileSlice]] = defaultdict(list)
         for key in set(bases) | set(logs):
@@ -80,7 +96,7 @@ class FileSystemView:
             FileGroup(p, f, tuple(sorted(s, key=lambda sl: sl.base_instant)))
             for (p, f), s in sorted(slices.items())
         )
-        return cls(groups)
+        return cls(groups, pending)
 
     @property
     def partitions(self) -> list[str]:
@@ -90,15 +106,21 @@ class FileSystemView:
         return [g for g in self.groups if g.partition == partition]
 
     def latest_slices(self, partitions: Iterable[str] | None = None) -> list[FileSlice]:
+        """The slice of each group that readers (and index lookups) see: the latest one, merged
+        with the previous slice while a compaction planned on the group is pending."""
         wanted = set(partitions) if partitions is not None else None
         out = []
         for g in self.groups:
             if wanted is not None and g.partition not in wanted:
                 continue
-            s = g.latest_slice
+            s = g.merged_slice(self.pending_compaction.get((g.partition, g.file_id)))
             if s is not None:
                 out.append(s)
         return out
+
+    def compaction_pending_on(self, partition: str, file_id: str) -> str | None:
+        """The instant of the pending compaction planned on a file group, if any."""
+        return self.pending_compaction.get((partition, file_id))
 
     def latest_base_files(self, partitions: Iterable[str] | None = None) -> list[BaseFile]:
         return [s.base_file for s in self.latest_slices(partitions) if s.base_file is not None]

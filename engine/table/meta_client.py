@@ -133,7 +133,14 @@ class MetaClient:
             if inst.action is Action.REPLACE_COMMIT and (as_of is None or inst.time <= as_of):
                 for p, ids in (self.commit_metadata(inst).partition_to_replace_file_ids or {}).items():
                     replaced.setdefault(p, []).extend(ids)
-        return FileSystemView.build(self.list_data_files(), tl, as_of=as_of, replaced=replaced)
+        pending: dict[tuple[str, str], str] = {}
+        if any(i.action is Action.COMPACTION for i in tl.pending.instants):
+            from engine.table.compaction_plan import pending_compactions, pending_groups
+
+            pending = pending_groups(pending_compactions(self, tl))
+        return FileSystemView.build(
+            self.list_data_files(), tl, as_of=as_of, replaced=replaced, pending_compaction=pending
+        )
 
     def ensure_partition_metadata(self, partition: str, instant: str) -> None:
         """Write `<partition>/.hoodie_partition_metadata` once (the first writer wins)."""

@@ -169,3 +169,19 @@ class Timeline:
     def is_visible(self, file_instant: str) -> bool:
         """A data file is visible if its instant is a completed write, or predates the timeline."""
         return self.is_valid_write(file_instant)
+
+
+@dataclass(frozen=True)
+class CommittedInstants:
+    """Which instants' data (merge-on-read log blocks) counts for a write's merged view (picklable, shipped to tasks):
+    completed writes, and anything older than the active timeline when older instants were archived."""
+
+    completed: frozenset[str]
+    archived_before: str | None = None
+
+    def __call__(self, instant: str) -> bool:
+        return instant in self.completed or (self.archived_before is not None and instant < self.archived_before)
+
+    @classmethod
+    def of(cls, timeline: Timeline) -> CommittedInstants:
+        return cls(timeline.completed_write_times, timeline.archived_before)

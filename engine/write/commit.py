@@ -14,8 +14,9 @@ import pyarrow as pa
 
 from engine import failpoints
 from engine.constants import PARTITION_METADATA_FILE
+from engine.data.log_file import next_log_version
 from engine.table.commit_metadata import CommitMetadata, WriteStat
-from engine.table.file_names import parse_base_file_name
+from engine.table.file_names import parse_base_file_name, parse_log_file_name
 from engine.table.meta_client import MetaClient
 from engine.table.schema import arrow_to_avro, avro_to_json
 from engine.timeline.instant import Action, Instant, State
@@ -93,14 +94,35 @@ def _mark_inflight(meta: MetaClient, pending: PendingCommit) -> None:
             pending.created_partitions.append(partition)
 
 
+def planned_log_files(plan: WritePlan) -> dict[str, tuple[str, str, int]]:
+    """partition/file id -> (file id, base instant, version) of the log file each APPEND bucket
+    writes: its name up to the write token, which only the task that writes it knows."""
+    out = {}
+    for b in plan.buckets:
+        if b.append and b.log_base_instant is not None:
+            versions = (n for n in (parse_log_file_name(x) for x in b.log_names) if n is not None)
+            out[f"{b.partition}/{b.file_id}"] = (b.file_id, b.log_base_instant, next_log_version(versions))
+    return out
+
+
 def remove_debris(meta: MetaClient, pending: PendingCommit, outcomes: list[dict]) -> list[str]:
-    """Delete files of this instant that no successful task reported (failed or retried attempts)."""
+    """Delete files of this instant that no successful task reported (failed or retried attempts):
+    base files named with the instant, and log files with the planned name of an APPEND bucket."""
     keep = {o["path"] for o in outcomes}
+    planned = planned_log_files(pending.plan)
     removed = []
     for partition in pending.partitions:
         for info in meta.storage.list_dir(partition):
+            if info.path in keep:
+                continue
             parsed = parse_base_file_name(info.name)
-            if parsed and parsed.instant == pending.instant and info.path not in keep:
+            ours = parsed is not None and parsed.instant == pending.instant
+            if not ours and planned:
+                log = parse_log_file_name(info.name)
+                ours = log is not None and planned.get(f"{partition}/{log.file_id}") == (
+                    log.file_id, log.base_instant, log.version
+                )
+            if ours:
                 meta.storage.delete(info.path)
                 removed.append(info.path)
     return removed
@@ -119,6 +141,7 @@ def build_metadata(
     our counts (`engine.*`) in `extraMetadata`."""
     stats: dict[str, list[WriteStat]] = {}
     for o in sorted(outcomes, key=lambda o: (o["partition"], o["file_id"])):
+        log = o.get("log_version") is not None
         stats.setdefault(o["partition"], []).append(
             WriteStat(
                 fileId=o["file_id"],
@@ -131,6 +154,12 @@ def build_metadata(
                 numInserts=o["num_inserts"],
                 totalWriteBytes=o["file_size"],
                 fileSizeInBytes=o["file_size"],
+                # a log file (HoodieDeltaWriteStat): the slice's base file name, its log files with
+                # the new one, the version written and where this commit's blocks start (a new file)
+                baseFile=(o.get("base_file") or "") if log else None,
+                logFiles=list(o.get("log_files") or []) if log else None,
+                logVersion=o["log_version"] if log else None,
+                logOffset=0 if log else None,
             )
         )
     extra = {"schema": avro_to_json(arrow_to_avro(write_schema, meta.config.name)), **(extra or {})}

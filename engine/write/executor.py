@@ -25,8 +25,10 @@ from engine import failpoints
 from engine.config.table_config import TableType
 from engine.config.write_config import WriteConfig
 from engine.data.columns import FILE_ID_COL, KEY_COL, OP_COL, OP_UPSERT, PART_COL, PREV_FILE_ID_COL
+from engine.data.slice_reader import SliceFiles, merge_mode_for
 from engine.errors import EngineError, InvalidInputError, StorageError
 from engine.index.base import Index, TagContext
+from engine.read.reader import slice_merge
 from engine.read.scan import scan_parallelism
 from engine.spark.errors import task_error_message, translate
 from engine.spark.jobs import job_group, stop_tasks
@@ -34,15 +36,24 @@ from engine.table.create import require_writable
 from engine.table.file_names import new_file_id
 from engine.table.fs_view import FileSystemView
 from engine.table.meta_client import MetaClient
-from engine.table.schema import arrow_to_avro, avro_to_arrow, with_meta_fields
+from engine.table.schema import (
+    arrow_to_avro,
+    avro_to_arrow,
+    avro_to_json,
+    avro_with_meta_fields,
+    with_meta_fields,
+)
 from engine.timeline.instant import Action
-from engine.timeline.timeline import Timeline
+from engine.timeline.timeline import CommittedInstants, Timeline
 from engine.write import commit as commit_protocol
 from engine.write.file_writer import BucketWrite, WriteContext
 from engine.write.keygen import KeySpec
+from engine.write.log_writer import AppendContext
 from engine.write.operation import Operation, WriteResult
 from engine.write.planner import (
+    Bucket,
     ExistingFile,
+    MergeOnReadRules,
     PartitionWorkload,
     WritePlan,
     estimate_record_size,
@@ -205,7 +216,9 @@ class WriteJob:
         writing, and (global indexes) where each record goes."""
         summary = batch.summary
         incoming = summary.keys_by_partition() if self.operation.tags else None
-        tag_ctx = TagContext(batch.records.sparkSession, self.meta, batch.view, summary.partitions, incoming)
+        tag_ctx = TagContext(
+            batch.records.sparkSession, self.meta, batch.view, summary.partitions, incoming, slice_merge(self.meta, batch.timeline, batch.view)
+        )
         if not self.operation.tags:
             tagged = batch.records.withColumn(FILE_ID_COL, F.lit(None).cast("string"))
         else:
@@ -220,7 +233,9 @@ class WriteJob:
                 tagged = tagged.persist(StorageLevel.MEMORY_AND_DISK)
                 cached.append(tagged)
                 ordering = batch.write_schema.field(batch.pc_field)
-                tagged = mark_stale(tagged, check, self.meta, batch.view, ordering, self.index.is_global)
+                tagged = mark_stale(
+                    tagged, check, self.meta, batch.view, ordering, self.index.is_global, tag_ctx.merge
+                )
             if self.index.is_global:
                 tagged = relocate(tagged, self.is_delete, update_pp)
         tagged = tagged.persist(StorageLevel.MEMORY_AND_DISK)
@@ -247,14 +262,20 @@ class WriteJob:
     def _plan(self, batch: _Batch, prof: _Profile) -> WritePlan:
         """Assign updates to their file groups and inserts to small files or new file groups."""
         frozen = check_pending_clustering(self.meta, batch.timeline, prof.workloads)
+        mor = self.meta.config.table_type is TableType.MERGE_ON_READ
         existing = {
-            p: [
-                ExistingFile(b.partition, b.file_id, b.instant, b.path, b.size)
-                for b in batch.view.latest_base_files([p])
-                if (b.partition, b.file_id) not in frozen  # never a small file to pack into
-            ]
+            p: [f for f in _existing_files(batch.view, p, mor) if (f.partition, f.file_id) not in frozen]
             for p in prof.workloads
-        }
+        }  # a group a pending clustering rewrites is never a small file to pack into
+        rules = (
+            MergeOnReadRules(
+                can_index_log_files=self.index.can_index_log_files,
+                candidates_limit=self.config.small_file_candidates_limit,
+                log_to_parquet_ratio=self.config.log_to_parquet_ratio,
+            )
+            if mor
+            else None
+        )
         record_size = estimate_record_size(
             (m for _i, m in self.meta.completed_commits_newest_first(batch.timeline)),
             self.config.record_size_estimate,
@@ -268,6 +289,7 @@ class WriteJob:
             record_size=record_size,
             new_file_id=new_file_id,
             use_small_files=self.operation is not Operation.BULK_INSERT,
+            mor=rules,
         )
 
     def _commit(
@@ -285,7 +307,9 @@ class WriteJob:
             if self.guard is not None:
                 self.guard.started(instant)
             outcomes, assigned = self._write(tagged, plan, prof.offsets, batch, instant)
-            commit_protocol.remove_debris(self.meta, pending, outcomes)
+            # an APPEND bucket whose records were all stale (or deletes of absent keys) wrote no file
+            written = [o for o in outcomes if o["path"]]
+            commit_protocol.remove_debris(self.meta, pending, written)
             if self.index.wants_locations and assigned is not None:
                 self.progress(f"updating the {self.index.name} index")
                 index_touched = True
@@ -296,7 +320,8 @@ class WriteJob:
             if self.guard is not None:
                 self.guard.before_complete()
             commit_protocol.complete(
-                self.meta, pending, batch.write_schema, outcomes, prof.absent, extra, stale_before_write=prof.stale
+                self.meta, pending, batch.write_schema, written, prof.absent, extra,
+                stale_before_write=prof.stale + sum(o["num_stale"] for o in outcomes if not o["path"])
             )
         except BaseException as exc:
             self._undo(spark, pending, index_touched, exc)
@@ -313,9 +338,9 @@ class WriteJob:
             stale_ignored=prof.stale + sum(o["num_stale"] for o in outcomes),
             duplicates_dropped=prof.dropped,
             input_records=batch.summary.total,
-            files_written=len(outcomes),
-            partitions=tuple(sorted({o["partition"] for o in outcomes})),
-            bytes_written=sum(o["file_size"] for o in outcomes),
+            files_written=len(written),
+            partitions=tuple(sorted({o["partition"] for o in written})),
+            bytes_written=sum(o["file_size"] for o in written),
             seconds=round(time.monotonic() - started, 3),
             index_stats=index_stats,
         )
@@ -387,15 +412,14 @@ class WriteJob:
             match_keys=self.operation.tags,
             bloom=(self.config.bloom_num_entries, self.config.bloom_fpp, self.config.bloom_max_entries),
         )
-        buckets = {
-            b.index: BucketWrite(b.partition, b.file_id, b.base_path, b.prev_instant) for b in plan.buckets
-        }
+        buckets = {b.index: self._bucket_write(b, batch.view) for b in plan.buckets}
+        actx = self._append_context(batch, ctx.schema) if any(b.append for b in plan.buckets) else None
         parallelism = self.config.shuffle_parallelism or scan_parallelism(tagged.sparkSession, n_buckets)
         self.progress(f"writing {n_buckets} file group(s) for instant {instant}")
         written = (
             assigned.repartition(parallelism, BUCKET_COL)
             .groupBy(BUCKET_COL)
-            .applyInArrow(write_bucket_task(ctx, buckets), from_arrow_schema(OUTCOME_SCHEMA))
+            .applyInArrow(write_bucket_task(ctx, buckets, actx), from_arrow_schema(OUTCOME_SCHEMA))
         )
         sc = tagged.sparkSession.sparkContext
         sc.setJobGroup(job_group(instant), f"hoodie write {instant}", interruptOnCancel=True)
@@ -403,6 +427,64 @@ class WriteJob:
             return [r.asDict() for r in written.collect()], assigned
         finally:
             sc.setLocalProperty("spark.jobGroup.id", None)  # type: ignore[arg-type]
+
+    def _bucket_write(self, b: Bucket, view: FileSystemView) -> BucketWrite:
+        if not b.append:
+            return BucketWrite(b.partition, b.file_id, b.base_path, b.prev_instant)
+        group = view.group(b.partition, b.file_id)
+        merged = group.merged_slice(view.compaction_pending_on(b.partition, b.file_id)) if group else None
+        return BucketWrite(
+            b.partition,
+            b.file_id,
+            b.base_path,
+            b.prev_instant,
+            append=True,
+            log_base_instant=b.log_base_instant,
+            log_names=b.log_names,
+            read_files=SliceFiles.from_slice(merged) if merged is not None else None,
+        )
+
+    def _append_context(self, batch: _Batch, schema: pa.Schema) -> AppendContext:
+        timeline = batch.timeline
+        return AppendContext(
+            writer_schema_json=avro_to_json(avro_with_meta_fields(arrow_to_avro(batch.write_schema, self.meta.config.name))),
+            mode=merge_mode_for(self.meta.config),
+            committed=CommittedInstants(timeline.completed_write_times, timeline.archived_before),
+            block_format=self.config.log_block_format,
+        )
+
+
+def _existing_files(view: FileSystemView, partition: str, mor: bool) -> list[ExistingFile]:
+    """The latest slice of each file group of `partition`, as the planner sees it."""
+    if not mor:
+        return [ExistingFile(b.partition, b.file_id, b.instant, b.path, b.size) for b in view.latest_base_files([partition])]
+    out = []
+    for g in view.groups_in(partition):
+        pending = view.compaction_pending_on(g.partition, g.file_id)
+        merged = g.merged_slice(pending)
+        if merged is None:
+            continue
+        base = merged.base_file
+        latest = g.latest_slice
+        # appends go to the slice a pending compaction started (its own log files), else to the latest
+        if pending is None:
+            target_logs = merged.log_files
+        else:
+            target_logs = latest.log_files if latest is not None and latest.base_instant == pending else ()
+        out.append(
+            ExistingFile(
+                g.partition,
+                g.file_id,
+                merged.base_instant,
+                base.path if base is not None else None,
+                base.size if base is not None else 0,
+                log_size=sum(lf.size for lf in merged.log_files),
+                log_names=tuple(lf.file_name for lf in target_logs),
+                log_base_instant=pending or merged.base_instant,
+                pending_compaction=pending is not None,
+            )
+        )
+    return out
 
 
 def _located(assigned: DataFrame, plan: WritePlan) -> DataFrame:

@@ -41,6 +41,12 @@ class BucketWrite:
     file_id: str
     base_path: str | None  # the latest base file to merge with (UPDATE buckets)
     prev_instant: str | None
+    # merge-on-read appends (engine.write.log_writer): the slice's base instant the new log file
+    # is named with, its existing log files, and the files whose merge is the group's current state
+    append: bool = False
+    log_base_instant: str | None = None
+    log_names: tuple[str, ...] = ()
+    read_files: Any = None  # engine.data.slice_reader.SliceFiles
 
 
 @dataclass(frozen=True)
@@ -73,6 +79,11 @@ class WriteOutcome:
     file_size: int
     min_key: str | None
     max_key: str | None
+    # log files (merge-on-read appends): the version written, the slice's base file name ("" for
+    # none) and the slice's log file names including the new one
+    log_version: int | None = None
+    base_file: str | None = None
+    log_files: list[str] | None = None
 
     def as_row(self) -> dict[str, Any]:
         return dict(self.__dict__)
@@ -108,7 +119,7 @@ def _renamed(rows: pa.Table, ctx: WriteContext, file_name: str) -> pa.Table:
     )
 
 
-def _accept_newer(incoming: pa.ChunkedArray, stored: pa.ChunkedArray) -> pa.ChunkedArray:
+def accept_newer(incoming: pa.ChunkedArray, stored: pa.ChunkedArray) -> pa.ChunkedArray:
     """Event-time ordering: keep the incoming value unless it is older than the stored one.
 
     A null stored value never blocks; a null incoming value loses against a non-null stored one.
@@ -141,7 +152,7 @@ def write_bucket(
         found = pc.is_valid(pos)
         if ctx.precombine_field and upserts.num_rows:
             stored = old.column(ctx.precombine_field).take(pos)  # null position -> null value
-            accept = _accept_newer(upserts.column(ctx.precombine_field), stored)
+            accept = accept_newer(upserts.column(ctx.precombine_field), stored)
         else:
             accept = pa.chunked_array([pa.array([True] * upserts.num_rows, pa.bool_())])
         stale = pc.and_(found, pc.invert(accept))
@@ -151,7 +162,7 @@ def write_bucket(
             # a delete marker (`_hoodie_is_deleted`) older than the stored record deletes nothing,
             # as in Apache Hudi's DefaultHoodieRecordPayload
             dpos = pc.index_in(delete_keys, value_set=old_keys)
-            daccept = _accept_newer(deletes.column(ctx.precombine_field), old.column(ctx.precombine_field).take(dpos))
+            daccept = accept_newer(deletes.column(ctx.precombine_field), old.column(ctx.precombine_field).take(dpos))
             dstale = pc.and_(pc.is_valid(dpos), pc.invert(daccept))
             num_stale += pc.sum(dstale.cast(pa.int64())).as_py() or 0
             delete_keys = deletes.filter(pc.invert(dstale)).column(KEY_COL)
@@ -167,6 +178,34 @@ def write_bucket(
     fresh = _with_meta(upserts, ctx, file_name, seq_prefix, 0)
     num_inserts = fresh.num_rows - num_updates
     out = pa.concat_tables([kept, fresh])
+    written = write_base_file(ctx, path, out)
+    return WriteOutcome(
+        path=path,
+        file_id=bucket.file_id,
+        partition=bucket.partition,
+        prev_instant=bucket.prev_instant,
+        num_writes=written.rows,
+        num_inserts=num_inserts,
+        num_updates=num_updates,
+        num_deletes=num_deletes,
+        num_stale=num_stale,
+        file_size=written.size,
+        min_key=written.min_key,
+        max_key=written.max_key,
+    )
+
+
+@dataclass(frozen=True)
+class WrittenFile:
+    rows: int
+    size: int
+    min_key: str | None
+    max_key: str | None
+
+
+def write_base_file(ctx: WriteContext, path: str, out: pa.Table) -> WrittenFile:
+    """Write records (`ctx.schema`, meta columns filled) as a base file: sorted by record key, with
+    Apache Hudi's footer (min/max record key, bloom filter of the keys)."""
     if ctx.sort_by_key and out.num_rows > 1:
         out = out.take(pc.sort_indices(out.column(RECORD_KEY_COL)))
     keys = out.column(RECORD_KEY_COL)
@@ -186,20 +225,7 @@ def write_bucket(
             writer.add_key_value_metadata(footer)
     size = ctx.storage.size(path)
     failpoints.hit("write.file_written")
-    return WriteOutcome(
-        path=path,
-        file_id=bucket.file_id,
-        partition=bucket.partition,
-        prev_instant=bucket.prev_instant,
-        num_writes=out.num_rows,
-        num_inserts=num_inserts,
-        num_updates=num_updates,
-        num_deletes=num_deletes,
-        num_stale=num_stale,
-        file_size=size,
-        min_key=min_key,
-        max_key=max_key,
-    )
+    return WrittenFile(out.num_rows, size, min_key, max_key)
 
 
-__all__ = ["META_COLUMNS", "BucketWrite", "WriteContext", "WriteOutcome", "write_bucket"]
+__all__ = ["META_COLUMNS", "BucketWrite", "WriteContext", "WriteOutcome", "WrittenFile", "accept_newer", "write_base_file", "write_bucket"]

@@ -10,6 +10,17 @@ Following Apache Hudi's UpsertPartitioner:
 
 Insert records of a partition are numbered 0..n-1 by the executor; `InsertRange`s map those
 numbers to buckets exactly, so no file exceeds its planned record count.
+
+Merge-on-read (`MergeOnReadRules`), following Apache Hudi's SparkUpsertDeltaCommitPartitioner and
+BaseSparkDeltaCommitActionExecutor: updates and deletes are appended to the log of the file
+group's latest slice (an APPEND bucket), and inserts go to new base files, or to small files:
+- an index that cannot index log files (BLOOM, SIMPLE): only slices without log files whose base
+  file is under `small_file_limit`, the smallest `candidates_limit` of them, receive inserts; such
+  a group is merged into a new base file version (its updates too), as on copy-on-write;
+- an index that can (HBASE, RECORD): any latest slice whose size (base + logs x
+  `log_to_parquet_ratio`) is under `max_file_size` takes inserts into its log.
+Groups under a pending compaction are never small files; their appends start a new slice at the
+compaction instant (`ExistingFile.log_base_instant`).
 """
 
 from __future__ import annotations
@@ -29,13 +40,30 @@ class BucketType(StrEnum):
 
 @dataclass(frozen=True)
 class ExistingFile:
-    """The latest base file of a file group, as the planner needs it."""
+    """The latest slice of a file group, as the planner needs it: its base file (copy-on-write:
+    always one) and, on merge-on-read, its log files."""
 
     partition: str
     file_id: str
-    instant: str
-    path: str
-    size: int
+    instant: str  # the slice's base instant
+    path: str | None  # the base file (None: a log-only slice)
+    size: int  # the base file's size
+    log_size: int = 0
+    # the log file names of the slice the group's next log file goes to (while a compaction is
+    # pending: the slice it started), in order
+    log_names: tuple[str, ...] = ()
+    # the instant the group's next log file is based on: the pending compaction's, else `instant`
+    log_base_instant: str | None = None
+    pending_compaction: bool = False
+
+
+@dataclass(frozen=True)
+class MergeOnReadRules:
+    """How a merge-on-read write places records (see the module doc); Apache Hudi's defaults."""
+
+    can_index_log_files: bool
+    candidates_limit: int = 1  # hoodie.merge.small.file.group.candidates.limit
+    log_to_parquet_ratio: float = 0.35  # hoodie.logfile.to.parquet.compression.ratio
 
 
 @dataclass(frozen=True)
@@ -59,6 +87,10 @@ class Bucket:
     planned_inserts: int = 0
     planned_updates: int = 0
     planned_deletes: int = 0
+    # merge-on-read: append log blocks to the group's slice instead of writing a new base file
+    append: bool = False
+    log_base_instant: str | None = None  # the base instant of the log file an APPEND bucket writes
+    log_names: tuple[str, ...] = ()  # the slice's existing log files (an APPEND bucket's next version follows them)
 
 
 @dataclass(frozen=True)
@@ -109,8 +141,10 @@ def plan_writes(
     record_size: int,
     new_file_id: Callable[[], str],
     use_small_files: bool = True,
+    mor: MergeOnReadRules | None = None,
 ) -> WritePlan:
-    """Assign each partition's updates and inserts to buckets (see module doc)."""
+    """Assign each partition's updates and inserts to buckets (see module doc); `mor`: the table
+    is merge-on-read, with these rules."""
     record_size = max(1, record_size)
     per_new_file = max(1, max_file_size // record_size)
     buckets: list[Bucket] = []
@@ -119,44 +153,43 @@ def plan_writes(
         files = {f.file_id: f for f in existing.get(wl.partition, ())}
         update_slots: dict[str, dict] = {}
         for fid in sorted(set(wl.updates) | set(wl.deletes)):
-            f = files.get(fid)
             update_slots[fid] = {
-                "prev": f.instant if f else None,
-                "path": f.path if f else None,
                 "updates": wl.updates.get(fid, 0),
                 "deletes": wl.deletes.get(fid, 0),
                 "inserts": 0,
+                "merge": mor is None,
             }
         remaining = wl.inserts
         if use_small_files and remaining > 0:
-            small = sorted(
-                (f for f in files.values() if f.size < small_file_limit), key=lambda f: (f.size, f.file_id)
-            )
-            for f in small:
+            for small, size, merge in _small_files(files.values(), small_file_limit, max_file_size, mor):
                 if remaining == 0:
                     break
-                capacity = (max_file_size - f.size) // record_size
+                capacity = (max_file_size - size) // record_size
                 if capacity <= 0:
                     continue
                 take = min(capacity, remaining)
-                slot = update_slots.setdefault(
-                    f.file_id, {"prev": f.instant, "path": f.path, "updates": 0, "deletes": 0, "inserts": 0}
-                )
+                slot = update_slots.setdefault(small.file_id, {"updates": 0, "deletes": 0, "inserts": 0, "merge": merge})
+                slot["merge"] = slot["merge"] or merge
                 slot["inserts"] += take
                 remaining -= take
         start = len(buckets)
         for fid, slot in update_slots.items():
+            f = files.get(fid)
+            append = not slot["merge"]
             buckets.append(
                 Bucket(
                     index=len(buckets),
                     kind=BucketType.UPDATE,
                     partition=wl.partition,
                     file_id=fid,
-                    prev_instant=slot["prev"],
-                    base_path=slot["path"],
+                    prev_instant=f.instant if f else None,
+                    base_path=f.path if f else None,
                     planned_inserts=slot["inserts"],
                     planned_updates=slot["updates"],
                     planned_deletes=slot["deletes"],
+                    append=append,
+                    log_base_instant=(f.log_base_instant or f.instant) if (append and f) else None,
+                    log_names=f.log_names if (append and f) else (),
                 )
             )
         part_ranges: list[InsertRange] = []
@@ -183,6 +216,27 @@ def plan_writes(
         if part_ranges:
             ranges[wl.partition] = tuple(part_ranges)
     return WritePlan(tuple(buckets), ranges, record_size)
+
+
+def _small_files(
+    files: Iterable[ExistingFile], small_file_limit: int, max_file_size: int, mor: MergeOnReadRules | None
+) -> list[tuple[ExistingFile, int, bool]]:
+    """(file, size counted against max_file_size, merge into a new base file?) of the small files
+    that take inserts, in the order they are filled."""
+    if mor is None:
+        small = sorted((f for f in files if f.size < small_file_limit), key=lambda f: (f.size, f.file_id))
+        return [(f, f.size, True) for f in small]
+    eligible = [f for f in files if not f.pending_compaction]
+    if mor.can_index_log_files:
+        sized = [(f, f.size + int(f.log_size * mor.log_to_parquet_ratio)) for f in eligible]
+        return [(f, n, False) for f, n in sorted(sized, key=lambda t: (t[1], t[0].file_id)) if n < max_file_size]
+    if small_file_limit <= 0:
+        return []
+    base_only = sorted(
+        (f for f in eligible if not f.log_names and f.path is not None and f.size < small_file_limit),
+        key=lambda f: (f.size, f.file_id),
+    )
+    return [(f, f.size, True) for f in base_only[: mor.candidates_limit]]
 
 
 def bucket_for_insert(ranges: tuple[InsertRange, ...], number: int) -> int:

@@ -19,7 +19,14 @@ from engine.data.columns import (
     OP_UPSERT,
     PART_COL,
 )
-from engine.data.keys import ORDERING_FILE_ID, ORDERING_KEY, ORDERING_PART, ORDERING_VALUE, ScanFile
+from engine.data.keys import (
+    ORDERING_FILE_ID,
+    ORDERING_KEY,
+    ORDERING_PART,
+    ORDERING_VALUE,
+    ScanFile,
+    SliceMerge,
+)
 from engine.read.scan import scan_ordering
 from engine.table.meta_client import MetaClient
 from engine.write.planner import PartitionWorkload
@@ -93,7 +100,13 @@ def order_check(
 
 
 def mark_stale(
-    tagged: DataFrame, check: Column, meta: MetaClient, view, field: pa.Field, is_global: bool
+    tagged: DataFrame,
+    check: Column,
+    meta: MetaClient,
+    view,
+    field: pa.Field,
+    is_global: bool,
+    merge: SliceMerge | None = None,
 ) -> DataFrame:
     """`tagged` + STALE_COL: the rows of `check` whose stored record wins by the precombine field
     (`field`), with the merge rule of `write_bucket` (a null stored value never wins; a null incoming
@@ -114,11 +127,11 @@ def mark_stale(
         groups = {(r[PART_COL], r[FILE_ID_COL]) for r in checked.select(PART_COL, FILE_ID_COL).distinct().collect()}
         keys = None
     files = [
-        ScanFile(b.path, b.partition, b.file_id)
-        for b in view.latest_base_files(sorted({p for p, _f in groups}))
-        if (b.partition, b.file_id) in groups
+        ScanFile.of_slice(s)
+        for s in view.latest_slices(sorted({p for p, _f in groups}))
+        if (s.partition, s.file_id) in groups
     ]
-    stored = scan_ordering(tagged.sparkSession, meta.storage, files, field, keys)
+    stored = scan_ordering(tagged.sparkSession, meta.storage, files, field, keys, merge)
     if small:
         stored = F.broadcast(stored)
     on = (

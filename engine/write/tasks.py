@@ -10,6 +10,7 @@ from pyspark.taskcontext import TaskContext
 from engine.data.columns import FILE_ID_COL, KEY_COL, PART_COL
 from engine.table.file_names import write_token
 from engine.write.file_writer import BucketWrite, WriteContext, write_bucket
+from engine.write.log_writer import AppendContext, append_bucket
 from engine.write.planner import bucket_for_insert
 
 BUCKET_COL = "__hoodie_bucket"
@@ -29,6 +30,9 @@ OUTCOME_SCHEMA = pa.schema(
         ("file_size", pa.int64()),
         ("min_key", pa.string()),
         ("max_key", pa.string()),
+        ("log_version", pa.int64()),
+        ("base_file", pa.string()),
+        ("log_files", pa.list_(pa.string())),
     ]
 )
 
@@ -76,12 +80,19 @@ def assign_buckets_task(updates_idx: dict, ranges: dict, offsets: dict):
     return run
 
 
-def write_bucket_task(ctx: WriteContext, buckets: dict[int, BucketWrite]):
+def write_bucket_task(ctx: WriteContext, buckets: dict[int, BucketWrite], actx: AppendContext | None = None):
+    """Write one bucket: a new base file (merging the previous one), or, for an APPEND bucket of
+    a merge-on-read table, a new log file of the group's slice."""
+
     def run(table: pa.Table) -> pa.Table:
         tc = task_context()
         token = write_token(tc.partitionId(), tc.stageId(), tc.taskAttemptId())
-        index = table.column(BUCKET_COL)[0].as_py()
-        outcome = write_bucket(ctx, buckets[index], table, token, tc.partitionId())
+        bucket = buckets[table.column(BUCKET_COL)[0].as_py()]
+        if bucket.append:
+            assert actx is not None
+            outcome = append_bucket(ctx, actx, bucket, table, token, tc.partitionId())
+        else:
+            outcome = write_bucket(ctx, bucket, table, token, tc.partitionId())
         return pa.Table.from_pylist([outcome.as_row()], schema=OUTCOME_SCHEMA)
 
     return run

@@ -136,8 +136,8 @@ def test_init_creates_the_table_and_prints_its_config(tmp_path, capsys):
 
 
 def test_init_refuses_what_this_version_cannot_write(tmp_path, capsys):
-    code, out, err = cli(capsys, *init_args(tmp_path / "m"), "--type", "MERGE_ON_READ")
-    assert_user_error(code, out, err, "this version writes COPY_ON_WRITE tables only")
+    code, out, err = cli(capsys, *init_args(tmp_path / "m"), "--type", "NOPE")
+    assert_user_error(code, out, err, "unknown table type 'NOPE': use COPY_ON_WRITE or MERGE_ON_READ")
     code, out, err = cli(capsys, *init_args(tmp_path / "h"), "--index", "NOPE")
     assert_user_error(
         code, out, err,
@@ -266,7 +266,7 @@ def base_files_on_disk(table: Path, partition: str) -> dict[str, int]:
 
 def fsview_files(doc: dict) -> dict[str, dict[str, int]]:
     return {
-        p["partition"]: {s["base_file"]: s["size"] for g in p["file_groups"] for s in g["slices"]}
+        p["partition"]: {s["base_file"]["name"]: s["base_file"]["size"] for g in p["file_groups"] for s in g["slices"]}
         for p in doc["partitions"]
     }
 
@@ -281,7 +281,12 @@ def test_fsview_json_lists_the_files_on_disk(written, capsys):
     (us,) = doc["partitions"][1]["file_groups"]
     assert [s["base_instant"] for s in eu["slices"]] == [first]
     assert [s["base_instant"] for s in us["slices"]] == [first, second]
-    assert all(s["base_file"].startswith(g["file_id"]) for g in (eu, us) for s in g["slices"])
+    assert all(s["base_file"]["name"].startswith(g["file_id"]) for g in (eu, us) for s in g["slices"])
+    # each file names the commit that wrote it and its record count (from the commit's stats)
+    assert [(s["base_file"]["commit"], s["log_files"]) for s in us["slices"]] == [(first, []), (second, [])]
+    # eu: ids 1 and 3; us: id 2, then ids 2 and 4
+    assert [s["base_file"]["records"] for s in eu["slices"] + us["slices"]] == [2, 1, 2]
+    assert (eu["pending_compaction"], us["pending_compaction"]) == (None, None)
 
     as_of = cli_json(capsys, "fsview", table, "--as-of", first)
     assert as_of["as_of"] == first
@@ -373,7 +378,7 @@ def test_unexpected_errors_are_one_line_with_traceback_only_in_debug(tmp_path, c
     def boom(*_args, **_kwargs):
         raise RuntimeError("boom\nsecond line")
 
-    monkeypatch.setattr("engine.cli.MetaClient.open", boom)
+    monkeypatch.setattr("engine.cli.table_cmds.MetaClient.open", boom)
     monkeypatch.delenv("HOODIE_DEBUG", raising=False)
     assert cli(capsys, "commits", tmp_path) == (1, "", "hoodie: error: unexpected RuntimeError: boom\n")
 
@@ -473,3 +478,42 @@ def test_service_commands_dry_run_then_run(spark, tmp_path, capsys):
     assert [(c["time"], c["action"], c["state"]) for c in commits if c["action"] == "commit"] == [(i1, "commit", "completed")]
     code, out, err = cli(capsys, "rollback", root, "not-an-instant")
     assert_user_error(code, out, err)
+
+
+# ---- merge-on-read: init --type, compaction, read --read-optimized, fsview with log files ---------
+def test_merge_on_read_through_the_cli(tmp_path, capsys):
+    table = tmp_path / "mor"
+    doc = cli_json(capsys, *init_args(table), "--type", "MERGE_ON_READ")
+    assert doc["table_type"] == "MERGE_ON_READ"
+    first = cli_json(capsys, "upsert", table, "--input", write_parquet(tmp_path / "a.parquet", FIRST))
+    # no small-file packing: the update goes to a log file of the us group's slice
+    second = cli_json(capsys, "upsert", table, "--input", write_jsonl(tmp_path / "b.jsonl", SECOND),
+                      "--option", "hoodie.parquet.small.file.limit=0")
+    assert (second["updates"], second["inserts"]) == (1, 1)
+    # fsview: the us group's slice has one log file holding the update
+    view = cli_json(capsys, "fsview", table)
+    us = {p["partition"]: p for p in view["partitions"]}["us"]
+    logs = [lf for g in us["file_groups"] for s in g["slices"] for lf in s["log_files"]]
+    assert [(lf["records"], lf["deletes"], lf["commit"]) for lf in logs] == [(1, 0, second["instant"])]
+    # the plan of a compaction, then the compaction itself (no Spark)
+    before = snapshot_files(table)
+    plan = cli_json(capsys, "compaction", "schedule", table, "--dry-run")
+    assert plan["dry_run"] is True and len(plan["compaction plan"]["operations"]) == 1
+    assert snapshot_files(table) == before  # a dry run changes nothing
+    scheduled = cli_json(capsys, "compaction", "schedule", table)["compaction plan"]
+    shown = cli_json(capsys, "compaction", "show", table)
+    assert [p["instant"] for p in shown["pending"]] == [scheduled["instant"]]
+    ran = cli_json(capsys, "compaction", "run", table)["compaction"]
+    assert ran["instant"] == scheduled["instant"] and len(ran["files"]) == 1
+    assert cli_json(capsys, "compaction", "show", table)["pending"] == []
+    # read-optimized now sees the update too
+    out = tmp_path / "ro.parquet"
+    cli_json(capsys, "read", table, "--read-optimized", "--output", out)
+    got = sorted(pq.read_table(out).select(["id", "name"]).to_pylist(), key=lambda r: r["id"])
+    assert got == [{"id": r["id"], "name": r["name"]} for r in by_id(SNAPSHOT)]
+    assert first["instant"] < second["instant"] < ran["instant"]
+
+
+def test_compaction_of_a_copy_on_write_table_is_a_user_error(written, capsys):
+    code, out, err = cli(capsys, "compaction", "schedule", written["table"])
+    assert_user_error(code, out, err, "compaction applies to MERGE_ON_READ tables only")

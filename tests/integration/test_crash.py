@@ -213,3 +213,66 @@ def test_killed_during_archival(spark, tmp_path):
     assert times == instants[:3]  # each archived once
     assert [i.time for i in t.timeline().completed_writes] == instants[3:]
     assert data(t) == oracle(t) == states[instants[-1]]
+
+
+# ---- merge-on-read ---------------------------------------------------------------------------
+def setup_mor(spark, tmp_path: Path) -> tuple[Table, list[str], dict[str, list[tuple]]]:
+    t = Table.create(spark, str(tmp_path / "m"), name="trips", record_key="id", partition_fields="city",
+                     precombine_field="ts", table_type="MERGE_ON_READ")
+    batches = [
+        [(1, "a", "paris", 1), (2, "b", "rome", 1), (3, "c", "paris", 1)],
+        [(1, "a2", "paris", 2), (4, "d", "rome", 2)],  # a log file in paris, a new base file in rome
+        [(2, "b3", "rome", 3)],  # a log file in rome
+    ]
+    instants, states = [], {}
+    for b in batches:
+        r = t.upsert(spark.createDataFrame(b, SCHEMA), options=FAST)
+        instants.append(r.instant)
+        states[r.instant] = data(t)
+    return t, instants, states
+
+
+def assert_clean_mor_table(table: Table) -> None:
+    """As assert_clean_table, and every log file's blocks belong to completed writes."""
+    from engine.data.log_file import log_block_instants
+
+    assert_clean_table(table)
+    completed = {i.time for i in table.timeline().completed_writes}
+    for p in Path(table.path).rglob(".*.log.*"):
+        rel = p.relative_to(table.path).as_posix()
+        assert set(log_block_instants(table.meta.storage, rel)) <= completed, f"debris left: {rel}"
+
+
+@pytest.mark.parametrize("point", ["write.log_written", "write.before_complete"])
+def test_writer_killed_during_a_deltacommit(spark, tmp_path, point):
+    t, instants, states = setup_mor(spark, tmp_path)
+    last = states[instants[-1]]
+    batch = [[1, "a5", "paris", 5], [2, "b5", "rome", 5], [8, "h", "lima", 5]]
+    res = run_writer({"path": t.path, "action": "upsert", "schema": SCHEMA, "batches": [batch], "options": FAST}, point)
+    assert res.returncode == -signal.SIGKILL, res.stderr[-3000:]
+    assert [i.action.value for i in t.timeline().pending] == ["deltacommit"]
+    assert data(t) == oracle(t) == last  # the dead write's log blocks do not count
+    next_write(spark, t)  # rolls the dead deltacommit back first (its log files deleted)
+    assert data(t) == oracle(t) == after_next(last)
+    assert_clean_mor_table(t)
+
+
+@pytest.mark.parametrize("point", ["compaction.after_inflight", "compaction.before_complete"])
+def test_killed_during_compaction(spark, tmp_path, point):
+    t, instants, states = setup_mor(spark, tmp_path)
+    last = states[instants[-1]]
+    res = run_writer({"path": t.path, "action": "run_compaction", "options": FAST}, point)
+    assert res.returncode == -signal.SIGKILL, res.stderr[-3000:]
+    (pending,) = t.timeline().pending
+    assert (pending.action.value, pending.state.value) == ("compaction", "inflight")
+    assert data(t) == oracle(t) == last  # the old slices are what readers see
+    time.sleep(1.0)  # the compaction's heartbeat (300 ms x 2) expires
+    next_write(spark, t)  # repair reverts the interrupted compaction to requested
+    assert data(t) == after_next(last)
+    (pending,) = t.timeline().pending
+    assert (pending.action.value, pending.state.value) == ("compaction", "requested")
+    from engine.services.maintenance import Maintenance
+
+    Maintenance(t.meta, FAST).run_compaction(pending.time)
+    assert data(t) == oracle(t) == after_next(last)
+    assert_clean_mor_table(t)

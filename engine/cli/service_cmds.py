@@ -1,0 +1,84 @@
+"""`hoodie rollback | restore | savepoint(s) | clean | archive | repair | compaction`: table services (no Spark)."""
+
+from __future__ import annotations
+
+import argparse
+
+from engine.cli.common import (
+    EXIT_OK,
+    check_instant,
+    emit_json,
+    maintenance,
+    print_table,
+    report,
+)
+from engine.services.serial import to_doc
+
+
+def cmd_rollback(args: argparse.Namespace) -> int:
+    instant = check_instant(args.instant, "INSTANT")
+    return report(args, "rollback", maintenance(args).rollback(instant, dry_run=args.dry_run))
+
+
+def cmd_restore(args: argparse.Namespace) -> int:
+    instant = check_instant(args.instant, "INSTANT")
+    return report(args, "restore", maintenance(args).restore(instant, dry_run=args.dry_run))
+
+
+def cmd_savepoint(args: argparse.Namespace) -> int:
+    instant = check_instant(args.instant, "INSTANT")
+    m = maintenance(args)
+    if args.action == "create":
+        return report(args, "savepoint", m.create_savepoint(instant, comment=args.comment or "", dry_run=args.dry_run))
+    return report(args, "savepoint deleted", m.delete_savepoint(instant, dry_run=args.dry_run))
+
+
+def cmd_savepoints(args: argparse.Namespace) -> int:
+    sps = maintenance(args).savepoints()
+    if args.json:
+        emit_json({"savepoints": to_doc(sps)})
+        return EXIT_OK
+    if not sps:
+        print("no savepoints")
+        return EXIT_OK
+    print_table(["TIME", "FILES", "BY", "COMMENT"], [[sp.time, len(sp.files), sp.user, sp.comment] for sp in sps])
+    return EXIT_OK
+
+
+def cmd_clean(args: argparse.Namespace) -> int:
+    return report(args, "clean", maintenance(args).clean(dry_run=args.dry_run))
+
+
+def cmd_archive(args: argparse.Namespace) -> int:
+    return report(args, "archive", maintenance(args).archive(dry_run=args.dry_run))
+
+
+def cmd_repair(args: argparse.Namespace) -> int:
+    return report(args, "repair", maintenance(args).repair(dry_run=args.dry_run))
+
+
+def cmd_compaction(args: argparse.Namespace) -> int:
+    """`hoodie compaction schedule|run|show PATH [INSTANT]` (merge-on-read tables)."""
+    m = maintenance(args)
+    instant = check_instant(getattr(args, "instant", None), "INSTANT")
+    if args.action == "schedule":
+        return report(args, "compaction plan", m.schedule_compaction(dry_run=args.dry_run))
+    if args.action == "run":
+        if args.dry_run:
+            plans = [p for p in m.compaction_plans() if instant is None or p.instant == instant]
+            return report(args, "compaction", plans[0] if plans else m.schedule_compaction(dry_run=True))
+        return report(args, "compaction", m.run_compaction(instant))
+    plans = [p for p in m.compaction_plans() if instant is None or p.instant == instant]
+    if args.json:
+        emit_json({"pending": [p.to_dict() for p in plans]})
+        return EXIT_OK
+    if not plans:
+        print("no pending compaction")
+        return EXIT_OK
+    rows = [
+        [p.instant, op.partition or "-", op.file_id, op.base_instant, op.base_file or "-", len(op.log_files)]
+        for p in plans
+        for op in p.operations
+    ]
+    print_table(["INSTANT", "PARTITION", "FILE ID", "BASE INSTANT", "BASE FILE", "LOG FILES"], rows)
+    return EXIT_OK

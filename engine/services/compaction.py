@@ -1,0 +1,418 @@
+"""Compaction (merge-on-read): merge each file slice's base file and log files into a new base file.
+
+Planner + executor, as every table service (Apache Hudi's ScheduleCompactionActionExecutor and
+RunCompactionActionExecutor):
+
+- `plan_compaction` picks the latest slices that have log files (not in a pending compaction or
+  clustering) and `schedule_compaction` writes the plan as `C.compaction.requested` (Avro
+  `HoodieCompactionPlan`, `engine.table.compaction_plan`). From then on writers append to a new
+  slice at C, and readers merge it with the planned slice.
+- `execute_compaction` moves C to inflight, writes one base file per operation
+  (`<fileId>_<token>_C.parquet`: the slice merged as readers merge it, each record keeping its
+  commit time and sequence number) and completes C as `C.commit` (`compacted: true`, operation
+  `COMPACT`, Hudi's compaction counters). Re-running a compaction that was interrupted first
+  deletes the base files its earlier attempt left (Hudi's rollbackInflightCompaction), so a
+  crash at any point leaves either the old slices or the new base files, never both visible.
+- A plan Apache Hudi scheduled runs the same way.
+
+No SparkSession is needed; with one (inline compaction inside a write, or a caller passing it)
+the operations run as Spark tasks, else one after another on this process.
+"""
+
+from __future__ import annotations
+
+import time as _time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from engine import failpoints
+from engine.config.table_config import TableType
+from engine.constants import FILE_NAME_COL
+from engine.data.log_block import BlockType
+from engine.data.log_file import read_log_blocks
+from engine.data.slice_reader import SliceFiles, merge_mode_for, read_slice
+from engine.errors import InstantNotFoundError, InvalidInputError
+from engine.services.serial import Documented
+from engine.table.commit_metadata import CommitMetadata, WriteStat
+from engine.table.compaction_plan import (
+    PLAN_MODEL,
+    CompactionOperation,
+    CompactionPlan,
+    pending_compactions,
+    read_plan,
+)
+from engine.table.file_names import base_file_name, join_path, parse_base_file_name
+from engine.table.heartbeat import Heartbeat, heartbeat_file
+from engine.table.meta_client import MetaClient
+from engine.table.schema import arrow_to_avro, avro_to_json, with_meta_fields
+from engine.timeline.instant import Action, Instant, State
+from engine.timeline.lifecycle import claim_instant, complete_instant
+from engine.timeline.timeline import CommittedInstants, Timeline
+from engine.write.file_writer import WriteContext, write_base_file
+
+Fence = Callable[[], None] | None
+OPERATION_TYPE = "COMPACT"
+
+
+@dataclass
+class CompactionResult(Documented):
+    """A finished compaction: its instant, the base files written and what they merged."""
+
+    instant: str
+    files: list[str] = field(default_factory=list)
+    records: int = 0
+    log_files_compacted: int = 0
+    log_records_compacted: int = 0
+    seconds: float = 0.0
+
+
+# ---- planning ---------------------------------------------------------------------------------
+def plan_compaction(meta: MetaClient, timeline: Timeline, instant: str = "") -> CompactionPlan:
+    """The slices to compact now: every latest slice with log files whose group no pending
+    compaction or clustering holds (empty when there is nothing to compact)."""
+    if meta.config.table_type is not TableType.MERGE_ON_READ:
+        raise InvalidInputError("compaction applies to MERGE_ON_READ tables only")
+    from engine.table.clustering import pending_clustering
+
+    view = meta.file_system_view(timeline)
+    busy = set(view.pending_compaction) | {g for c in pending_clustering(meta, timeline) for g in c.groups}
+    ops = []
+    for g in view.groups:
+        s = g.latest_slice
+        if s is None or not s.log_files or (g.partition, g.file_id) in busy:
+            continue
+        log_size = sum(lf.size for lf in s.log_files)
+        base_size = s.base_file.size if s.base_file is not None else 0
+        mb = 1024 * 1024
+        metrics = {
+            "TOTAL_LOG_FILES_SIZE": float(log_size),
+            "TOTAL_IO_READ_MB": float((base_size + log_size) // mb),
+            "TOTAL_IO_WRITE_MB": float(base_size // mb),
+            "TOTAL_IO_MB": float((2 * base_size + log_size) // mb),
+            "TOTAL_LOG_FILES": float(len(s.log_files)),
+        }
+        ops.append(
+            CompactionOperation(
+                g.partition,
+                g.file_id,
+                s.base_instant,
+                s.base_file.file_name if s.base_file is not None else None,
+                tuple(lf.file_name for lf in s.log_files),
+                metrics,
+            )
+        )
+    return CompactionPlan(instant, tuple(ops))
+
+
+def schedule_compaction(
+    meta: MetaClient, timeline: Timeline, now: datetime | None = None, fence: Fence = None
+) -> CompactionPlan | None:
+    """Plan and write `C.compaction.requested` (None when no slice has log files)."""
+    from engine.timeline import avro_models
+
+    plan = plan_compaction(meta, timeline)
+    if not plan.operations:
+        return None
+    _fence(fence)
+    body = avro_models.serialize(PLAN_MODEL, plan.to_record())
+    instant = claim_instant(meta, timeline, Action.COMPACTION, body, now)
+    return CompactionPlan(instant, plan.operations, plan.extra)
+
+
+def deltacommits_since_compaction(timeline: Timeline) -> int:
+    """Completed deltacommits after the last completed compaction (Hudi's NUM_COMMITS trigger)."""
+    last = None
+    for inst in timeline.completed.instants:
+        if inst.action is Action.COMMIT:
+            last = inst.time  # on a merge-on-read table, completed commits are compactions
+    return sum(
+        1
+        for i in timeline.completed_writes.instants
+        if i.action is Action.DELTA_COMMIT and (last is None or i.time > last)
+    )
+
+
+# ---- execution --------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class _Job:
+    """Everything one operation needs (picklable: it may run in a Spark task)."""
+
+    storage: Any
+    instant: str
+    schema: pa.Schema
+    ordering_field: str | None
+    mode: Any
+    committed: Callable[[str], bool]
+    compression: str
+    bloom: tuple[int, float, int]
+
+
+def _run_operation(job: _Job, op: CompactionOperation, token: str) -> dict:
+    """Merge one slice into `<fileId>_<token>_<instant>.parquet`; its write stat as a dict."""
+    files = SliceFiles(op.partition, op.file_id, op.base_instant, op.base_path, op.log_paths)
+    merged = read_slice(
+        job.storage, files, job.schema, ordering_field=job.ordering_field, mode=job.mode, is_committed=job.committed
+    )
+    name = base_file_name(op.file_id, token, job.instant)
+    path = join_path(op.partition, name)
+    merged = merged.set_column(
+        merged.schema.get_field_index(FILE_NAME_COL),
+        job.schema.field(FILE_NAME_COL),
+        pa.array([name] * merged.num_rows, pa.string()),
+    )
+    ctx = WriteContext(
+        storage=job.storage,
+        instant=job.instant,
+        schema=job.schema,
+        precombine_field=job.ordering_field,
+        compression=job.compression,
+        bloom=job.bloom,
+    )
+    written = write_base_file(ctx, path, merged)
+    log_records = log_blocks = rollback_blocks = 0
+    log_size = 0
+    for rel in op.log_paths:
+        log_size += job.storage.size(rel)
+        for block in read_log_blocks(job.storage, rel):
+            log_blocks += 1
+            if block.block_type == BlockType.COMMAND:
+                rollback_blocks += 1
+            elif block.block_type in (BlockType.PARQUET_DATA, BlockType.AVRO_DATA, BlockType.DELETE):
+                log_records += _block_records(block)
+    # records whose latest version came from a log block (Hudi's totalUpdatedRecordsCompacted)
+    updated = int(pc.sum(pc.not_equal(merged.column("_hoodie_commit_time"), op.base_instant).cast(pa.int64())).as_py() or 0)
+    return {
+        "partition": op.partition,
+        "file_id": op.file_id,
+        "path": path,
+        "prev": op.base_instant,
+        "rows": written.rows,
+        "size": written.size,
+        "log_files": len(op.log_paths),
+        "log_size": log_size,
+        "log_records": log_records,
+        "log_blocks": log_blocks,
+        "rollback_blocks": rollback_blocks,
+        "updated": updated,
+    }
+
+
+def _block_records(block) -> int:
+    """Records in a data or delete block, from its content's own counters (no full decode)."""
+    import io
+    import struct
+
+    import pyarrow.parquet as pq
+
+    if block.block_type == BlockType.PARQUET_DATA:
+        return pq.ParquetFile(io.BytesIO(block.content)).metadata.num_rows
+    if block.block_type == BlockType.AVRO_DATA:
+        return int(struct.unpack(">i", block.content[4:8])[0]) if len(block.content) >= 8 else 0
+    from engine.data.log_block import decode_delete_block
+
+    return decode_delete_block(block).num_rows
+
+
+def _stat(out: dict) -> WriteStat:
+    return WriteStat(
+        fileId=out["file_id"],
+        path=out["path"],
+        partitionPath=out["partition"],
+        prevCommit=out["prev"],
+        numWrites=out["rows"],
+        numDeletes=0,
+        numUpdateWrites=out["updated"],
+        numInserts=0,
+        totalWriteBytes=out["size"],
+        fileSizeInBytes=out["size"],
+        totalLogRecords=out["log_records"],
+        totalLogFilesCompacted=out["log_files"],
+        totalLogSizeCompacted=out["log_size"],
+        totalUpdatedRecordsCompacted=out["updated"],
+        totalLogBlocks=out["log_blocks"],
+        totalRollbackBlocks=out["rollback_blocks"],
+    )
+
+
+def remove_partial_files(meta: MetaClient, plan: CompactionPlan) -> list[str]:
+    """Delete the base files an interrupted attempt of `plan` left (named with its instant)."""
+    removed = []
+    for partition in sorted({op.partition for op in plan.operations}):
+        groups = {op.file_id for op in plan.operations if op.partition == partition}
+        for info in meta.storage.list_dir(partition):
+            bn = parse_base_file_name(info.name)
+            if bn is not None and bn.instant == plan.instant and bn.file_id in groups:
+                meta.storage.delete(info.path)
+                removed.append(info.path)
+    return removed
+
+
+def revert_to_requested(meta: MetaClient, instant: str, fence: Fence = None) -> list[str]:
+    """Undo an interrupted attempt of compaction `instant`: delete the base files it left and its
+    inflight file, so that the plan runs again from the start (Apache Hudi's
+    rollbackInflightCompaction). Returns the files deleted."""
+    plan = read_plan(meta, instant)
+    _fence(fence)
+    removed = remove_partial_files(meta, plan)
+    meta.storage.delete(meta.instant_path(Instant(instant, Action.COMPACTION, State.INFLIGHT)))
+    meta.storage.delete(heartbeat_file(instant))
+    return removed
+
+
+def execute_compaction(
+    meta: MetaClient,
+    plan: CompactionPlan,
+    *,
+    spark: Any = None,
+    fence: Fence = None,
+    progress: Callable[[str], None] | None = None,
+    compression: str = "snappy",
+    bloom: tuple[int, float, int] = (60_000, 1e-9, 100_000),
+    heartbeat_interval: float = 60.0,
+) -> CompactionResult:
+    """Run a scheduled (or interrupted) compaction to completion (the caller holds the table lock).
+
+    While it runs, the compaction keeps a heartbeat (`.hoodie/.heartbeat/<instant>`): a runner that
+    dies leaves an inflight compaction whose heartbeat expires, which `repair` reverts."""
+    heartbeat = Heartbeat.start(meta.storage, plan.instant, heartbeat_interval)
+    try:
+        return _execute(meta, plan, spark, fence, progress, compression, bloom)
+    finally:
+        heartbeat.stop()
+
+
+def _execute(meta, plan, spark, fence, progress, compression, bloom) -> CompactionResult:
+    from engine.timeline import avro_models
+
+    started = _time.monotonic()
+    say = progress or (lambda _m: None)
+    timeline = meta.timeline()
+    inst = timeline.get(plan.instant)
+    if inst is None or inst.action is not Action.COMPACTION:
+        if inst is not None and inst.is_completed:
+            raise InvalidInputError(f"compaction {plan.instant} is already completed")
+        raise InstantNotFoundError(f"{plan.instant} is not a pending compaction of {meta.storage.base_uri}")
+    _fence(fence)
+    if inst.is_inflight:
+        removed = remove_partial_files(meta, plan)
+        if removed:
+            say(f"compaction {plan.instant}: removed {len(removed)} file(s) of an interrupted attempt")
+    else:
+        body = avro_models.serialize(PLAN_MODEL, plan.to_record())
+        meta.storage.create_exclusive(meta.instant_path(Instant(plan.instant, Action.COMPACTION, State.INFLIGHT)), body)
+    failpoints.hit("compaction.after_inflight")
+    data_schema = meta.latest_schema(timeline)
+    if data_schema is None:
+        raise InvalidInputError(f"{meta.storage.base_uri} has no schema to compact with")
+    job = _Job(
+        meta.storage,
+        plan.instant,
+        with_meta_fields(data_schema),
+        meta.config.precombine_field,
+        merge_mode_for(meta.config),
+        CommittedInstants(timeline.completed_write_times, timeline.archived_before),
+        compression,
+        bloom,
+    )
+    say(f"compacting {len(plan.operations)} file slice(s) into instant {plan.instant}")
+    outs = _run_all(job, plan.operations, spark)
+    failpoints.hit("compaction.before_complete")
+    _fence(fence)
+    stats: dict[str, list[WriteStat]] = {}
+    for out in sorted(outs, key=lambda o: (o["partition"], o["file_id"])):
+        stats.setdefault(out["partition"], []).append(_stat(out))
+    extra = {"schema": avro_to_json(arrow_to_avro(data_schema, meta.config.name))}
+    metadata = CommitMetadata(stats, OPERATION_TYPE, extra, compacted=True)
+    complete_instant(meta, plan.instant, Action.COMMIT, metadata.to_bytes())
+    return CompactionResult(
+        plan.instant,
+        sorted(o["path"] for o in outs),
+        sum(o["rows"] for o in outs),
+        sum(o["log_files"] for o in outs),
+        sum(o["log_records"] for o in outs),
+        round(_time.monotonic() - started, 3),
+    )
+
+
+def _run_all(job: _Job, ops: Sequence[CompactionOperation], spark: Any) -> list[dict]:
+    if spark is None or len(ops) <= 1:
+        return [_run_operation(job, op, f"{i}-0-0") for i, op in enumerate(ops)]
+    from engine.read.scan import scan_parallelism
+    from engine.spark.jobs import job_group
+
+    def task(index_and_op):
+        from pyspark.taskcontext import TaskContext
+
+        from engine.table.file_names import write_token
+
+        tc = TaskContext.get()
+        i, op = index_and_op
+        token = write_token(tc.partitionId(), tc.stageId(), tc.taskAttemptId()) if tc else f"{i}-0-0"
+        return _run_operation(job, op, token)
+
+    sc = spark.sparkContext
+    sc.setJobGroup(job_group(job.instant), f"hoodie compaction {job.instant}", interruptOnCancel=True)
+    try:
+        rdd = sc.parallelize(list(enumerate(ops)), scan_parallelism(spark, len(ops)))
+        outs = rdd.map(task).collect()
+    finally:
+        sc.setLocalProperty("spark.jobGroup.id", None)  # type: ignore[arg-type]
+    # a retried task may have left a second base file for the same operation: keep the reported one
+    reported = {o["path"] for o in outs}
+    for partition in sorted({op.partition for op in ops}):
+        groups = {op.file_id for op in ops if op.partition == partition}
+        for info in job.storage.list_dir(partition):
+            bn = parse_base_file_name(info.name)
+            if bn is not None and bn.instant == job.instant and bn.file_id in groups and info.path not in reported:
+                job.storage.delete(info.path)
+    return outs
+
+
+def compact(
+    meta: MetaClient, *, spark: Any = None, fence: Fence = None, progress: Callable[[str], None] | None = None,
+    **options: Any,
+) -> CompactionResult | None:
+    """Run the pending compactions (oldest first), else schedule one and run it; None when no
+    slice has log files."""
+    timeline = meta.timeline()
+    pending = pending_compactions(meta, timeline)
+    result = None
+    for plan in pending:
+        result = execute_compaction(meta, plan, spark=spark, fence=fence, progress=progress, **options)
+    if pending:
+        return result
+    scheduled = schedule_compaction(meta, timeline, fence=fence)
+    if scheduled is None:
+        return None
+    return execute_compaction(meta, scheduled, spark=spark, fence=fence, progress=progress, **options)
+
+
+def show(meta: MetaClient, instant: str) -> CompactionPlan:
+    """The plan of a compaction (pending or completed, while its requested file exists)."""
+    try:
+        return read_plan(meta, instant)
+    except FileNotFoundError as exc:
+        raise InstantNotFoundError(f"no compaction plan {instant} in {meta.storage.base_uri}") from exc
+
+
+def _fence(fence: Fence) -> None:
+    if fence is not None:
+        fence()
+
+
+__all__ = [
+    "CompactionResult",
+    "compact",
+    "deltacommits_since_compaction",
+    "execute_compaction",
+    "plan_compaction",
+    "remove_partial_files",
+    "revert_to_requested",
+    "schedule_compaction",
+    "show",
+]
