@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
+from functools import cached_property
 
 from engine.timeline.instant import Action, Instant, State
 
@@ -16,7 +17,12 @@ _STATE_RANK = {State.REQUESTED: 0, State.INFLIGHT: 1, State.COMPLETED: 2}
 
 @dataclass(frozen=True)
 class Timeline:
-    """Instants sorted by time, one per instant time (plus the savepoint of a savepointed commit)."""
+    """Instants sorted by time, one per instant time (plus the savepoint of a savepointed commit).
+
+    Immutable: the sets every visibility check consults (completed write times, the archived
+    boundary) are computed once per timeline (`cached_property` writes the instance `__dict__`
+    directly, which a frozen dataclass allows), so building a view over many files stays linear.
+    """
 
     instants: tuple[Instant, ...]
     # whether older instants were archived: only then can a file predating the first instant be
@@ -83,10 +89,11 @@ class Timeline:
 
     def get(self, time: str) -> Instant | None:
         """The instant at `time` (not its savepoint: see `savepoints`)."""
-        for i in self.instants:
-            if i.time == time and i.action is not Action.SAVEPOINT:
-                return i
-        return None
+        return self._by_time.get(time)
+
+    @cached_property
+    def _by_time(self) -> dict[str, Instant]:
+        return {i.time: i for i in self.instants if i.action is not Action.SAVEPOINT}
 
     @property
     def savepoints(self) -> Timeline:
@@ -103,7 +110,7 @@ class Timeline:
         inst = self.get(time)
         return inst is not None and inst.is_completed
 
-    @property
+    @cached_property
     def completed_times(self) -> frozenset[str]:
         return frozenset(i.time for i in self.instants if i.is_completed)
 
@@ -133,12 +140,12 @@ class Timeline:
             )
         )
 
-    @property
+    @cached_property
     def completed_write_times(self) -> frozenset[str]:
         """Times of completed write instants (not savepoints or services sharing a time)."""
         return frozenset(i.time for i in self.instants if i.action.is_write and i.is_completed)
 
-    @property
+    @cached_property
     def archived_before(self) -> str | None:
         """Instants older than this belong to archived commits (None when nothing was archived).
 
