@@ -1,0 +1,41 @@
+"""Jinja filters: sizes, numbers, instants."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from flask import Flask
+
+
+def human_bytes(n: Any) -> str:
+    if n is None:
+        return "–"
+    n = float(n)
+    for unit in ("B", "KB", "MB", "GB", "TB"):
+        if abs(n) < 1024 or unit == "TB":
+            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1024
+    return f"{n:.1f} TB"
+
+
+def thousands(n: Any) -> str:
+    if n is None:
+        return "–"
+    try:
+        return f"{int(n):,}"
+    except (TypeError, ValueError):
+        return str(n)
+
+
+def register(app: Flask) -> None:
+    app.jinja_env.filters["bytes"] = human_bytes
+    app.jinja_env.filters["num"] = thousands
+    app.jinja_env.filters["tojson_attr"] = lambda v: json.dumps(v, default=str)
+
+    @app.context_processor
+    def _globals() -> dict[str, Any]:
+        from webui.auth import current_actor
+        from webui.models import Role
+
+        return {"Role": Role, "me": current_actor()}
