@@ -28,6 +28,16 @@ def thousands(n: Any) -> str:
         return str(n)
 
 
+def with_page(page: int) -> str:
+    """This page's URL with `page` set (other query arguments kept)."""
+    from urllib.parse import urlencode
+
+    from flask import request
+
+    args = [(k, v) for k, v in request.args.items(multi=True) if k != "page"] + [("page", str(page))]
+    return f"{request.path}?{urlencode(args)}"
+
+
 def register(app: Flask) -> None:
     app.jinja_env.filters["bytes"] = human_bytes
     app.jinja_env.filters["num"] = thousands
@@ -38,4 +48,4 @@ def register(app: Flask) -> None:
         from webui.auth import current_actor
         from webui.models import Role
 
-        return {"Role": Role, "me": current_actor()}
+        return {"Role": Role, "me": current_actor(), "with_page": with_page}
