@@ -4,15 +4,16 @@ from __future__ import annotations
 
 from flask_wtf import FlaskForm
 from flask_wtf.file import FileField, FileRequired
-from wtforms import BooleanField, HiddenField, IntegerField, PasswordField, SelectField, StringField
+from wtforms import BooleanField, HiddenField, IntegerField, PasswordField, SelectChoice, SelectField, StringField
 from wtforms.validators import DataRequired, Length, NumberRange, Optional, Regexp
 
 from webui.services.tables import DEFAULT_INDEX_NAME, INDEX_CHOICES, TABLE_TYPES
 
 INSTANT = Regexp(r"^\d{17}$", message="an instant time has 17 digits (yyyyMMddHHmmssSSS)")
-OPERATIONS = [("upsert", "upsert (insert new keys, update existing ones)"),
-              ("insert", "insert (no lookup; existing keys are duplicated)"),
-              ("delete", "delete (the keys in the file)")]
+OPERATIONS = [SelectChoice("upsert", "upsert (insert new keys, update existing ones)"),
+              SelectChoice("insert", "insert (no lookup; existing keys are duplicated)"),
+              SelectChoice("delete", "delete (the keys in the file)")]
+ROLES = [SelectChoice("viewer"), SelectChoice("operator"), SelectChoice("admin")]
 
 
 class LoginForm(FlaskForm):
@@ -30,8 +31,8 @@ class CreateTableForm(FlaskForm):
     record_key = StringField("Record key field(s)", validators=[DataRequired(), Length(max=255)])
     partition_fields = StringField("Partition field(s)", validators=[Optional(), Length(max=255)])
     precombine_field = StringField("Precombine field", validators=[Optional(), Length(max=255)])
-    table_type = SelectField("Type", choices=[(t, t) for t in TABLE_TYPES], default=TABLE_TYPES[0])
-    index = SelectField("Index", choices=[(i, i) for i in INDEX_CHOICES], default=DEFAULT_INDEX_NAME)
+    table_type = SelectField("Type", choices=[SelectChoice(t) for t in TABLE_TYPES], default=TABLE_TYPES[0])
+    index = SelectField("Index", choices=[SelectChoice(i) for i in INDEX_CHOICES], default=DEFAULT_INDEX_NAME)
     hive_style = BooleanField("Hive-style partition folders (field=value)")
     path = StringField("Path (optional; default: under the first warehouse root)", validators=[Optional(), Length(max=1024)])
 
@@ -65,8 +66,9 @@ class ServiceConfirmForm(FlaskForm):
 
 
 class PreviewForm(FlaskForm):
-    mode = SelectField("Read", choices=[("snapshot", "snapshot (latest)"), ("as_of", "as of an instant"),
-                                        ("incremental", "incremental since an instant")], default="snapshot")
+    mode = SelectField("Read", choices=[SelectChoice("snapshot", "snapshot (latest)"),
+                                        SelectChoice("as_of", "as of an instant"),
+                                        SelectChoice("incremental", "incremental since an instant")], default="snapshot")
     instant = StringField("Instant", validators=[Optional(), INSTANT])
     limit = IntegerField("Rows", default=50, validators=[NumberRange(min=1, max=500)])
 
@@ -74,8 +76,8 @@ class PreviewForm(FlaskForm):
 class NewUserForm(FlaskForm):
     username = StringField("User name", validators=[DataRequired(), Length(max=80)])
     password = PasswordField("Password", validators=[DataRequired(), Length(min=8, max=256)])
-    role = SelectField("Role", choices=[("viewer", "viewer"), ("operator", "operator"), ("admin", "admin")])
+    role = SelectField("Role", choices=ROLES)
 
 
 class RoleForm(FlaskForm):
-    role = SelectField("Role", choices=[("viewer", "viewer"), ("operator", "operator"), ("admin", "admin")])
+    role = SelectField("Role", choices=ROLES)

@@ -33,7 +33,9 @@ def register(app: Flask) -> None:
         message = exc.description if code not in (500,) else MESSAGES[500]
         if code == 413:
             limit = app.config.get("MAX_CONTENT_LENGTH") or 0
-            message = f"The upload is larger than the limit of {limit // (1024 * 1024)} MB (CONSOLE_MAX_UPLOAD_MB)."
+            from webui.filters import human_bytes
+
+            message = f"The upload is larger than the limit of {human_bytes(limit)} (CONSOLE_MAX_UPLOAD_MB)."
         if code == 429:
             message = MESSAGES[429]
         return _answer(code, message)
