@@ -17,7 +17,8 @@ from webui.services.snapshot import TableSnapshot
 
 STUCK_AFTER_S = 15 * 60  # a pending write older than this (and no live heartbeat) is stuck
 SKEW_FACTOR = 4.0  # a partition this many times the median size is skewed
-SMALL_FILE_SHARE = 0.5  # warn when more than half the latest files are small (and > 1 per partition)
+SMALL_FILE_EXCESS = 10  # warn from this many small files beyond one per partition...
+SMALL_FILE_SHARE = 0.25  # ...when they are more than this share of the latest base files
 
 
 @dataclass(frozen=True)
@@ -42,9 +43,9 @@ def check(snap: TableSnapshot, now: float | None = None) -> list[dict[str, Any]]
         if b.size < limits.small_file_limit:
             small_by_part[b.partition] = small_by_part.get(b.partition, 0) + 1
     excess = sum(n - 1 for n in small_by_part.values() if n > 1)
-    if total_files and excess and excess / total_files > SMALL_FILE_SHARE * 0.5:
+    if total_files and excess >= SMALL_FILE_EXCESS and excess / total_files > SMALL_FILE_SHARE:
         findings.append(Finding(
-            "warn", f"{excess} more small files than needed",
+            "warn", f"{excess} more small files than needed",  # partitions need at most one
             f"{sum(small_by_part.values())} of {total_files} latest base files are under the small-file limit "
             f"({limits.small_file_limit // (1024 * 1024)} MB). Upserts pack new records into small files; "
             "many small files per partition slow reads. Bigger batches (or bulk_insert for initial loads) help.",
