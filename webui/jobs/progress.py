@@ -23,7 +23,9 @@ from webui.models import Job
 
 LOG_LINES = 200
 POLL_S = 0.5
-HOLD_ENV = "CONSOLE_TEST_HOLD_AT"  # tests: block at the progress line starting with this until cancelled
+# tests only, inert unless set: "<prefix>[@<table>]" blocks a job (of that table) at the first
+# progress line starting with <prefix> until it is cancelled (or killed), e.g. "writing@trips"
+HOLD_ENV = "CONSOLE_TEST_HOLD_AT"
 _INSTANT_RE = re.compile(r"instant (\d{17})")
 
 
@@ -36,9 +38,10 @@ def console_group(job_id: int) -> str:
 
 
 class JobReporter:
-    def __init__(self, engine: Any, job_id: int, spark: Any = None) -> None:
+    def __init__(self, engine: Any, job_id: int, spark: Any = None, table: str | None = None) -> None:
         self.engine = engine  # a SQLAlchemy Engine: the monitor thread uses its own connections
         self.job_id = job_id
+        self.table = table
         self.spark = spark
         self.started = time.monotonic()
         self.lines: deque[str] = deque(maxlen=LOG_LINES)
@@ -54,9 +57,10 @@ class JobReporter:
     # ---- called from the job ----------------------------------------------------------------
     def __call__(self, message: str) -> None:
         self.log(message)
-        hold = os.environ.get(HOLD_ENV)
-        if hold and message.startswith(hold):
+        hold, _, table = (os.environ.get(HOLD_ENV) or "").partition("@")
+        if hold and message.startswith(hold) and (not table or table == self.table):
             self.log(f"holding at {hold!r} until cancelled (test hook {HOLD_ENV})")
+            self.flush()
             self.cancel.wait(timeout=120)
         self.check_cancel()
 

@@ -133,11 +133,12 @@ class Runner:
             assert job is not None
             operation, params = job.operation, dict(job.params or {})
             base_path = job.table.base_path if job.table is not None else None
+            table_name = job.table.name if job.table is not None else None
             upload = db.session.get(Upload, params["upload"]) if params.get("upload") else None
             data = upload.data if upload is not None else None
             cancel_early = job.cancel_requested
             engine = db.engine
-        reporter = JobReporter(engine, job_id, self._spark).start()
+        reporter = JobReporter(engine, job_id, self._spark, table_name).start()
         self._current = reporter
         state, result, error = JobState.FAILED, None, None
         try:
