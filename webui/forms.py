@@ -4,7 +4,15 @@ from __future__ import annotations
 
 from flask_wtf import FlaskForm
 from flask_wtf.file import FileField, FileRequired
-from wtforms import BooleanField, HiddenField, IntegerField, PasswordField, SelectChoice, SelectField, StringField
+from wtforms import (
+    BooleanField,
+    HiddenField,
+    IntegerField,
+    PasswordField,
+    SelectChoice,
+    SelectField,
+    StringField,
+)
 from wtforms.validators import DataRequired, Length, NumberRange, Optional, Regexp
 
 from webui.services.tables import DEFAULT_INDEX_NAME, INDEX_CHOICES, TABLE_TYPES

@@ -150,8 +150,8 @@ def test_secure_headers_and_cookies(console):
 
 
 def test_viewer_sees_no_action_buttons(console):
-    viewer = console.client("viewer").get(f"/tables/trips/timeline").get_data(as_text=True)
-    admin = console.client("admin").get(f"/tables/trips/timeline").get_data(as_text=True)
+    viewer = console.client("viewer").get("/tables/trips/timeline").get_data(as_text=True)
+    admin = console.client("admin").get("/tables/trips/timeline").get_data(as_text=True)
     last = console.table.instants[-1]
     assert f'data-testid="rollback-{last}"' in admin and "Savepoint</a>" in admin
     assert "Roll back" not in viewer and "Savepoint</a>" not in viewer and "Restore to" not in viewer

@@ -10,7 +10,7 @@ import sys
 import pytest
 import sqlalchemy as sa
 
-from tests.support.console import PASSWORDS, audit_rows, csrf, jobs_rows
+from tests.support.console import PASSWORDS, audit_rows, jobs_rows
 
 
 def _auth(client, role: str) -> dict[str, str]:

@@ -6,7 +6,7 @@ import re
 from datetime import UTC, datetime
 
 from tests.support import handmade
-from tests.support.console import audit_rows, csrf, jobs_rows
+from tests.support.console import audit_rows, jobs_rows
 from tests.support.tables import tree_bytes
 
 
