@@ -283,8 +283,8 @@ def prepare_records(spark, table, path: str):
     """The batch as the executor prepares it: data columns + record key + partition path, cached."""
     from pyspark import StorageLevel
 
+    from engine.data.columns import KEY_COL, PART_COL
     from engine.write.executor import partition_path_expr, record_key_expr
-    from engine.write.file_writer import KEY_COL, PART_COL
     from engine.write.keygen import KeySpec
 
     spec = KeySpec.from_config(table.meta.config)

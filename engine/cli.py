@@ -22,6 +22,7 @@ from typing import Any
 
 from engine.config.table_config import TableType
 from engine.errors import EngineError, InstantNotFoundError, InvalidInputError
+from engine.services.serial import to_doc
 from engine.storage import storage_for
 from engine.table.create import AVAILABLE_INDEXES, DEFAULT_INDEX, new_table_config
 from engine.table.meta_client import MetaClient
@@ -365,24 +366,6 @@ def cmd_write(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def _service_doc(value: Any) -> Any:
-    """A service plan or result as JSON-friendly data."""
-    import dataclasses
-
-    if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        out = {}
-        for f in dataclasses.fields(value):
-            out[f.name] = _service_doc(getattr(value, f.name))
-        return out
-    if isinstance(value, dict):
-        return {str(k): _service_doc(v) for k, v in value.items()}
-    if isinstance(value, list | tuple | set | frozenset):
-        return [_service_doc(v) for v in value]
-    if hasattr(value, "time") and hasattr(value, "action") and hasattr(value, "state"):
-        return {"time": value.time, "action": value.action.value, "state": value.state.value}
-    return value
-
-
 def _maintenance(args: argparse.Namespace):
     from engine.services.maintenance import Maintenance
 
@@ -390,7 +373,7 @@ def _maintenance(args: argparse.Namespace):
 
 
 def _report(args: argparse.Namespace, title: str, value: Any) -> int:
-    doc = _service_doc(value)
+    doc = to_doc(value)
     dry = bool(getattr(args, "dry_run", False))
     if args.json:
         _emit_json({"dry_run": dry, title: doc})
@@ -426,7 +409,7 @@ def cmd_savepoint(args: argparse.Namespace) -> int:
 def cmd_savepoints(args: argparse.Namespace) -> int:
     sps = _maintenance(args).savepoints()
     if args.json:
-        _emit_json({"savepoints": _service_doc(sps)})
+        _emit_json({"savepoints": to_doc(sps)})
         return EXIT_OK
     if not sps:
         print("no savepoints")

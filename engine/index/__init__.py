@@ -10,12 +10,11 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from engine.config.table_config import IndexType
+from engine.data.columns import FILE_ID_COL  # the column `tag_location` adds (re-exported)
 from engine.table.create import require_index_available
 
 if TYPE_CHECKING:
     from engine.index.base import Index, TagContext
-
-FILE_ID_COL = "__hoodie_file_id"  # the column `tag_location` adds: file id holding the key, null for new keys
 
 
 def index_for(
@@ -26,9 +25,6 @@ def index_for(
     `options` are the index's own settings (e.g. `hoodie.index.hbase.*`, `hoodie.record.index.*`); `table_name` names
     per-table resources (the HBase table `hudi_index_<name>`).
     """
-    from engine.index.bloom import BloomIndex, GlobalBloomIndex
-    from engine.index.simple import GlobalSimpleIndex, SimpleIndex
-
     require_index_available(index_type)
     if index_type is IndexType.HBASE:
         from engine.index.hbase import HBaseIndex
@@ -38,6 +34,9 @@ def index_for(
         from engine.index.record import RecordIndex
 
         return RecordIndex(options)
+    from engine.index.bloom import BloomIndex, GlobalBloomIndex
+    from engine.index.simple import GlobalSimpleIndex, SimpleIndex
+
     implementations: dict[IndexType, type[Index]] = {
         IndexType.SIMPLE: SimpleIndex,
         IndexType.GLOBAL_SIMPLE: GlobalSimpleIndex,

@@ -12,18 +12,22 @@ from __future__ import annotations
 import abc
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import pyarrow as pa
-from pyspark.accumulators import AccumulatorParam
-from pyspark.sql import DataFrame, SparkSession
 
-from engine.index import FILE_ID_COL  # noqa: F401  (re-exported for implementations)
+from engine.data.columns import EXISTING_PART_COL, FILE_ID_COL, PREV_FILE_ID_COL  # noqa: F401  (re-exported)
 from engine.table.fs_view import FileSystemView
 from engine.table.meta_client import MetaClient
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
 
 
 @dataclass(frozen=True)
 class TagContext:
+    """What `tag_location` may use: the session, the table, its file-system view and the batch's keys."""
+
     spark: SparkSession
     meta: MetaClient
     view: FileSystemView
@@ -31,68 +35,6 @@ class TagContext:
     # partition -> the incoming keys (as an Arrow array), when the batch is small enough to ship
     # to the scan tasks; None for batches too big for that (then indexes join instead)
     incoming_keys: Mapping[str, pa.Array] | None = None
-
-
-class CountsParam(AccumulatorParam):
-    """Spark accumulator of named counts (index statistics gathered in tasks)."""
-
-    def zero(self, value: dict[str, int]) -> dict[str, int]:
-        return dict.fromkeys(value, 0)
-
-    def addInPlace(self, a: dict[str, int], b: dict[str, int]) -> dict[str, int]:  # noqa: N802 (Spark's name)
-        for k, v in b.items():
-            a[k] = a.get(k, 0) + v
-        return a
-
-
-EXISTING_PART_COL = "__hoodie_existing_partition"  # global indexes: where the key lives now
-PREV_FILE_ID_COL = "__hoodie_prev_file_id"  # in `update_location`'s input: the file tagging found
-
-
-def candidate_files(ctx: TagContext, is_global: bool) -> list:
-    """Latest base files a lookup must consider: the touched partitions, or all for a global index."""
-    from engine.read.scan import ScanFile
-
-    parts = None if is_global else ctx.partitions
-    return [ScanFile(b.path, b.partition, b.file_id) for b in ctx.view.latest_base_files(parts)]
-
-
-def wanted_keys(ctx: TagContext, is_global: bool) -> Mapping[str, pa.Array] | None:
-    """The incoming keys per partition (non-global) or all under ANY_PARTITION (global)."""
-    from engine.read.scan import ANY_PARTITION
-
-    if ctx.incoming_keys is None or not is_global:
-        return ctx.incoming_keys
-    keys = [k for arr in ctx.incoming_keys.values() for k in arr.to_pylist()]
-    return {ANY_PARTITION: pa.array(sorted(set(keys)), pa.string())}
-
-
-def untagged(records: DataFrame, is_global: bool) -> DataFrame:
-    from pyspark.sql import functions as F
-
-    out = records.withColumn(FILE_ID_COL, F.lit(None).cast("string"))
-    return out.withColumn(EXISTING_PART_COL, F.lit(None).cast("string")) if is_global else out
-
-
-def join_existing(records: DataFrame, existing: DataFrame, is_global: bool, small: bool) -> DataFrame:
-    """Attach (file id[, existing partition]) of found keys; `existing` has KEYS_SCHEMA columns.
-
-    Non-global indexes match (key, partition); global ones match the key alone and report the
-    partition where it lives. `small`: `existing` was filtered to the batch's keys, so broadcast it.
-    """
-    from pyspark.sql import functions as F
-
-    from engine.read.scan import KEYS_SCHEMA
-    from engine.write.file_writer import KEY_COL, PART_COL
-
-    key, part, fid = KEYS_SCHEMA.names
-    if small:
-        existing = F.broadcast(existing)
-    cond = records[KEY_COL] == existing[key]
-    if not is_global:
-        cond = cond & (records[PART_COL] == existing[part])
-    joined = records.join(existing, cond, "left").drop(key).withColumnRenamed(fid, FILE_ID_COL)
-    return joined.withColumnRenamed(part, EXISTING_PART_COL) if is_global else joined.drop(part)
 
 
 class Index(abc.ABC):

@@ -15,30 +15,24 @@ Batches too big to ship their keys to the tasks fall back to the SIMPLE join.
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
-from pyspark.accumulators import Accumulator
-from pyspark.broadcast import Broadcast
-from pyspark.sql import DataFrame
-from pyspark.sql.pandas.types import from_arrow_schema
 
 from engine.constants import FOOTER_MAX_RECORD_KEY, FOOTER_MIN_RECORD_KEY, RECORD_KEY_COL
-from engine.index.base import (
-    CountsParam,
-    Index,
-    TagContext,
-    candidate_files,
-    join_existing,
-    untagged,
-    wanted_keys,
-)
+from engine.data.base_file import read_base_file, read_footer
+from engine.data.keys import ANY_PARTITION, KEYS_SCHEMA, keys_batch
+from engine.index.base import Index, TagContext
 from engine.index.bloom_filter import bloom_filter_from_footer, encode_keys, hash_chain
 from engine.index.simple import GlobalSimpleIndex, SimpleIndex
-from engine.read.scan import ANY_PARTITION, KEYS_SCHEMA, file_frame
 from engine.storage import Storage
-from engine.write.file_writer import read_base_file, read_footer
+
+if TYPE_CHECKING:
+    from pyspark.accumulators import Accumulator
+    from pyspark.broadcast import Broadcast
+    from pyspark.sql import DataFrame
 
 STAT_NAMES = ("files", "range_pruned", "bloom_pruned", "files_read", "candidates", "false_positives")
 
@@ -106,12 +100,8 @@ def _lookup_task(storage: Storage, wanted: Broadcast, counts: Accumulator):
                 stored = read_base_file(storage, path, columns=[RECORD_KEY_COL]).column(0).cast(pa.string())
                 matched = pc.unique(stored.filter(pc.is_in(stored, value_set=pa.array(candidates, pa.string()))))
                 local["false_positives"] += len(candidates) - len(matched)
-                n = len(matched)
-                if n:
-                    yield pa.RecordBatch.from_arrays(
-                        [matched, pa.array([partition] * n, pa.string()), pa.array([file_id] * n, pa.string())],
-                        schema=KEYS_SCHEMA,
-                    )
+                if len(matched):
+                    yield keys_batch(matched, partition, file_id)
         counts.add(local)
 
     return run
@@ -127,6 +117,17 @@ class BloomIndex(Index):
         self.last_stats: dict[str, int] = {}
 
     def tag_location(self, ctx: TagContext, records: DataFrame) -> DataFrame:
+        from pyspark.sql.pandas.types import from_arrow_schema
+
+        from engine.index.spark_tagging import (
+            CountsParam,
+            candidate_files,
+            join_existing,
+            untagged,
+            wanted_keys,
+        )
+        from engine.read.scan import file_frame
+
         self._counts = None
         files = candidate_files(ctx, self.is_global)
         if not files:

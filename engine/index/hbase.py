@@ -36,16 +36,15 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import pyarrow as pa
-from pyspark.sql import DataFrame
-from pyspark.sql.pandas.types import from_arrow_schema
 
+from engine.data.columns import FILE_ID_COL, KEY_COL, OP_COL, OP_DELETE, OP_UPSERT, PART_COL, PREV_FILE_ID_COL
+from engine.data.keys import KEYS_SCHEMA
 from engine.errors import EngineError, InvalidConfigError, StorageError
-from engine.index import FILE_ID_COL
-from engine.index.base import PREV_FILE_ID_COL, CountsParam, Index, RollbackChange, TagContext, join_existing
-from engine.read.scan import KEYS_SCHEMA
-from engine.write.file_writer import KEY_COL, OP_COL, OP_DELETE, OP_UPSERT, PART_COL
+from engine.index.base import Index, RollbackChange, TagContext
 
 if TYPE_CHECKING:
+    from pyspark.sql import DataFrame
+
     from engine.table.meta_client import MetaClient
 
 FAMILY = b"_s"
@@ -379,6 +378,10 @@ class HBaseIndex(Index):
     def tag_location(self, ctx: TagContext, records: DataFrame) -> DataFrame:
         """`records` + FILE_ID_COL and EXISTING_PART_COL: the file id and partition holding each key,
         null for keys the index does not know or whose entry's commit is not visible."""
+        from pyspark.sql.pandas.types import from_arrow_schema
+
+        from engine.index.spark_tagging import CountsParam, join_existing
+
         timeline = ctx.meta.timeline()
         visible = (timeline.completed_write_times, timeline.archived_before)
         sc = ctx.spark.sparkContext
@@ -406,6 +409,9 @@ class HBaseIndex(Index):
         ("U"/"D") and optionally PREV_FILE_ID_COL (the file id tagging found). Without the latter
         every "U" row is Put, re-stamping unchanged entries with `instant`.
         """
+        from pyspark.sql import DataFrame
+        from pyspark.sql.pandas.types import from_arrow_schema
+
         written: Any = located
         if not isinstance(written, DataFrame):
             raise TypeError(

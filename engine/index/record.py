@@ -45,16 +45,16 @@ Write options (`hoodie.record.index.*`): `compaction.max.files`, `lookup` (auto|
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
-from pyspark.sql import DataFrame
-from pyspark.sql.pandas.types import from_arrow_schema
 
+from engine.data.columns import FILE_ID_COL, KEY_COL, OP_COL, OP_DELETE, OP_UPSERT, PART_COL, PREV_FILE_ID_COL
+from engine.data.keys import KEYS_SCHEMA
 from engine.errors import IndexChangedError
-from engine.index import FILE_ID_COL, record_service
-from engine.index.base import PREV_FILE_ID_COL, Index, RollbackChange, TagContext, join_existing, untagged
+from engine.index import record_service
+from engine.index.base import Index, RollbackChange, TagContext
 from engine.index.record_files import (
     INDEX_FOLDER,
     IndexFile,
@@ -75,11 +75,12 @@ from engine.index.record_service import (
     run_compaction,
     validity,
 )
-from engine.read.scan import KEYS_SCHEMA, scan_parallelism
 from engine.storage import Storage
 from engine.table.meta_client import MetaClient
 from engine.timeline.timeline import Timeline
-from engine.write.file_writer import KEY_COL, OP_COL, OP_DELETE, OP_UPSERT, PART_COL
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame
 
 __all__ = ["DEFAULT_BUCKETS", "RecordIndex", "load_state"]
 
@@ -168,6 +169,11 @@ class RecordIndex(Index):
 
     def tag_location(self, ctx: TagContext, records: DataFrame) -> DataFrame:
         """`records` + FILE_ID_COL and EXISTING_PART_COL of the keys the index holds."""
+        from pyspark.sql.pandas.types import from_arrow_schema
+
+        from engine.index.spark_tagging import join_existing, untagged
+        from engine.read.scan import scan_parallelism
+
         s = self.settings(ctx.meta)
         state = load_state(ctx.meta)
         files = sum(b.file_count for b in state.buckets.values())
@@ -210,6 +216,8 @@ class RecordIndex(Index):
         """Clean orphans, compact over-full buckets, then write `instant`'s entries, one file per
         bucket it touches (Spark tasks). `located`: KEY_COL, PART_COL, FILE_ID_COL, OP_COL and
         optionally PREV_FILE_ID_COL (without it every upsert row gets an entry)."""
+        from pyspark.sql.pandas.types import from_arrow_schema
+
         meta, spark = ctx.meta, ctx.spark
         s = self.settings(meta)
         stats: dict[str, int] = {}

@@ -189,7 +189,7 @@ def run_compaction(
 def _table_keys(meta: MetaClient, threads: int = 4) -> pa.Table:
     """(key, partition, file id, commit time) of every record in the table's latest base files."""
     from engine.constants import COMMIT_TIME_COL, RECORD_KEY_COL
-    from engine.write.file_writer import read_base_file
+    from engine.data.base_file import read_base_file
 
     view = meta.file_system_view()
     files = list(view.latest_base_files())

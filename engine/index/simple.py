@@ -6,10 +6,12 @@ partition's files and matches the key alone.
 
 from __future__ import annotations
 
-from pyspark.sql import DataFrame
+from typing import TYPE_CHECKING
 
-from engine.index.base import Index, TagContext, candidate_files, join_existing, untagged, wanted_keys
-from engine.read.scan import scan_keys
+from engine.index.base import Index, TagContext
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame
 
 
 class SimpleIndex(Index):
@@ -17,6 +19,9 @@ class SimpleIndex(Index):
     is_global = False
 
     def tag_location(self, ctx: TagContext, records: DataFrame) -> DataFrame:
+        from engine.index.spark_tagging import candidate_files, join_existing, untagged, wanted_keys
+        from engine.read.scan import scan_keys
+
         files = candidate_files(ctx, self.is_global)
         if not files:
             return untagged(records, self.is_global)

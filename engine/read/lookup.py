@@ -14,14 +14,14 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from engine.constants import META_COLUMNS
+from engine.data.columns import EXISTING_PART_COL, FILE_ID_COL, KEY_COL, PART_COL
+from engine.data.keys import ANY_PARTITION, ScanFile
 from engine.errors import IndexChangedError, InvalidInputError
-from engine.index import FILE_ID_COL, Index
-from engine.index.base import EXISTING_PART_COL, TagContext
+from engine.index.base import Index, TagContext
 from engine.read.reader import table_schema_or_empty
-from engine.read.scan import ANY_PARTITION, ScanFile, scan_files
+from engine.read.scan import scan_files
 from engine.table.meta_client import MetaClient
 from engine.write.executor import _summarize, partition_path_expr, record_key_expr
-from engine.write.file_writer import KEY_COL, PART_COL
 from engine.write.keygen import KeySpec
 
 

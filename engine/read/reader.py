@@ -5,8 +5,9 @@ from __future__ import annotations
 import pyarrow as pa
 from pyspark.sql import DataFrame, SparkSession
 
+from engine.data.keys import ScanFile
 from engine.errors import InstantNotFoundError, InvalidConfigError, InvalidInputError
-from engine.read.scan import ScanFile, scan_files
+from engine.read.scan import scan_files
 from engine.table.meta_client import MetaClient
 from engine.table.schema import with_meta_fields
 from engine.timeline.instant import is_valid_instant_time

@@ -7,7 +7,6 @@ distributed, and each task opens its files with `pyarrow.fs`.
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -16,17 +15,11 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.pandas.types import from_arrow_schema
 
 from engine.constants import COMMIT_TIME_COL, RECORD_KEY_COL
+from engine.data.base_file import conform, read_base_file
+from engine.data.keys import KEYS_SCHEMA, ScanFile, file_keys
 from engine.storage import Storage
-from engine.write.file_writer import conform, read_base_file
 
 _FILE_LIST_SCHEMA = "path string, partition string, file_id string"
-
-
-@dataclass(frozen=True)
-class ScanFile:
-    path: str
-    partition: str
-    file_id: str
 
 
 def scan_parallelism(spark: SparkSession, items: int) -> int:
@@ -89,39 +82,16 @@ def scan_files(
     return file_frame(spark, files).mapInArrow(task, spark_schema)
 
 
-KEYS_SCHEMA = pa.schema(
-    [
-        pa.field("__hoodie_existing_key", pa.string()),
-        pa.field("__hoodie_existing_partition", pa.string()),
-        pa.field("__hoodie_existing_file_id", pa.string()),
-    ]
-)
-
-
 def _read_keys_task(storage: Storage, wanted: Broadcast | None):
     def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         lookup = wanted.value if wanted is not None else None
         for batch in batches:
             for path, partition, file_id in zip(*(c.to_pylist() for c in batch.columns), strict=True):
-                keys = read_base_file(storage, path, columns=[RECORD_KEY_COL]).column(0)
-                keys = keys.combine_chunks().cast(pa.string())
-                if lookup is not None:
-                    candidates = lookup.get(partition, lookup.get(ANY_PARTITION))
-                    if candidates is None:
-                        continue
-                    keys = keys.filter(pc.is_in(keys, value_set=candidates))
-                n = len(keys)
-                if n == 0:
-                    continue
-                yield pa.RecordBatch.from_arrays(
-                    [keys, pa.array([partition] * n, pa.string()), pa.array([file_id] * n, pa.string())],
-                    schema=KEYS_SCHEMA,
-                )
+                found = file_keys(storage, path, partition, file_id, lookup)
+                if found is not None:
+                    yield found
 
     return run
-
-
-ANY_PARTITION = "\0*"  # key of `wanted` that matches every partition (global lookups)
 
 
 def scan_keys(

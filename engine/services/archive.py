@@ -28,6 +28,7 @@ from engine import failpoints
 from engine.constants import METAFOLDER
 from engine.errors import CorruptTableError
 from engine.services import clean as clean_service
+from engine.services.serial import Documented
 from engine.services.timeline_files import remove_instant
 from engine.table.commit_metadata import CommitMetadata
 from engine.table.meta_client import MetaClient
@@ -43,7 +44,7 @@ ARCHIVED_ACTIONS = (Action.COMMIT, Action.DELTA_COMMIT, Action.REPLACE_COMMIT, *
 
 
 @dataclass(frozen=True)
-class ArchivePlan:
+class ArchivePlan(Documented):
     instants: tuple[Instant, ...]  # completed instants to archive, oldest first
 
     @property

@@ -23,6 +23,7 @@ from datetime import datetime
 
 from engine import failpoints
 from engine.services.savepoint import savepointed_files
+from engine.services.serial import Documented
 from engine.services.timeline_files import ensure_file, read_avro, write_avro
 from engine.table.file_group import FileGroup
 from engine.table.meta_client import MetaClient
@@ -37,7 +38,7 @@ METADATA_MODEL = "HoodieCleanMetadata"
 
 
 @dataclass(frozen=True)
-class CleanPlan:
+class CleanPlan(Documented):
     """Files to delete per partition (relative paths); `instant` is the clean's own time."""
 
     policy: str
@@ -88,7 +89,7 @@ class CleanPlan:
 
 
 @dataclass
-class CleanResult:
+class CleanResult(Documented):
     instant: str | None
     deleted: list[str]
     earliest_retained: str | None

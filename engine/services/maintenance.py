@@ -7,7 +7,7 @@ take the table lock and run `repair` first; `dry_run=True` only plans (no lock, 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Literal, overload
 
 from engine.config.table_config import IndexType
 from engine.config.write_config import WriteConfig
@@ -17,7 +17,12 @@ from engine.services import clean as clean_service
 from engine.services import restore as restore_service
 from engine.services import rollback as rollback_service
 from engine.services import savepoint as savepoint_service
+from engine.services.archive import ArchivePlan
+from engine.services.clean import CleanPlan, CleanResult
 from engine.services.repair import RepairReport, repair
+from engine.services.restore import RestorePlan, RestoreResult
+from engine.services.rollback import RollbackPlan, RollbackResult
+from engine.services.savepoint import Savepoint
 from engine.services.transaction import Transaction
 from engine.table.meta_client import MetaClient
 from engine.timeline.instant import Instant
@@ -44,7 +49,13 @@ class Maintenance:
         return Transaction(self.meta, self.config, index, purpose)
 
     # ---- rollback / restore ------------------------------------------------------------
-    def rollback(self, instant: str, dry_run: bool = False):
+    @overload
+    def rollback(self, instant: str, dry_run: Literal[False] = False) -> RollbackResult: ...
+    @overload
+    def rollback(self, instant: str, dry_run: Literal[True]) -> RollbackPlan: ...
+    @overload
+    def rollback(self, instant: str, dry_run: bool) -> RollbackPlan | RollbackResult: ...
+    def rollback(self, instant: str, dry_run: bool = False) -> RollbackPlan | RollbackResult:
         """Roll back one instant (see `engine.services.rollback`); the plan alone in a dry run."""
         index = self._index()
         # plan first without the lock: a refused rollback leaves the table byte for byte as it was
@@ -59,7 +70,13 @@ class Maintenance:
                 return rollback_service.RollbackResult(None, instant, [], 0.0)
             return rollback_service.rollback(self.meta, instant, index, fence=tx.fence)
 
-    def restore(self, instant: str, dry_run: bool = False):
+    @overload
+    def restore(self, instant: str, dry_run: Literal[False] = False) -> RestoreResult: ...
+    @overload
+    def restore(self, instant: str, dry_run: Literal[True]) -> RestorePlan: ...
+    @overload
+    def restore(self, instant: str, dry_run: bool) -> RestorePlan | RestoreResult: ...
+    def restore(self, instant: str, dry_run: bool = False) -> RestorePlan | RestoreResult:
         """Roll back every instant after `instant`, newest first, as one recoverable operation."""
         index = self._index()
         plan = restore_service.plan_restore(self.meta, self.meta.timeline(), instant)
@@ -69,7 +86,10 @@ class Maintenance:
             return restore_service.restore(self.meta, instant, index, fence=tx.fence)
 
     # ---- savepoints --------------------------------------------------------------------
-    def create_savepoint(self, instant: str, user: str | None = None, comment: str = "", dry_run: bool = False):
+    def create_savepoint(
+        self, instant: str, user: str | None = None, comment: str = "", dry_run: bool = False
+    ) -> Savepoint:
+        """Savepoint a completed commit (the savepoint it would write, in a dry run)."""
         plan = savepoint_service.plan_savepoint(self.meta, self.meta.timeline(), instant, user, comment)
         if dry_run:
             return plan
@@ -79,6 +99,7 @@ class Maintenance:
             return savepoint_service.create_savepoint(self.meta, sp)
 
     def delete_savepoint(self, instant: str, dry_run: bool = False) -> str:
+        """Remove the savepoint at `instant`; returns that instant (also in a dry run)."""
         if not any(sp.time == instant for sp in self.meta.timeline().savepoints):
             raise InstantNotFoundError(f"there is no savepoint at {instant}")
         if dry_run:
@@ -87,11 +108,17 @@ class Maintenance:
             savepoint_service.delete_savepoint(self.meta, self.meta.timeline(), instant)
         return instant
 
-    def savepoints(self) -> list[savepoint_service.Savepoint]:
+    def savepoints(self) -> list[Savepoint]:
         return savepoint_service.list_savepoints(self.meta)
 
     # ---- clean / archive ---------------------------------------------------------------
-    def clean(self, dry_run: bool = False):
+    @overload
+    def clean(self, dry_run: Literal[False] = False) -> CleanResult | None: ...
+    @overload
+    def clean(self, dry_run: Literal[True]) -> CleanPlan: ...
+    @overload
+    def clean(self, dry_run: bool) -> CleanPlan | CleanResult | None: ...
+    def clean(self, dry_run: bool = False) -> CleanPlan | CleanResult | None:
         """Clean by the configured policy (`hoodie.cleaner.policy`, retained counts)."""
         cfg = self.config
         retained = (
@@ -104,7 +131,14 @@ class Maintenance:
         with self._tx("clean", self._index()) as tx:
             return clean_service.clean(self.meta, cfg.cleaner_policy, retained, fence=tx.fence)
 
-    def archive(self, dry_run: bool = False):
+    @overload
+    def archive(self, dry_run: Literal[False] = False) -> list[str]: ...
+    @overload
+    def archive(self, dry_run: Literal[True]) -> ArchivePlan: ...
+    @overload
+    def archive(self, dry_run: bool) -> ArchivePlan | list[str]: ...
+    def archive(self, dry_run: bool = False) -> ArchivePlan | list[str]:
+        """Archive the oldest completed instants (the plan in a dry run; else the archived times)."""
         cfg = self.config
         if dry_run:
             return archive_service.plan_archive(self.meta, self.meta.timeline(), cfg.keep_min_commits, cfg.keep_max_commits)

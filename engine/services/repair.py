@@ -26,6 +26,7 @@ from engine.services import clean as clean_service
 from engine.services import restore as restore_service
 from engine.services import rollback as rollback_service
 from engine.services.savepoint import remove_savepoint_files
+from engine.services.serial import Documented
 from engine.table.heartbeat import Heartbeat
 from engine.table.meta_client import MetaClient
 from engine.timeline.instant import Action, Instant
@@ -33,7 +34,7 @@ from engine.timeline.timeline import Timeline
 
 
 @dataclass
-class RepairReport:
+class RepairReport(Documented):
     """What repair did (or, in a dry run, would do)."""
 
     restores_finished: list[str] = field(default_factory=list)

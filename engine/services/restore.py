@@ -24,6 +24,7 @@ from engine.errors import InstantNotFoundError, InvalidInputError, RollbackRefus
 from engine.index.base import Index
 from engine.services import rollback as rb
 from engine.services.savepoint import missing_snapshot_files, remove_savepoint_files
+from engine.services.serial import Documented
 from engine.services.timeline_files import ensure_file, read_avro, write_avro
 from engine.table.meta_client import MetaClient
 from engine.timeline.instant import Action, Instant, State
@@ -35,7 +36,7 @@ METADATA_MODEL = "HoodieRestoreMetadata"
 
 
 @dataclass(frozen=True)
-class RestorePlan:
+class RestorePlan(Documented):
     """Restore to `target`: roll back `instants` (newest first). `instant` is the restore's time."""
 
     target: str
@@ -58,7 +59,7 @@ class RestorePlan:
 
 
 @dataclass
-class RestoreResult:
+class RestoreResult(Documented):
     instant: str | None
     target: str
     rolled_back: list[str] = field(default_factory=list)

@@ -37,6 +37,7 @@ from engine.config.table_config import TableType
 from engine.constants import COMMIT_TIME_COL, PARTITION_METADATA_FILE, PARTITION_PATH_COL, RECORD_KEY_COL
 from engine.errors import InstantNotFoundError, InvalidInputError, RollbackRefusedError
 from engine.index.base import Index, RollbackChange
+from engine.services.serial import Documented
 from engine.services.timeline_files import (
     ensure_file,
     heartbeat_path,
@@ -65,7 +66,7 @@ CHANGE_SCHEMA_RESTORED = pa.schema(
 
 
 @dataclass(frozen=True)
-class IndexRevert:
+class IndexRevert(Documented):
     """What a rollback does to an index that stores locations: entries put back (the records of
     the slices that become current again) and entries deleted (keys the instant inserted)."""
 
@@ -77,7 +78,7 @@ class IndexRevert:
 
 
 @dataclass(frozen=True)
-class RollbackPlan:
+class RollbackPlan(Documented):
     """What rolling back `target` deletes; `instant` is the rollback's own time (None in a dry run)."""
 
     target: Instant
@@ -123,7 +124,7 @@ class RollbackPlan:
 
 
 @dataclass
-class RollbackResult:
+class RollbackResult(Documented):
     """A finished rollback: its instant, the instant undone and the files deleted."""
 
     instant: str | None

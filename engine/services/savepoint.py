@@ -12,6 +12,7 @@ import time as _time
 from dataclasses import dataclass
 
 from engine.errors import InstantNotFoundError, InvalidInputError
+from engine.services.serial import Documented
 from engine.services.timeline_files import ensure_file, read_avro, write_avro
 from engine.table.meta_client import MetaClient
 from engine.timeline.instant import Action, Instant, State
@@ -21,7 +22,7 @@ MODEL = "HoodieSavepointMetadata"
 
 
 @dataclass(frozen=True)
-class Savepoint:
+class Savepoint(Documented):
     """A savepoint: the commit time it protects and the base files (relative paths) it keeps."""
 
     time: str

@@ -23,9 +23,18 @@ from pyspark.taskcontext import TaskContext
 from engine import failpoints
 from engine.config.write_config import WriteConfig
 from engine.constants import DEFAULT_PARTITION_PATH, EMPTY_RECORD_KEY_PLACEHOLDER, NULL_RECORD_KEY_PLACEHOLDER
+from engine.data.columns import (
+    EXISTING_PART_COL,
+    FILE_ID_COL,
+    KEY_COL,
+    OP_COL,
+    OP_DELETE,
+    OP_UPSERT,
+    PART_COL,
+    PREV_FILE_ID_COL,
+)
 from engine.errors import EngineError, InvalidInputError, StorageError
-from engine.index import FILE_ID_COL, Index, TagContext
-from engine.index.base import EXISTING_PART_COL, PREV_FILE_ID_COL
+from engine.index.base import Index, TagContext
 from engine.read.scan import scan_parallelism
 from engine.spark.errors import task_error_message, translate
 from engine.table.create import require_writable
@@ -33,16 +42,7 @@ from engine.table.file_names import new_file_id, write_token
 from engine.table.meta_client import MetaClient
 from engine.table.schema import arrow_to_avro, avro_to_arrow, with_meta_fields
 from engine.write import commit as commit_protocol
-from engine.write.file_writer import (
-    KEY_COL,
-    OP_COL,
-    OP_DELETE,
-    OP_UPSERT,
-    PART_COL,
-    BucketWrite,
-    WriteContext,
-    write_bucket,
-)
+from engine.write.file_writer import BucketWrite, WriteContext, write_bucket
 from engine.write.keygen import KeySpec
 from engine.write.operation import Operation, WriteResult
 from engine.write.planner import (

@@ -8,9 +8,8 @@ Incoming rows carry the data columns plus `_hk` (record key), `_hp` (partition p
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, TypeVar
+from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -27,19 +26,11 @@ from engine.constants import (
     PARTITION_PATH_COL,
     RECORD_KEY_COL,
 )
-from engine.errors import CorruptTableError, StorageError
+from engine.data.base_file import conform, read_base_file
+from engine.data.columns import KEY_COL, OP_COL, OP_DELETE, OP_UPSERT, PART_COL
 from engine.index.bloom_filter import build_for_keys, footer_entries
 from engine.storage import Storage
 from engine.table.file_names import base_file_name, join_path
-
-# internal columns carry this prefix; incoming columns may not use it (see schema_check)
-INTERNAL_PREFIX = "__hoodie_"
-_T = TypeVar("_T")
-KEY_COL = "__hoodie_key"
-PART_COL = "__hoodie_partition"
-OP_COL = "__hoodie_op"
-OP_UPSERT = "U"
-OP_DELETE = "D"
 
 
 @dataclass(frozen=True)
@@ -85,41 +76,6 @@ class WriteOutcome:
 
     def as_row(self) -> dict[str, Any]:
         return dict(self.__dict__)
-
-
-def conform(table: pa.Table, schema: pa.Schema) -> pa.Table:
-    """Select/cast `table` to `schema` by column name; absent columns become nulls."""
-    arrays = []
-    for f in schema:
-        if f.name in table.column_names:
-            col = table.column(f.name)
-            arrays.append(col if col.type == f.type else col.cast(f.type))
-        else:
-            arrays.append(pa.nulls(table.num_rows, type=f.type))
-    return pa.Table.from_arrays(arrays, schema=schema)
-
-
-def read_footer(storage: Storage, path: str) -> dict[bytes, bytes]:
-    """A base file's parquet key-value metadata (bloom filter, key range), reading only the footer."""
-    return _typed_read(storage, path, lambda f: pq.read_metadata(f).metadata or {})
-
-
-def read_base_file(storage: Storage, path: str, columns: list[str] | None = None) -> pa.Table:
-    """A base file's rows (only `columns` when given)."""
-    return _typed_read(storage, path, lambda f: pq.read_table(f, columns=columns))
-
-
-def _typed_read(storage: Storage, path: str, read: Callable[[Any], _T]) -> _T:
-    """Run `read` on the opened file: not parquet -> CorruptTableError, I/O -> StorageError."""
-    try:
-        with storage.open_input_file(path) as f:
-            return read(f)
-    except FileNotFoundError:
-        raise
-    except pa.ArrowInvalid as exc:
-        raise CorruptTableError(f"cannot read base file {storage.uri(path)}: {exc}") from exc
-    except OSError as exc:
-        raise StorageError(f"cannot read base file {storage.uri(path)}: {exc}") from exc
 
 
 def _with_meta(rows: pa.Table, ctx: WriteContext, file_name: str, seq_prefix: str, seq_start: int) -> pa.Table:
@@ -237,4 +193,4 @@ def write_bucket(
     )
 
 
-__all__ = ["META_COLUMNS", "BucketWrite", "WriteContext", "WriteOutcome", "conform", "read_base_file", "write_bucket"]
+__all__ = ["META_COLUMNS", "BucketWrite", "WriteContext", "WriteOutcome", "write_bucket"]

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from enum import StrEnum
+
+from engine.services.serial import Documented
 
 
 class Operation(StrEnum):
@@ -21,7 +23,7 @@ class Operation(StrEnum):
 
 
 @dataclass(frozen=True)
-class WriteResult:
+class WriteResult(Documented):
     """What one write did. `instant` is None when the input was empty and nothing was committed."""
 
     instant: str | None
@@ -43,8 +45,3 @@ class WriteResult:
     # what the repair before the write did (failed writes rolled back...), None if nothing
     repaired: object | None = None
 
-    def to_dict(self) -> dict:
-        d = asdict(self)
-        d["operation"] = self.operation.value
-        d["partitions"] = list(self.partitions)
-        return d

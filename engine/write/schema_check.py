@@ -5,9 +5,9 @@ from __future__ import annotations
 import pyarrow as pa
 
 from engine.constants import META_COLUMNS
+from engine.data.columns import INTERNAL_PREFIX
 from engine.errors import InvalidInputError, SchemaMismatchError
 from engine.table.schema import normalize_for_write
-from engine.write.file_writer import INTERNAL_PREFIX
 from engine.write.keygen import KeySpec
 
 # incoming type -> table types it may be written as without loss

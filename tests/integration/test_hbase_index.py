@@ -13,9 +13,9 @@ from dataclasses import dataclass
 import happybase
 import pytest
 
+from engine.data.columns import EXISTING_PART_COL, FILE_ID_COL, KEY_COL, OP_COL, PART_COL
 from engine.errors import InvalidConfigError, StorageError
-from engine.index import FILE_ID_COL
-from engine.index.base import EXISTING_PART_COL, TagContext
+from engine.index.base import TagContext
 from engine.index.hbase import (
     COMMIT_TS,
     FILE_NAME,
@@ -30,7 +30,6 @@ from engine.index.hbase import (
     plan_mutations,
 )
 from engine.timeline.timeline import Timeline
-from engine.write.file_writer import KEY_COL, OP_COL, PART_COL
 
 DONE = "20240101000000000"  # a completed commit
 LATER = "20240102000000000"  # completed too

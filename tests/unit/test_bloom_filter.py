@@ -25,6 +25,7 @@ from engine.constants import (
     META_COLUMNS,
     RECORD_KEY_COL,
 )
+from engine.data.columns import KEY_COL, OP_COL, PART_COL
 from engine.errors import CorruptTableError, InvalidInputError
 from engine.index.bloom_filter import (
     DynamicBloomFilter,
@@ -40,7 +41,7 @@ from engine.index.bloom_filter import (
     parse_bloom_filter,
 )
 from engine.storage import storage_for
-from engine.write.file_writer import KEY_COL, OP_COL, PART_COL, BucketWrite, WriteContext, write_bucket
+from engine.write.file_writer import BucketWrite, WriteContext, write_bucket
 from tests.support.samples import base_files, list_samples, sample_table
 
 # (key, MurmurHash.hash(utf8(key), len, seed) for seed in _SEEDS), from Hadoop.
