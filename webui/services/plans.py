@@ -49,25 +49,14 @@ class StalePlanError(PlanError):
 
 
 def to_doc(value: Any) -> Any:
-    """An engine plan or result as JSON-friendly data.
+    """An engine plan or result as JSON-friendly data: its `to_dict()` (issue 10, step 0), or the
+    engine's own conversion for plain values (lists of instants, a savepoint's time)."""
+    from engine.services.serial import to_doc as engine_doc
 
-    The one place that turns engine service objects into dicts: once every plan/result has
-    `to_dict()` (issue 10, step 0) this calls it."""
     to_dict = getattr(value, "to_dict", None)
     if callable(to_dict) and not isinstance(value, dict):
-        return to_doc(to_dict())
-    if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        return {f.name: to_doc(getattr(value, f.name)) for f in dataclasses.fields(value)}
-    if isinstance(value, dict):
-        return {str(k): to_doc(v) for k, v in value.items()}
-    if isinstance(value, list | tuple | set | frozenset):
-        items = [to_doc(v) for v in value]
-        return sorted(items, key=str) if isinstance(value, set | frozenset) else items
-    if hasattr(value, "time") and hasattr(value, "action") and hasattr(value, "state"):
-        return {"time": value.time, "action": value.action.value, "state": value.state.value}
-    if hasattr(value, "value") and isinstance(getattr(value, "value", None), str):
-        return value.value
-    return value
+        return to_dict()
+    return engine_doc(value)
 
 
 def plan_hash(operation: str, params: dict[str, Any], plan: Any) -> str:
