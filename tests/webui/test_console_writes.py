@@ -162,3 +162,18 @@ def test_confirm_with_a_forged_upload_is_refused(console):
     assert jobs_rows(console.app) == []
     assert audit_rows(console.app) == [("operator", "upsert", "trips", {}, False,
                                         "refused: this upload is gone (already written, or never made): upload the file again", None)]
+
+
+def test_text_timestamps_are_parsed_for_timestamp_columns(console):
+    import pyarrow as pa
+
+    from webui.services.uploads import align_text_times, from_records
+
+    batch = from_records([{"id": "a", "at": "2026-01-02T03:04:05Z"}, {"id": "b", "at": "2026-01-02 03:04:06"}])
+    target = pa.schema([("id", pa.string()), ("at", pa.timestamp("us", tz="UTC"))])
+    aligned = align_text_times(batch, target)
+    assert aligned.schema.field("at").type == pa.timestamp("us", tz="UTC")
+    assert [v.isoformat() for v in aligned.column("at").to_pylist()] == ["2026-01-02T03:04:05+00:00",
+                                                                         "2026-01-02T03:04:06+00:00"]
+    bad = from_records([{"id": "a", "at": "yesterday"}])
+    assert align_text_times(bad, target).schema.field("at").type == pa.string()

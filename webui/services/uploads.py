@@ -127,6 +127,8 @@ def check(meta: MetaClient, table: pa.Table, operation: str) -> CheckedBatch:
     cfg = meta.config
     spec = KeySpec.from_config(cfg)
     table_schema = meta.latest_schema()
+    if table_schema is not None:
+        table = align_text_times(table, table_schema)
     try:
         resolve_write_schema(table.schema, table_schema, spec, cfg.precombine_field, deleting=operation == "delete")
     except SchemaMismatchError as exc:
@@ -139,6 +141,28 @@ def check(meta: MetaClient, table: pa.Table, operation: str) -> CheckedBatch:
             f"{bad} row(s) have a null or empty record key ({', '.join(spec.record_key_fields)}); "
             "every row needs a key", 422)
     return CheckedBatch(table, operation, compare_schemas(table.schema, table_schema, spec, cfg.precombine_field))
+
+
+def align_text_times(table: pa.Table, target: pa.Schema) -> pa.Table:
+    """JSON and CSV have no timestamp type: text columns the table stores as timestamps or dates
+    are parsed (ISO 8601) when every value parses; otherwise they stay text (and the schema check
+    says so)."""
+    for i, f in enumerate(table.schema):
+        if f.name not in target.names or not pa.types.is_string(f.type):
+            continue
+        want = target.field(f.name).type
+        if not (pa.types.is_timestamp(want) or pa.types.is_date(want)):
+            continue
+        try:
+            if pa.types.is_timestamp(want):  # UTC only: "...Z", "+00:00" or no zone
+                text = pc.replace_substring_regex(table.column(i), r"(Z|\+00:?00)$", "")
+                parsed = pc.cast(text, pa.timestamp("us")).cast(pa.timestamp("us", tz="UTC"))
+            else:
+                parsed = pc.cast(table.column(i), want)
+        except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+            continue
+        table = table.set_column(i, pa.field(f.name, parsed.type, nullable=True), parsed)
+    return table
 
 
 def _null_keys(table: pa.Table, spec: KeySpec) -> int:
