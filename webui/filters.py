@@ -42,10 +42,11 @@ def register(app: Flask) -> None:
     app.jinja_env.filters["bytes"] = human_bytes
     app.jinja_env.filters["num"] = thousands
     app.jinja_env.filters["tojson_attr"] = lambda v: json.dumps(v, default=str)
+    app.jinja_env.globals["with_page"] = with_page  # a global: imported macros (the pager) see it too
 
     @app.context_processor
     def _globals() -> dict[str, Any]:
         from webui.auth import current_actor
         from webui.models import Role
 
-        return {"Role": Role, "me": current_actor(), "with_page": with_page}
+        return {"Role": Role, "me": current_actor()}

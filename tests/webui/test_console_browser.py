@@ -81,7 +81,7 @@ def _login(browser, base: str, user: str):  # type: ignore[no-untyped-def]
     page.goto(f"{base}/login")
     page.fill("#username", user)
     page.fill("#password", PASSWORDS[user])
-    page.click("button[type=submit]")
+    page.click("main button[type=submit]")
     page.wait_for_url(f"{base}/tables")
     return page, problems
 
@@ -113,7 +113,7 @@ def test_operator_journey_and_viewer_limits(site):
     page.fill("#record_key", "trip_id")
     page.fill("#partition_fields", "city")
     page.fill("#precombine_field", "ts")
-    page.click("button[type=submit]")
+    page.click("main button[type=submit]")
     page.wait_for_url(f"{base}/tables/trips")
     assert page.locator("[data-testid=table-name]").inner_text() == "trips"
 

@@ -128,6 +128,10 @@ def test_browse_pages_show_the_table(console):
     tl = client.get("/tables/trips/timeline").get_data(as_text=True)
     assert tl.index(f'data-instant="{t.instants[1]}"') < tl.index(f'data-instant="{t.instants[0]}"')
     assert 'data-testid="timeline-total">2 instant(s)<' in tl and 'class="visual-timeline"' in tl
+    paged = client.get("/tables/trips/timeline?per_page=1&action=commit&page=2").get_data(as_text=True)
+    assert f'data-instant="{t.instants[0]}"' in paged and f'data-instant="{t.instants[1]}"' not in paged
+    assert '<a class="page-link" href="/tables/trips/timeline?per_page=1&amp;action=commit&amp;page=1">1</a>' in paged
+    assert '<li class="page-item active"><a class="page-link" href="/tables/trips/timeline?per_page=1&amp;action=commit&amp;page=2">2</a>' in paged
     filtered = client.get("/tables/trips/timeline?state=inflight").get_data(as_text=True)
     assert 'data-testid="timeline-total">0 instant(s)<' in filtered
     commit = client.get(f"/tables/trips/commits/{t.instants[0]}").get_data(as_text=True)
@@ -137,6 +141,9 @@ def test_browse_pages_show_the_table(console):
     assert 'data-testid="groups-total">2 file group(s)<' in fg
     assert fg.count('<span class="badge text-bg-success">latest</span>') == 2
     assert fg.count('class="older-slice"') == 1
+    fg_paged = client.get("/tables/trips/file-groups?per_page=1&page=3").get_data(as_text=True)
+    assert 'data-testid="groups-total">3 file group(s)<' in fg_paged and fg_paged.count("rowspan=") == 2
+    assert 'href="/tables/trips/file-groups?per_page=1&amp;page=1">1</a>' in fg_paged
 
 
 def test_health_panel_finds_stuck_instants(console):
