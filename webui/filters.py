@@ -28,6 +28,19 @@ def thousands(n: Any) -> str:
         return str(n)
 
 
+def pretty(value: Any, key: str = "") -> str:
+    """A result value for people: lists joined, dicts as k=v, byte counts sized."""
+    if isinstance(value, list | tuple):
+        return ", ".join(pretty(v) for v in value) or "–"
+    if isinstance(value, dict):
+        return ", ".join(f"{k}={pretty(v)}" for k, v in value.items()) or "–"
+    if key.startswith("bytes") or key.endswith("bytes"):
+        return human_bytes(value)
+    if isinstance(value, int) and not isinstance(value, bool):
+        return thousands(value)
+    return str(value)
+
+
 def with_page(page: int) -> str:
     """This page's URL with `page` set (other query arguments kept)."""
     from urllib.parse import urlencode
@@ -41,6 +54,7 @@ def with_page(page: int) -> str:
 def register(app: Flask) -> None:
     app.jinja_env.filters["bytes"] = human_bytes
     app.jinja_env.filters["num"] = thousands
+    app.jinja_env.filters["pretty"] = pretty
     app.jinja_env.filters["tojson_attr"] = lambda v: json.dumps(v, default=str)
     app.jinja_env.globals["with_page"] = with_page  # a global: imported macros (the pager) see it too
 

@@ -67,7 +67,7 @@ class Operations:
         if data is None:
             raise JobRefused("the uploaded batch is gone; upload it again")
         batch = pq.read_table(io.BytesIO(data))
-        reporter(f"starting Spark for a {operation} of {batch.num_rows} record(s)")
+        reporter(f"starting Spark: {operation} of {batch.num_rows} record(s)")
         spark = self.spark()
         reporter.spark = spark
         sc = spark.sparkContext
@@ -87,7 +87,7 @@ class Operations:
 
         mode = params.get("mode", "snapshot")
         limit = max(1, min(int(params.get("limit") or 50), PREVIEW_MAX_ROWS))
-        reporter(f"starting Spark for a {mode} read")
+        reporter(f"starting Spark: {mode} read")
         spark = self.spark()
         reporter.spark = spark
         sc = spark.sparkContext
