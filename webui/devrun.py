@@ -53,6 +53,10 @@ def run(host: str, port: int | None) -> int:
         password_ok = admin is not None and admin.check_password(password)
         print(seed_demo(), flush=True)
 
+    def _terminate(_signum: int, _frame: object) -> None:
+        raise KeyboardInterrupt  # SIGTERM stops both children like Ctrl-C
+
+    signal.signal(signal.SIGTERM, _terminate)
     gunicorn = shutil.which("gunicorn", path=os.path.dirname(sys.executable)) or "gunicorn"
     web = subprocess.Popen([gunicorn, "-b", f"{host}:{port}", "-w", "2", "--threads", "4", "--access-logfile", "-",
                             "webui:create_app()"])

@@ -167,3 +167,28 @@ def test_healthz_without_login(console):
     resp = console.client().get("/healthz")
     assert resp.status_code == 200
     assert resp.get_json() == {"status": "ok", "database": "ok", "worker_heartbeat_age_s": None}
+
+
+def test_admin_manages_users_and_roles(console):
+    from tests.support.console import audit_rows, login
+
+    admin = console.client("admin")
+    resp = admin.post("/admin/users", data={"csrf_token": csrf(admin), "username": "carol", "password": "carol-pass-1",
+                                            "role": "operator"})
+    assert resp.status_code == 302
+    carol = console.app.test_client()
+    login(carol, "carol", "carol-pass-1")
+    assert carol.get("/tables/trips/write").status_code == 200
+    assert carol.get("/admin/users").status_code == 403
+    resp = admin.post("/admin/users/4/role", data={"csrf_token": csrf(admin), "role": "viewer"})
+    assert resp.status_code == 302
+    assert carol.get("/tables/trips/write").status_code == 403  # the role is checked on every request
+    resp = admin.post("/admin/users/1/role", data={"csrf_token": csrf(admin), "role": "viewer"}, follow_redirects=True)
+    assert "admin is the last admin: make someone else admin first" in resp.get_data(as_text=True)
+    assert [(r[1], r[3], r[5]) for r in audit_rows(console.app)] == [
+        ("user.create", {"username": "carol", "role": "operator"}, "created"),
+        ("user.role", {"username": "carol"}, "operator -> viewer"),
+        ("user.role", {"username": "admin"}, "refused: admin is the last admin: make someone else admin first"),
+    ]
+    page = admin.get("/admin/users").get_data(as_text=True)
+    assert "carol-pass-1" not in page and "scrypt" not in page and "pbkdf2" not in page

@@ -45,7 +45,12 @@ def set_role(user_id: int):  # type: ignore[no-untyped-def]
         return redirect(url_for("admin.users_page"))
     if form.validate_on_submit():
         before = user.role
-        users.set_role(user, form.role.data or "viewer")
+        try:
+            users.set_role(user, form.role.data or "viewer")
+        except users.UserError as exc:
+            audit.record(current_actor(), "user.role", f"refused: {exc}", params={"username": user.username})
+            flash(str(exc), "danger")
+            return redirect(url_for("admin.users_page"))
         audit.record(current_actor(), "user.role", f"{before} -> {user.role}", params={"username": user.username})
         flash(f"{user.username} is now {user.role}.", "success")
     return redirect(url_for("admin.users_page"))

@@ -38,9 +38,14 @@ def create_user(username: str, password: str, role: str) -> User:
 
 def set_role(user: User, role: str) -> None:
     try:
-        user.role = Role(role).value
+        new = Role(role).value
     except ValueError as exc:
         raise UserError(f"role must be one of {', '.join(r.value for r in Role)}") from exc
+    if user.role == Role.ADMIN.value and new != Role.ADMIN.value:
+        admins = db.session.scalar(sa.select(sa.func.count(User.id)).where(User.role == Role.ADMIN.value, User.active))
+        if (admins or 0) <= 1:
+            raise UserError(f"{user.username} is the last admin: make someone else admin first")
+    user.role = new
     db.session.commit()
 
 
