@@ -3,7 +3,12 @@ role), logged-in test clients, a hand-made table registered as `trips`, CSRF tok
 
 from __future__ import annotations
 
+import os
 import re
+import signal
+import subprocess
+import sys
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -99,3 +104,27 @@ def jobs_rows(app: Flask) -> list[tuple]:
 
     with app.app_context():
         return [(j.id, j.operation, j.state, j.created_by) for j in db.session.scalars(sa.select(Job).order_by(Job.id))]
+
+
+def start_worker(tmp: Path, db_url: str, hold: str | None = None, *args: str) -> subprocess.Popen:
+    env = {**os.environ, "DATABASE_URL": db_url, "CONSOLE_WAREHOUSE_ROOTS": str(tmp / "lake"),
+           "CONSOLE_SECRET_KEY": "test-secret-key", "PYSPARK_PYTHON": sys.executable}
+    env.pop("CONSOLE_TEST_HOLD_AT", None)
+    if hold:
+        env["CONSOLE_TEST_HOLD_AT"] = hold
+    log = open(tmp / f"worker-{time.monotonic_ns()}.log", "w")  # noqa: SIM115 (closed with the process)
+    return subprocess.Popen([sys.executable, "-m", "webui.cli", "worker", "--master", "local[2]", "--poll", "0.2", *args],
+                            env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
+                            cwd=str(Path(__file__).resolve().parents[2]))
+
+
+def stop(proc: subprocess.Popen, sig: int = signal.SIGTERM) -> None:
+    if proc.poll() is None:
+        os.killpg(proc.pid, sig)
+        try:
+            proc.wait(60)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait(10)
+
+

@@ -15,8 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.console import PASSWORDS, make_app
-from tests.webui.test_console_worker import start_worker, stop
+from tests.support.console import PASSWORDS, make_app, start_worker, stop
 
 pytestmark = pytest.mark.spark
 

@@ -9,8 +9,6 @@ from __future__ import annotations
 import io
 import os
 import signal
-import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -18,32 +16,10 @@ import pyarrow.parquet as pq
 import pytest
 
 from tests.support import handmade
-from tests.support.console import PASSWORDS, audit_rows, csrf, make_app
+from tests.support.console import PASSWORDS, audit_rows, csrf, make_app, start_worker, stop
 from tests.support.tables import tree_bytes
 
 pytestmark = pytest.mark.spark
-
-
-def start_worker(tmp: Path, db_url: str, hold: str | None = None, *args: str) -> subprocess.Popen:
-    env = {**os.environ, "DATABASE_URL": db_url, "CONSOLE_WAREHOUSE_ROOTS": str(tmp / "lake"),
-           "CONSOLE_SECRET_KEY": "test-secret-key", "PYSPARK_PYTHON": sys.executable}
-    env.pop("CONSOLE_TEST_HOLD_AT", None)
-    if hold:
-        env["CONSOLE_TEST_HOLD_AT"] = hold
-    log = open(tmp / f"worker-{time.monotonic_ns()}.log", "w")  # noqa: SIM115 (closed with the process)
-    return subprocess.Popen([sys.executable, "-m", "webui.cli", "worker", "--master", "local[2]", "--poll", "0.2", *args],
-                            env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
-                            cwd=str(Path(__file__).resolve().parents[2]))
-
-
-def stop(proc: subprocess.Popen, sig: int = signal.SIGTERM) -> None:
-    if proc.poll() is None:
-        os.killpg(proc.pid, sig)
-        try:
-            proc.wait(60)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait(10)
 
 
 def job(app, job_id: int):
