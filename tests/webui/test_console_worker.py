@@ -143,6 +143,9 @@ def test_rollback_job_removes_the_commit(env):
     from engine.table.meta_client import MetaClient
 
     assert [i.time for i in MetaClient.open(t.path).timeline().completed_writes] == [t.instants[0]]
+    assert [(a[0], a[1], a[3], a[4], a[5].split(":")[0], a[6]) for a in audit_rows(app) if a[2] == "rb"] == [
+        ("admin", "rollback", {"instant": t.instants[1]}, True, "queued", done.id),
+        ("admin", "rollback.finished", {"instant": t.instants[1]}, True, "succeeded", done.id)]
     assert not (Path(t.path) / "rome").exists() or not any((Path(t.path) / "rome").glob("*.parquet"))
 
 

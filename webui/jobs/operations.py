@@ -102,12 +102,15 @@ class Operations:
                 df = table.read()
             reporter("counting rows")
             total = df.count()
-            reporter(f"collecting the first {limit} of {total} row(s)")
+            reporter(f"collecting {min(limit, total)} of {total} row(s)")
             data = df.limit(limit).toArrow()
         finally:
             sc.setLocalProperty("spark.jobGroup.id", None)  # type: ignore[arg-type]
         rows = data.to_pylist()
-        columns = data.schema.names
+        # the data first, then where each record lives
+        meta_cols = ["_hoodie_commit_time", "_hoodie_record_key", "_hoodie_partition_path", "_hoodie_commit_seqno",
+                     "_hoodie_file_name"]
+        columns = [c for c in data.schema.names if c not in meta_cols] + [c for c in meta_cols if c in data.schema.names]
         key_cols = [c for c in ("_hoodie_partition_path", "_hoodie_record_key") if c in columns]
         if key_cols:
             rows.sort(key=lambda r: tuple(str(r[c]) for c in key_cols))

@@ -189,7 +189,8 @@ class Runner:
             outcome += f": {job.error}"
         audit.record(actor, f"{job.operation}.finished", outcome,
                      table=job.table.name if job.table is not None else None,
-                     params={k: v for k, v in (job.params or {}).items() if k != "upload"},
+                     params={k: v for k, v in (job.params or {}).items()
+                             if k not in ("upload", "fingerprint", "plan_hash", "user")},
                      plan_hash=(job.params or {}).get("plan_hash"), job_id=job.id)
 
 
