@@ -177,3 +177,21 @@ def test_text_timestamps_are_parsed_for_timestamp_columns(console):
                                                                          "2026-01-02T03:04:06+00:00"]
     bad = from_records([{"id": "a", "at": "yesterday"}])
     assert align_text_times(bad, target).schema.field("at").type == pa.string()
+
+
+def test_unconfirmed_uploads_expire(console):
+    from datetime import timedelta
+
+    import sqlalchemy as sa
+
+    from webui.extensions import db
+    from webui.models import Upload, utcnow
+
+    client = console.client("operator")
+    _upload(client, "a.csv", b"trip_id,city,ts,fare\nt1,paris,5,12.5\n")
+    with console.app.app_context():
+        db.session.execute(sa.update(Upload).values(created_at=utcnow() - timedelta(days=8)))
+        db.session.commit()
+    _upload(client, "b.csv", b"trip_id,city,ts,fare\nt2,paris,5,12.5\n")
+    with console.app.app_context():
+        assert db.session.scalars(sa.select(Upload.filename)).all() == ["b.csv"]

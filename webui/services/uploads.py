@@ -207,8 +207,17 @@ def compare_schemas(incoming: pa.Schema, table: pa.Schema | None, spec: KeySpec,
 
 
 # ---- storage of checked batches ----------------------------------------------------------------
+UPLOAD_RETENTION = timedelta(days=7)  # previewed but never confirmed batches go after this
+
+
 def store(table: pa.Table, entry: TableEntry, filename: str, actor: User | None) -> Upload:
-    """Keep a checked batch (as Parquet, in the database) until its job runs."""
+    """Keep a checked batch (as Parquet, in the database) until its job runs (the job runner
+    deletes it then); batches never confirmed are deleted after UPLOAD_RETENTION."""
+    import sqlalchemy as sa
+
+    from webui.models import utcnow
+
+    db.session.execute(sa.delete(Upload).where(Upload.created_at < utcnow() - UPLOAD_RETENTION))
     sink = io.BytesIO()
     pq.write_table(table, sink)
     data = sink.getvalue()
