@@ -55,8 +55,8 @@ def split_roots(value: str) -> list[str]:
 class Settings:
     """The console's configuration (read from the environment by `from_env`)."""
 
-    database_url: str
-    secret_key: str
+    database_url: str = field(repr=False)  # may hold a password
+    secret_key: str = field(repr=False)
     secret_key_generated: bool
     warehouse_roots: tuple[str, ...]
     admin_user: str | None
