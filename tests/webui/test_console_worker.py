@@ -120,6 +120,14 @@ def test_queued_upsert_result_equals_the_engine_commit(env):
         ("r1", 99.0), ("r2", 11.0), ("r3", 12.0), ("r4", 5.0)]
     page = client.get(f"/jobs/{preview.id}").get_data(as_text=True)
     assert 'data-testid="preview-total">4<' in page
+    # time travel to the first commit, and the records committed after it
+    for mode, expected in (("as_of", [("r1", 10.0), ("r2", 11.0), ("r3", 12.0)]), ("incremental", [("r1", 99.0), ("r4", 5.0)])):
+        resp = client.post("/tables/rides/preview", data={"csrf_token": csrf(client), "mode": mode, "instant": commit.time,
+                                                         "limit": "10"})
+        read = wait_job(app, int(resp.headers["Location"].rsplit("/", 1)[1]))
+        cols = read.result["columns"]
+        assert read.state == "succeeded" and read.result["total_rows"] == len(expected), (mode, read.error)
+        assert sorted((row[cols.index("trip_id")], row[cols.index("fare")]) for row in read.result["rows"]) == expected
     assert [(a[1], a[5]) for a in audit_rows(app) if a[2] == "rides"] == [
         ("upsert", "queued"), ("upsert.finished", f"succeeded: instant {commit.time}"),
         ("upsert", "queued"), ("upsert.finished", f"succeeded: instant {done2.result['instant']}")]
