@@ -5,7 +5,15 @@ PIP := $(VENV)/bin/pip
 export PYSPARK_PYTHON := $(abspath $(PY))
 export PYSPARK_DRIVER_PYTHON := $(abspath $(PY))
 
-.PHONY: setup test unit run demo console worker bench bench-console lint clean
+# The local lakehouse (docker-compose.yml). make up needs Docker Engine + the Compose plugin.
+DOCKER ?= docker
+COMPOSE ?= $(DOCKER) compose
+HOST_PYTHON ?= python3
+STACK_WAIT ?= 900
+# tests/stack against the process-based stack (CI: no Docker engine); seconds for the suite
+STACK_LOCAL_TIMEOUT ?= 900
+
+.PHONY: setup test unit run demo console worker bench bench-console lint clean up down logs ps stack-test stack-local docker-check
 
 $(VENV)/.installed: pyproject.toml
 	python3 -m venv $(VENV)
@@ -15,11 +23,14 @@ $(VENV)/.installed: pyproject.toml
 
 setup: $(VENV)/.installed
 
+# Everything but tests/stack in one pytest run, then tests/stack against the process stack
+# (its own pytest process: it needs a SparkSession on the stack's master).
 test: setup
-	$(PY) -m pytest -q
+	$(PY) -m pytest -q -m "not stack"
+	$(MAKE) --no-print-directory stack-local
 
 unit: setup
-	$(PY) -m pytest -q tests/unit
+	$(PY) -m pytest -q tests/unit tests/stack_config
 
 run: setup  ## the admin console + its job runner on local Spark, ./lakehouse and SQLite (Ctrl-C stops both)
 	$(VENV)/bin/hoodie-console run
@@ -41,8 +52,37 @@ bench-console: setup
 	$(PY) bench/console.py
 
 lint: setup
-	$(VENV)/bin/ruff check engine webui tests bench
+	$(VENV)/bin/ruff check engine webui tests bench docker
 	$(VENV)/bin/mypy engine
 
 clean:
 	rm -rf lakehouse spark-warehouse .pytest_cache artifacts
+
+# --- the local lakehouse ------------------------------------------------------------------
+
+docker-check:
+	@command -v $(DOCKER) >/dev/null 2>&1 || { echo "make: '$(DOCKER)' not found: the local lakehouse needs Docker Engine with the Compose plugin (see README, Local lakehouse)" >&2; exit 1; }
+	@$(DOCKER) info >/dev/null 2>&1 || { echo "make: no Docker engine answers ('$(DOCKER) info' failed): start Docker, then retry" >&2; exit 1; }
+	@$(COMPOSE) version >/dev/null 2>&1 || { echo "make: '$(COMPOSE)' does not run: install the Docker Compose v2 plugin" >&2; exit 1; }
+
+up: docker-check
+	$(COMPOSE) up --build --detach
+	@$(HOST_PYTHON) docker/stack_wait.py --timeout $(STACK_WAIT) --compose "$(COMPOSE)"
+
+down: docker-check
+	$(COMPOSE) down
+
+logs: docker-check
+	$(COMPOSE) logs --follow --tail=200
+
+ps: docker-check
+	$(COMPOSE) ps --all
+
+# tests/stack inside the running stack's network (Spark executors must reach the test driver)
+stack-test: docker-check
+	$(COMPOSE) --profile test run --rm --build stack-test
+
+# tests/stack against the same roles started as processes on 127.0.0.1 (no Docker)
+stack-local: setup
+	$(PY) -m tests.support.process_stack --timeout $(STACK_LOCAL_TIMEOUT) -- \
+		$(PY) -m pytest -q -p no:cacheprovider -m stack tests/stack

@@ -284,8 +284,8 @@ def prepare_records(spark, table, path: str):
     from pyspark import StorageLevel
 
     from engine.data.columns import KEY_COL, PART_COL
-    from engine.write.executor import partition_path_expr, record_key_expr
     from engine.write.keygen import KeySpec
+    from engine.write.prepare import partition_path_expr, record_key_expr
 
     spec = KeySpec.from_config(table.meta.config)
     df = spark.read.parquet(path)
@@ -301,10 +301,10 @@ def prepare_records(spark, table, path: str):
 def tag_context(spark, table, records):
     """(TagContext, summary seconds, view seconds), built like `WriteJob.run` builds it."""
     from engine.index.base import TagContext
-    from engine.write.executor import _summarize
+    from engine.write.prepare import summarize
 
     t0 = time.perf_counter()
-    summary = _summarize(records)
+    summary = summarize(records)
     incoming = summary.keys_by_partition()
     t1 = time.perf_counter()
     view = table.meta.file_system_view()

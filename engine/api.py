@@ -158,25 +158,29 @@ class Table:
         """Records committed in (start, end]."""
         return reader.read_incremental(self._spark(), self.meta, start, end)
 
-    def _index(self):
+    def _index(self, options: Mapping[str, object] | None = None):
         from engine.index import index_for
 
-        return index_for(IndexType.parse(self.config.index_type or DEFAULT_INDEX), table_name=self.config.name)
+        cfg = WriteConfig.from_options(options)
+        itype = IndexType.parse(cfg.index_type or self.config.index_type or DEFAULT_INDEX)
+        return index_for(itype, dict(cfg.index_options), self.config.name)
 
-    def read_keys(self, keys: Iterable[str]) -> DataFrame:
+    def read_keys(self, keys: Iterable[str], options: Mapping[str, object] | None = None) -> DataFrame:
         """The records with these record keys (as in `_hoodie_record_key`), reading only the files
-        the index says hold them; absent keys give no row."""
+        the index says hold them; absent keys give no row. `options`: the index's settings, as
+        for writes (e.g. `hoodie.index.hbase.thrift.host`)."""
         from engine.read.lookup import read_keys
 
-        return read_keys(self._spark(), self.meta, self._index(), keys)
+        return read_keys(self._spark(), self.meta, self._index(options), keys)
 
-    def filter_exists(self, df: DataFrame) -> DataFrame:
-        """The rows of `df` whose keys are not in the table yet (de-duplicate before an insert)."""
+    def filter_exists(self, df: DataFrame, options: Mapping[str, object] | None = None) -> DataFrame:
+        """The rows of `df` whose keys are not in the table yet (de-duplicate before an insert);
+        `options` as for `read_keys`."""
         from engine.read.lookup import filter_exists
 
         if not isinstance(df, DataFrame):
             raise InvalidInputError(f"expected a Spark DataFrame, got {type(df).__name__}")
-        return filter_exists(self._spark(), self.meta, self._index(), df)
+        return filter_exists(self._spark(), self.meta, self._index(options), df)
 
     def __repr__(self) -> str:
         return f"Table({self.config.name!r}, {self.path!r}, {self.config.table_type.value})"

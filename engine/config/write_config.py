@@ -27,10 +27,10 @@ _KEYS: dict[str, tuple[str, type]] = {
     "hoodie.bloom.index.filter.dynamic.max.entries": ("bloom_max_entries", int),
     "hoodie.record.size.estimation.threshold": ("record_size_estimation_threshold", float),
     "hoodie.index.update.partition.path": ("update_partition_path", bool),
-    "hoodie.simple.index.update.partition.path": ("update_partition_path", bool),
-    "hoodie.bloom.index.update.partition.path": ("update_partition_path", bool),
-    "hoodie.hbase.index.update.partition.path": ("update_partition_path", bool),
-    "hoodie.record.index.update.partition.path": ("update_partition_path", bool),
+    "hoodie.simple.index.update.partition.path": ("simple_update_partition_path", bool),
+    "hoodie.bloom.index.update.partition.path": ("bloom_update_partition_path", bool),
+    "hoodie.hbase.index.update.partition.path": ("hbase_update_partition_path", bool),
+    "hoodie.record.index.update.partition.path": ("record_update_partition_path", bool),
     # table services (Apache Hudi's keys and defaults)
     "hoodie.clean.automatic": ("clean_automatic", bool),
     "hoodie.cleaner.policy": ("cleaner_policy", str),
@@ -79,8 +79,14 @@ class WriteConfig:
     bloom_max_entries: int = 100_000
     # only commits that wrote more than threshold x small_file_limit bytes estimate the record size
     record_size_estimation_threshold: float = 1.0
-    # global indexes, key found in another partition: delete there + insert here (True), or update there
-    update_partition_path: bool = True
+    # global indexes, key found in another partition: delete there + insert here (True), or update
+    # there (False). Apache Hudi's per-index keys and defaults (`update_partition_path_for`); the
+    # generic `hoodie.index.update.partition.path`, when given, overrides them all
+    update_partition_path: bool | None = None
+    simple_update_partition_path: bool = True
+    bloom_update_partition_path: bool = True
+    hbase_update_partition_path: bool = False
+    record_update_partition_path: bool = False
 
     # table services after each commit, as in Apache Hudi (defaults are Hudi's)
     clean_automatic: bool = True
@@ -122,6 +128,24 @@ class WriteConfig:
             raise InvalidConfigError("hoodie.write.lock.lease_ms must be positive, wait_time_ms >= 0")
         if self.record_size_estimate <= 0:
             raise InvalidConfigError("hoodie.copyonwrite.record.size.estimate must be positive")
+
+    def update_partition_path_for(self, index_name: str) -> bool:
+        """Whether a global index moves a record whose partition value changed (True: delete it in
+        the old partition, insert it in the new one) or updates it in place (False).
+
+        Apache Hudi's defaults: `hoodie.simple.index.update.partition.path` and
+        `hoodie.bloom.index.update.partition.path` true, `hoodie.hbase.index.update.partition.path`
+        and `hoodie.record.index.update.partition.path` false; `hoodie.index.update.partition.path`
+        overrides them all."""
+        if self.update_partition_path is not None:
+            return self.update_partition_path
+        family = index_name.upper().removeprefix("GLOBAL_")
+        return {
+            "SIMPLE": self.simple_update_partition_path,
+            "BLOOM": self.bloom_update_partition_path,
+            "HBASE": self.hbase_update_partition_path,
+            "RECORD": self.record_update_partition_path,
+        }.get(family, True)
 
     @classmethod
     def from_options(cls, options: Mapping[str, object] | None = None) -> WriteConfig:

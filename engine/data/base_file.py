@@ -10,8 +10,10 @@ from collections.abc import Callable
 from typing import Any, TypeVar
 
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from engine.constants import RECORD_KEY_COL
 from engine.errors import CorruptTableError, StorageError
 from engine.storage import Storage
 
@@ -40,6 +42,27 @@ def read_base_file(storage: Storage, path: str, columns: list[str] | None = None
     return _typed_read(storage, path, lambda f: pq.read_table(f, columns=columns))
 
 
+def read_columns(
+    storage: Storage, path: str, schema: pa.Schema, keys: pa.Array | None = None, key_column: str = RECORD_KEY_COL
+) -> pa.Table:
+    """The columns of `schema` from a base file, conformed to it: the file's other columns are not
+    read, and a column the file lacks (written before it was added) comes back as nulls. With
+    `keys`, only the rows whose `key_column` is among them (row groups whose key statistics rule
+    them out are not read); `key_column` must then be in `schema`."""
+
+    def read(f: Any) -> pa.Table:
+        pf = pq.ParquetFile(f)
+        present = set(pf.schema_arrow.names)
+        columns = [c for c in schema.names if c in present]
+        if keys is None:
+            return pf.read(columns=columns)
+        if key_column not in present:
+            return pf.schema_arrow.empty_table().select(columns)
+        return pq.read_table(f, columns=columns, filters=pc.field(key_column).isin(keys))
+
+    return conform(_typed_read(storage, path, read), schema)
+
+
 def _typed_read(storage: Storage, path: str, read: Callable[[Any], _T]) -> _T:
     """Run `read` on the opened file: not parquet -> CorruptTableError, I/O -> StorageError."""
     try:
@@ -53,4 +76,4 @@ def _typed_read(storage: Storage, path: str, read: Callable[[Any], _T]) -> _T:
         raise StorageError(f"cannot read base file {storage.uri(path)}: {exc}") from exc
 
 
-__all__ = ["conform", "read_base_file", "read_footer"]
+__all__ = ["conform", "read_base_file", "read_columns", "read_footer"]

@@ -13,7 +13,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from engine.constants import RECORD_KEY_COL
-from engine.data.base_file import read_base_file
+from engine.data.base_file import read_base_file, read_columns
 from engine.storage import Storage
 
 KEYS_SCHEMA = pa.schema(
@@ -45,6 +45,47 @@ def keys_batch(keys: pa.Array, partition: str, file_id: str) -> pa.RecordBatch:
     )
 
 
+ORDERING_KEY = "__hoodie_stored_key"
+ORDERING_PART = "__hoodie_stored_partition"
+ORDERING_FILE_ID = "__hoodie_stored_file_id"
+ORDERING_VALUE = "__hoodie_stored_order"
+
+
+def ordering_schema(value_type: pa.DataType) -> pa.Schema:
+    """(key, partition, file id, ordering value) rows of `file_ordering`."""
+    return pa.schema(
+        [
+            pa.field(ORDERING_KEY, pa.string()),
+            pa.field(ORDERING_PART, pa.string()),
+            pa.field(ORDERING_FILE_ID, pa.string()),
+            pa.field(ORDERING_VALUE, value_type),
+        ]
+    )
+
+
+def file_ordering(
+    storage: Storage, path: str, partition: str, file_id: str, field: pa.Field, keys: pa.Array | None = None
+) -> pa.Table:
+    """The stored ordering (precombine) value of each record key of one base file (only of `keys`
+    when given), as `ordering_schema` rows. Reads the key and ordering columns only; a file without
+    the ordering column gives nulls; a key stored twice (an `insert` duplicate) gets its largest value."""
+    table = read_columns(storage, path, pa.schema([pa.field(RECORD_KEY_COL, pa.string()), field]))
+    if keys is not None:
+        table = table.filter(pc.is_in(table.column(0), value_set=keys))
+    if table.num_rows != pc.count_distinct(table.column(0)).as_py():
+        table = table.group_by(RECORD_KEY_COL).aggregate([(field.name, "max")])
+    n = table.num_rows
+    return pa.table(
+        [
+            table.column(0),
+            pa.array([partition] * n, pa.string()),
+            pa.array([file_id] * n, pa.string()),
+            table.column(1),
+        ],
+        schema=ordering_schema(field.type),
+    )
+
+
 def file_keys(
     storage: Storage, path: str, partition: str, file_id: str, wanted: Mapping[str, pa.Array] | None = None
 ) -> pa.RecordBatch | None:
@@ -63,4 +104,4 @@ def file_keys(
     return keys_batch(keys, partition, file_id) if len(keys) else None
 
 
-__all__ = ["ANY_PARTITION", "KEYS_SCHEMA", "ScanFile", "file_keys", "keys_batch"]
+__all__ = ["ANY_PARTITION", "KEYS_SCHEMA", "ScanFile", "file_keys", "file_ordering", "keys_batch", "ordering_schema"]

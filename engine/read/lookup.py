@@ -21,8 +21,8 @@ from engine.index.base import Index, TagContext
 from engine.read.reader import table_schema_or_empty
 from engine.read.scan import scan_files
 from engine.table.meta_client import MetaClient
-from engine.write.executor import _summarize, partition_path_expr, record_key_expr
 from engine.write.keygen import KeySpec
+from engine.write.prepare import partition_path_expr, record_key_expr, summarize
 
 
 def read_keys(spark: SparkSession, meta: MetaClient, index: Index, keys: Iterable[str]) -> DataFrame:
@@ -86,7 +86,7 @@ def filter_exists(spark: SparkSession, meta: MetaClient, index: Index, df: DataF
         record_key_expr(spec).alias(KEY_COL),
         partition_path_expr(spec).alias(PART_COL),
     )
-    summary = _summarize(keyed)
+    summary = summarize(keyed)
     if summary.bad:
         raise InvalidInputError(f"{summary.bad} input record(s) have a null or empty record key")
     view = meta.file_system_view()

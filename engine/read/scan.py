@@ -16,7 +16,7 @@ from pyspark.sql.pandas.types import from_arrow_schema
 
 from engine.constants import COMMIT_TIME_COL, RECORD_KEY_COL
 from engine.data.base_file import conform, read_base_file
-from engine.data.keys import KEYS_SCHEMA, ScanFile, file_keys
+from engine.data.keys import KEYS_SCHEMA, ScanFile, file_keys, file_ordering, ordering_schema
 from engine.storage import Storage
 
 _FILE_LIST_SCHEMA = "path string, partition string, file_id string"
@@ -92,6 +92,28 @@ def _read_keys_task(storage: Storage, wanted: Broadcast | None):
                     yield found
 
     return run
+
+
+def _read_ordering_task(storage: Storage, field: pa.Field, wanted: Broadcast | None):
+    def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        keys = wanted.value if wanted is not None else None
+        for batch in batches:
+            for path, partition, file_id in zip(*(c.to_pylist() for c in batch.columns), strict=True):
+                yield from file_ordering(storage, path, partition, file_id, field, keys).to_batches()
+
+    return run
+
+
+def scan_ordering(
+    spark: SparkSession, storage: Storage, files: Sequence[ScanFile], field: pa.Field, keys: pa.Array | None = None
+) -> DataFrame:
+    """(key, partition, file id, stored ordering value) of the records of `files` (only of `keys`
+    when given): what a write compares incoming records with before it moves or deletes them."""
+    schema = from_arrow_schema(ordering_schema(field.type))
+    if not files:
+        return spark.createDataFrame([], schema)
+    shared = spark.sparkContext.broadcast(keys) if keys is not None else None
+    return file_frame(spark, files).mapInArrow(_read_ordering_task(storage, field, shared), schema)
 
 
 def scan_keys(

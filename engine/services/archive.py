@@ -29,11 +29,11 @@ from engine.constants import METAFOLDER
 from engine.errors import CorruptTableError
 from engine.services import clean as clean_service
 from engine.services.serial import Documented
-from engine.services.timeline_files import remove_instant
 from engine.table.commit_metadata import CommitMetadata
 from engine.table.meta_client import MetaClient
 from engine.timeline import archive_log, avro_models
 from engine.timeline.instant import Action, Instant, State
+from engine.timeline.lifecycle import remove_instant
 from engine.timeline.timeline import Timeline
 
 SERVICE_MODELS = {

@@ -24,12 +24,11 @@ from datetime import datetime
 from engine import failpoints
 from engine.services.savepoint import savepointed_files
 from engine.services.serial import Documented
-from engine.services.timeline_files import ensure_file, read_avro, write_avro
 from engine.table.file_group import FileGroup
 from engine.table.meta_client import MetaClient
 from engine.timeline.instant import Action, Instant, State
+from engine.timeline.lifecycle import claim_instant, ensure_file, read_avro, write_avro
 from engine.timeline.timeline import Timeline
-from engine.write.commit import claim_instant
 
 KEEP_LATEST_COMMITS = "KEEP_LATEST_COMMITS"
 KEEP_LATEST_FILE_VERSIONS = "KEEP_LATEST_FILE_VERSIONS"

@@ -25,11 +25,10 @@ from engine.index.base import Index
 from engine.services import rollback as rb
 from engine.services.savepoint import missing_snapshot_files, remove_savepoint_files
 from engine.services.serial import Documented
-from engine.services.timeline_files import ensure_file, read_avro, write_avro
 from engine.table.meta_client import MetaClient
 from engine.timeline.instant import Action, Instant, State
+from engine.timeline.lifecycle import claim_instant, ensure_file, read_avro, write_avro
 from engine.timeline.timeline import Timeline
-from engine.write.commit import claim_instant
 
 PLAN_MODEL = "HoodieRestorePlan"
 METADATA_MODEL = "HoodieRestoreMetadata"

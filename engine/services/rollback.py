@@ -38,18 +38,18 @@ from engine.constants import COMMIT_TIME_COL, PARTITION_METADATA_FILE, PARTITION
 from engine.errors import InstantNotFoundError, InvalidInputError, RollbackRefusedError
 from engine.index.base import Index, RollbackChange
 from engine.services.serial import Documented
-from engine.services.timeline_files import (
+from engine.table.file_names import file_instant, join_path, parse_base_file_name
+from engine.table.meta_client import MetaClient
+from engine.timeline.instant import Action, Instant, State
+from engine.timeline.lifecycle import (
+    claim_instant,
     ensure_file,
     heartbeat_path,
     read_avro,
     remove_instant,
     write_avro,
 )
-from engine.table.file_names import file_instant, join_path, parse_base_file_name
-from engine.table.meta_client import MetaClient
-from engine.timeline.instant import Action, Instant, State
 from engine.timeline.timeline import Timeline
-from engine.write.commit import claim_instant
 
 PLAN_MODEL = "HoodieRollbackPlan"
 METADATA_MODEL = "HoodieRollbackMetadata"

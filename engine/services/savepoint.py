@@ -13,9 +13,9 @@ from dataclasses import dataclass
 
 from engine.errors import InstantNotFoundError, InvalidInputError
 from engine.services.serial import Documented
-from engine.services.timeline_files import ensure_file, read_avro, write_avro
 from engine.table.meta_client import MetaClient
 from engine.timeline.instant import Action, Instant, State
+from engine.timeline.lifecycle import ensure_file, read_avro, write_avro
 from engine.timeline.timeline import Timeline
 
 MODEL = "HoodieSavepointMetadata"

@@ -8,23 +8,26 @@ unfinished write created, leaving the table as it was.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import datetime
 
 import pyarrow as pa
 
 from engine import failpoints
 from engine.constants import PARTITION_METADATA_FILE
-from engine.errors import CommitConflictError
 from engine.table.commit_metadata import CommitMetadata, WriteStat
 from engine.table.file_names import parse_base_file_name
 from engine.table.meta_client import MetaClient
 from engine.table.schema import arrow_to_avro, avro_to_json
-from engine.timeline.instant import Action, Instant, State, next_instant_time
+from engine.timeline.instant import Action, Instant, State
+from engine.timeline.lifecycle import (
+    claim_instant,
+    complete_instant,
+    is_instant_completed,
+    transition_to_inflight,
+)
 from engine.timeline.timeline import Timeline
 from engine.write.operation import Operation
 from engine.write.planner import WritePlan
-
-MAX_START_ATTEMPTS = 50
 
 
 @dataclass
@@ -41,10 +44,15 @@ class PendingCommit:
 
 
 def start(
-    meta: MetaClient, timeline: Timeline, operation: Operation, plan: WritePlan, now: datetime | None = None
+    meta: MetaClient,
+    timeline: Timeline,
+    operation: Operation,
+    plan: WritePlan,
+    action: Action = Action.COMMIT,
+    now: datetime | None = None,
 ) -> PendingCommit:
-    """Claim a new instant time (strictly after every instant on the timeline) and mark it inflight."""
-    action = Action.COMMIT
+    """Claim a new instant time (strictly after every instant on the timeline) for `action`
+    (`commit`, or `deltacommit` on MERGE_ON_READ) and mark it inflight."""
     time = claim_instant(meta, timeline, action, b"", now)
     failpoints.hit("write.after_requested")
     pending = PendingCommit(time, action, operation, plan)
@@ -56,28 +64,8 @@ def start(
     return pending
 
 
-def claim_instant(
-    meta: MetaClient, timeline: Timeline, action: Action, requested_body: bytes, now: datetime | None = None
-) -> str:
-    """Create `T.<action>.requested` for a new time T strictly after every instant on the timeline.
-
-    The requested file is created exclusively, so of racing claimants exactly one gets each time.
-    """
-    last = timeline.last_time
-    for _ in range(MAX_START_ATTEMPTS):
-        time = next_instant_time(now or datetime.now(UTC), last)
-        requested = Instant(time, action, State.REQUESTED)
-        try:
-            meta.storage.create_exclusive(meta.instant_path(requested), requested_body)
-            return time
-        except FileExistsError:
-            last = max(time, meta.timeline().last_time or time)
-    raise CommitConflictError("could not claim a new instant time: the timeline keeps moving")
-
-
 def _mark_inflight(meta: MetaClient, pending: PendingCommit) -> None:
     plan = pending.plan
-    requested = Instant(pending.instant, pending.action, State.REQUESTED)
     inflight = CommitMetadata(
         partition_to_write_stats={
             p: [
@@ -97,7 +85,7 @@ def _mark_inflight(meta: MetaClient, pending: PendingCommit) -> None:
         },
         operation_type=pending.operation.value,
     )
-    meta.storage.create_exclusive(meta.instant_path(requested.with_state(State.INFLIGHT)), inflight.to_bytes())
+    transition_to_inflight(meta, pending.instant, pending.action, inflight.to_bytes())
     for partition in pending.partitions:
         rel = f"{partition}/{PARTITION_METADATA_FILE}" if partition else PARTITION_METADATA_FILE
         if not meta.storage.exists(rel):
@@ -125,7 +113,10 @@ def build_metadata(
     outcomes: list[dict],
     absent_deletes: int,
     extra: dict[str, str] | None = None,
+    stale_before_write: int = 0,
 ) -> CommitMetadata:
+    """The completed instant's commit metadata: one write stat per file written, the schema, and
+    our counts (`engine.*`) in `extraMetadata`."""
     stats: dict[str, list[WriteStat]] = {}
     for o in sorted(outcomes, key=lambda o: (o["partition"], o["file_id"])):
         stats.setdefault(o["partition"], []).append(
@@ -145,7 +136,7 @@ def build_metadata(
     extra = {"schema": avro_to_json(arrow_to_avro(write_schema, meta.config.name)), **(extra or {})}
     if absent_deletes:
         extra["engine.deletes.absent"] = str(absent_deletes)
-    stale = sum(o["num_stale"] for o in outcomes)
+    stale = stale_before_write + sum(o["num_stale"] for o in outcomes)
     if stale:
         extra["engine.records.stale"] = str(stale)
     return CommitMetadata(stats, pending.operation.value, extra)
@@ -158,24 +149,16 @@ def complete(
     outcomes: list[dict],
     absent_deletes: int,
     extra: dict[str, str] | None = None,
+    stale_before_write: int = 0,
 ) -> CommitMetadata:
     """Write the completed instant file (exclusively): from here on the write is visible."""
-    metadata = build_metadata(meta, pending, write_schema, outcomes, absent_deletes, extra)
-    done = Instant(pending.instant, pending.action, State.COMPLETED)
-    body = metadata.to_bytes()
-    try:
-        meta.storage.create_exclusive(meta.instant_path(done), body)
-    except FileExistsError as exc:
-        # a retried conditional PUT (its first attempt succeeded, the answer was lost) sees its own
-        # file: that is our commit, not a conflict
-        if meta.storage.read_bytes(meta.instant_path(done)) == body:
-            return metadata
-        raise CommitConflictError(f"instant {pending.instant} was completed by another writer") from exc
+    metadata = build_metadata(meta, pending, write_schema, outcomes, absent_deletes, extra, stale_before_write)
+    complete_instant(meta, pending.instant, pending.action, metadata.to_bytes())
     return metadata
 
 
 def is_completed(meta: MetaClient, pending: PendingCommit) -> bool:
-    return meta.storage.exists(meta.instant_path(Instant(pending.instant, pending.action, State.COMPLETED)))
+    return is_instant_completed(meta, pending.instant, pending.action)
 
 
 def abort(meta: MetaClient, pending: PendingCommit) -> None:

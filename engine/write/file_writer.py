@@ -127,7 +127,8 @@ def write_bucket(
     path = join_path(bucket.partition, file_name)
     ops = incoming.column(OP_COL)
     upserts = incoming.filter(pc.equal(ops, OP_UPSERT))
-    delete_keys = incoming.filter(pc.equal(ops, OP_DELETE)).column(KEY_COL)
+    deletes = incoming.filter(pc.equal(ops, OP_DELETE))
+    delete_keys = deletes.column(KEY_COL)
     seq_prefix = f"{ctx.instant}_{task_partition}_"
 
     num_updates = num_deletes = num_stale = 0
@@ -146,6 +147,14 @@ def write_bucket(
         stale = pc.and_(found, pc.invert(accept))
         num_stale = pc.sum(stale.cast(pa.int64())).as_py() or 0
         upserts = upserts.filter(pc.invert(stale))
+        if ctx.precombine_field and deletes.num_rows and ctx.precombine_field in deletes.column_names:
+            # a delete marker (`_hoodie_is_deleted`) older than the stored record deletes nothing,
+            # as in Apache Hudi's DefaultHoodieRecordPayload
+            dpos = pc.index_in(delete_keys, value_set=old_keys)
+            daccept = _accept_newer(deletes.column(ctx.precombine_field), old.column(ctx.precombine_field).take(dpos))
+            dstale = pc.and_(pc.is_valid(dpos), pc.invert(daccept))
+            num_stale += pc.sum(dstale.cast(pa.int64())).as_py() or 0
+            delete_keys = deletes.filter(pc.invert(dstale)).column(KEY_COL)
         pos = pc.index_in(upserts.column(KEY_COL), value_set=old_keys)
         num_updates = pc.sum(pc.is_valid(pos).cast(pa.int64())).as_py() or 0
         replaced = pc.is_in(old_keys, value_set=upserts.column(KEY_COL))

@@ -24,6 +24,9 @@ pytestmark = pytest.mark.spark
 
 SCHEMA = "id string, city string, v string, ts long"
 KEYS = "id string, city string"
+# RECORD updates a record whose partition changed in place by default (Apache Hudi's
+# hoodie.record.index.update.partition.path=false); the tests that follow moves ask for them
+MOVES = {"hoodie.record.index.update.partition.path": "true"}
 
 
 def make(spark, path, index="RECORD", buckets=4) -> Table:
@@ -102,7 +105,7 @@ def test_a_commit_writes_one_sorted_file_per_touched_bucket(spark, tmp_path):
 def test_partition_change_moves_the_entry_and_in_place_keeps_it(spark, tmp_path):
     t = make(spark, tmp_path / "t")
     t.upsert(spark.createDataFrame([("a", "paris", "v1", 1), ("b", "rome", "v1", 1)], SCHEMA))
-    r = t.upsert(spark.createDataFrame([("a", "rome", "v2", 2)], SCHEMA))
+    r = t.upsert(spark.createDataFrame([("a", "rome", "v2", 2)], SCHEMA), options=MOVES)
     assert (r.deletes, r.inserts, r.updates) == (1, 1, 0)
     assert [(x["id"], x["_hoodie_partition_path"]) for x in rows(t.read())] == [("a", "rome"), ("b", "rome")]
     assert locate(t, "ab") == truth(t)
@@ -132,7 +135,7 @@ def test_spark_lookup_path_tags_like_the_driver_path(spark, tmp_path):
     t = make(spark, tmp_path / "t")
     t.upsert(spark.createDataFrame([(f"k{i}", f"c{i % 3}", "v1", 1) for i in range(30)], SCHEMA))
     batch = spark.createDataFrame([(f"k{i}", f"c{(i + 1) % 3}", "v2", 2) for i in range(20, 40)], SCHEMA)
-    r = t.upsert(batch, options={"hoodie.record.index.lookup": "spark"})
+    r = t.upsert(batch, options={"hoodie.record.index.lookup": "spark", **MOVES})
     assert r.index_stats["driver"] == 0
     assert (r.inserts, r.deletes, r.updates) == (20, 10, 0)  # 10 moved (delete + insert), 10 new
     assert locate(t, [f"k{i}" for i in range(45)]) == truth(t)
@@ -179,11 +182,12 @@ def test_an_interrupted_write_undoes_its_index_entries_before_it_stops(spark, tm
     with monkeypatch.context() as m:  # interrupted after the index files, before completion
         m.setattr(WriteGuard, "before_complete", interrupted)
         with pytest.raises(KeyboardInterrupt):
-            t.upsert(spark.createDataFrame([("c", "oslo", "v1", 2), ("a", "rome", "v2", 2)], SCHEMA), options=FAST)
+            t.upsert(spark.createDataFrame([("c", "oslo", "v1", 2), ("a", "rome", "v2", 2)], SCHEMA),
+                     options={**FAST, **MOVES})
     # a process that lives to see the interrupt cleans up at once: no pending instant, no index file
     assert tree_bytes(t.path) == snapshot  # the table exactly as it was, index folder included
     assert locate(t, "abc") == before == truth(t)
-    r = t.upsert(spark.createDataFrame([("a", "rome", "v3", 3)], SCHEMA), options=FAST)
+    r = t.upsert(spark.createDataFrame([("a", "rome", "v3", 3)], SCHEMA), options={**FAST, **MOVES})
     assert r.repaired is None or r.repaired.failed_writes_rolled_back == []
     assert (r.inserts, r.deletes) == (1, 1)  # moved from paris to rome: the old copy is deleted
     assert locate(t, "abc") == truth(t)
@@ -261,7 +265,7 @@ def test_random_operation_sequences_match_a_brute_force_map(spark, tmp_path, see
     every step every lookup is exact."""
     rng, ops_rng = random.Random(seed), random.Random(seed)
     t = make(spark, tmp_path / "t", buckets=3)
-    opts = {"hoodie.record.index.compaction.max.files": "1"}
+    opts = {"hoodie.record.index.compaction.max.files": "1", **MOVES}
     model: dict[str, str] = {}
     history: list[tuple[str, dict[str, str]]] = []  # (instant, model before it)
     deleted: set[str] = set()
@@ -312,7 +316,7 @@ def test_index_build_turns_a_global_simple_table_into_a_record_table(spark, tmp_
     names = index_files(t)
     assert len([n for n in names if n.endswith(".base.arrow")]) == 4 and len([n for n in names if n.endswith(".compaction")]) == 1
     assert locate(t, "abc") == truth(t) and sorted(truth(t)) == ["a", "b"]
-    r = t.upsert(spark.createDataFrame([("b", "oslo", "v3", 3), ("c", "paris", "v3", 3)], SCHEMA))
+    r = t.upsert(spark.createDataFrame([("b", "oslo", "v3", 3), ("c", "paris", "v3", 3)], SCHEMA), options=MOVES)
     assert (r.inserts, r.deletes, r.updates) == (2, 1, 0)  # b moved, c re-inserted
     assert locate(t, "abc") == truth(t)
     assert rows(t.read()) == hudi_rs.sort_rows(hudi_rs.snapshot(t.path))
@@ -340,7 +344,7 @@ def test_index_build_is_refused_and_changes_nothing_while_another_writer_holds_t
 
 def test_a_restore_over_compacted_instants_rebuilds_the_buckets_once(spark, tmp_path, rebuilt):
     t = make(spark, tmp_path / "t", buckets=2)
-    opts = {"hoodie.record.index.compaction.max.files": "1", "hoodie.clean.automatic": "false"}
+    opts = {"hoodie.record.index.compaction.max.files": "1", "hoodie.clean.automatic": "false", **MOVES}
     instants = [t.upsert(spark.createDataFrame([(f"k{i}", "paris", "v", i), ("a", ["paris", "rome"][i % 2], f"v{i}", i)],
                                                SCHEMA), options=opts).instant for i in range(5)]
     target = instants[1]
@@ -356,7 +360,7 @@ def test_a_restore_over_compacted_instants_rebuilds_the_buckets_once(spark, tmp_
 
 def test_a_lookup_as_of_an_older_timeline_answers_for_that_timeline_after_a_compaction(spark, tmp_path):
     t = make(spark, tmp_path / "t", buckets=1)
-    opts = {"hoodie.record.index.compaction.max.files": "1", "hoodie.clean.automatic": "false"}
+    opts = {"hoodie.record.index.compaction.max.files": "1", "hoodie.clean.automatic": "false", **MOVES}
     t.upsert(spark.createDataFrame([("a", "paris", "v1", 1), ("b", "rome", "v1", 1)], SCHEMA), options=opts)
     t.upsert(spark.createDataFrame([("c", "oslo", "v1", 1)], SCHEMA), options=opts)
     old_timeline, old = t.timeline(), locate(t, "abc")

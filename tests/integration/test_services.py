@@ -13,9 +13,9 @@ from engine import Table
 from engine.errors import ConcurrentWriteError, InstantNotFoundError, RollbackRefusedError
 from engine.services import archive as archive_service
 from engine.services.rollback import RollbackPlan, RollbackResult
-from engine.services.timeline_files import read_avro
 from engine.table.heartbeat import Heartbeat
 from engine.timeline.instant import Action, Instant, State
+from engine.timeline.lifecycle import read_avro
 from tests.support import hudi_rs
 from tests.support.tables import rows, tree_bytes
 

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from engine.data import log_block as lb
 from engine.errors import CorruptTableError, InvalidInputError
 from engine.table.commit_metadata import CommitMetadata, WriteStat
 from engine.timeline import archive_log as al
@@ -121,7 +122,7 @@ def test_archive_file_round_trip_over_several_blocks() -> None:
     entries = _entries()
     data = al.encode_archive_block(entries[:2]) + al.encode_archive_block(entries[2:5]) + al.encode_archive_block(entries[5:])
     assert al.decode_archive_file(data) == entries
-    blocks = al.decode_log_blocks(data)
+    blocks = lb.decode_log_blocks(data)
     assert [b.block_type for b in blocks] == [3, 3, 3]
     assert blocks[1].offset == len(al.encode_archive_block(entries[:2]))
     assert all(b.footer == {} and list(b.header) == [2] for b in blocks)
@@ -157,15 +158,15 @@ def test_garbled_blocks_raise_corrupt_table_error() -> None:
     with pytest.raises(CorruptTableError, match="format version 2"):
         al.decode_archive_file(bad_version)
     # a record datum cut short inside a well-formed block
-    content = bytearray(al.encode_avro_content([_entries()[0]], am.parsed_schema("HoodieArchivedMetaEntry")))
+    content = bytearray(lb.encode_avro_content([_entries()[0]], am.parsed_schema("HoodieArchivedMetaEntry")))
     struct.pack_into(">i", content, 8, 5)
-    broken = al.encode_log_block(3, {2: al.archive_schema_header()}, bytes(content[:13]))
+    broken = lb.encode_log_block(3, {2: al.archive_schema_header()}, bytes(content[:13]))
     with pytest.raises(CorruptTableError, match="record 0"):
         al.decode_archive_file(broken)
 
 
 def test_non_avro_block_is_refused() -> None:
-    command = al.encode_log_block(al.BlockType.COMMAND, {0: T1, 1: T0, 3: "0"}, b"")
+    command = lb.encode_log_block(lb.BlockType.COMMAND, {0: T1, 1: T0, 3: "0"}, b"")
     with pytest.raises(CorruptTableError, match="not AVRO"):
         al.decode_archive_file(command)
 
@@ -189,14 +190,14 @@ def test_decodes_a_log_file_written_by_hudi(trips: Path) -> None:
     [log] = [p for p in trips.rglob(".*.log.*") if ".hoodie" not in p.parts]
     assert log.name == ".d0304c53-6fd2-4b7a-a9d6-5ff632f79224-0_20250331030642808.log.1_0-26-85"
     data = log.read_bytes()
-    [block] = al.decode_log_blocks(data)
+    [block] = lb.decode_log_blocks(data)
     assert (block.offset, block.block_type, sorted(block.header), block.footer) == (0, 3, [0, 2], {})
     assert block.header[0] == "20250331030645735"  # INSTANT_TIME: the deltacommit that wrote it
     (trailer,) = struct.unpack(">q", data[-8:])
     assert trailer == len(data) - 8
-    [record] = al.decode_avro_content(block)
+    [record] = lb.decode_avro_content(block)
     assert record["_hoodie_commit_time"] == "20250331030645735"
     assert record["_hoodie_record_key"] == "9909a8b1-2d15-4d3d-8ec9-efc48c536a00"
     assert record["_hoodie_partition_path"] == "city=san_francisco"
     # re-encoding the same header and content gives Hudi's bytes back
-    assert al.encode_log_block(block.block_type, block.header, block.content, block.footer) == data
+    assert lb.encode_log_block(block.block_type, block.header, block.content, block.footer) == data

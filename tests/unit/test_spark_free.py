@@ -23,8 +23,12 @@ SPARK_MODULES = {
     "engine.read.scan",
     "engine.spark",
     "engine.spark.errors",
+    "engine.spark.jobs",
     "engine.spark.session",
     "engine.write.executor",
+    "engine.write.prepare",
+    "engine.write.tagging",
+    "engine.write.tasks",
 }
 
 PROBE = """

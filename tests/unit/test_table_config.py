@@ -417,3 +417,27 @@ def test_write_config_unknown_key(key: str) -> None:
 def test_write_config_bad_values(key: str, value: object) -> None:
     with pytest.raises(InvalidConfigError):
         WriteConfig.from_options({key: value})
+
+
+def test_update_partition_path_per_index_defaults_are_apache_hudis() -> None:
+    cfg = WriteConfig.from_options(None)
+    assert {i: cfg.update_partition_path_for(i) for i in ("GLOBAL_SIMPLE", "GLOBAL_BLOOM", "RECORD", "HBASE")} == {
+        "GLOBAL_SIMPLE": True,
+        "GLOBAL_BLOOM": True,
+        "RECORD": False,
+        "HBASE": False,
+    }
+    specific = WriteConfig.from_options(
+        {"hoodie.record.index.update.partition.path": "true", "hoodie.bloom.index.update.partition.path": "false"}
+    )
+    assert specific.update_partition_path_for("RECORD") is True
+    assert specific.update_partition_path_for("GLOBAL_BLOOM") is False
+    assert specific.update_partition_path_for("HBASE") is False
+    # the generic key overrides every index's own
+    generic = WriteConfig.from_options(
+        {"hoodie.index.update.partition.path": "false", "hoodie.simple.index.update.partition.path": "true"}
+    )
+    assert [generic.update_partition_path_for(i) for i in ("GLOBAL_SIMPLE", "GLOBAL_BLOOM", "RECORD", "HBASE")] == [
+        False, False, False, False
+    ]
+    assert WriteConfig.from_options({"hoodie.index.update.partition.path": "true"}).update_partition_path_for("HBASE")

@@ -1,0 +1,94 @@
+"""Merge-on-read log files through Storage: their blocks, their instants, writing a new one.
+
+A log file (`.<fileId>_<baseInstant>.log.<version>_<writeToken>`) is a sequence of log blocks
+(`engine.data.log_block`). We never append to one: every write creates a new file with the next
+version (`next_log_version`), exclusively, so a failed write leaves whole files to delete, file
+order equals write order for Apache Hudi and hudi-rs alike, and object stores need no append.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+
+from engine.data.log_block import MAGIC, HeaderKey, LogBlock, decode_block_head, decode_log_blocks
+from engine.errors import CorruptTableError, InvalidInputError
+from engine.storage import Storage
+from engine.table.file_names import LogFileName
+
+_HEAD_READ = 64 * 1024  # one read covers a block's header (the writer schema is a few KB) in most files
+
+
+def read_log_blocks(storage: Storage, path: str) -> list[LogBlock]:
+    """Every block of the log file at `path` (relative to the table), in file order.
+
+    A malformed file raises CorruptTableError naming the file and the block's offset; a missing
+    one stays FileNotFoundError.
+    """
+    data = storage.read_bytes(path)
+    try:
+        return decode_log_blocks(data)
+    except CorruptTableError as exc:
+        raise CorruptTableError(f"{storage.uri(path)}: {exc}") from exc
+
+
+def log_block_instants(storage: Storage, path: str) -> list[str]:
+    """The INSTANT_TIME of each block of the log file at `path`, in file order, reading only the
+    blocks' headers (one ranged read per block in the usual case)."""
+    instants: list[str] = []
+    with storage.open_input_file(path) as f:
+        size = f.size()
+        pos = 0
+        while pos < size:
+            want = _HEAD_READ
+            while True:
+                chunk = f.read_at(min(want, size - pos), pos)
+                try:
+                    head = decode_block_head(chunk, pos)
+                except CorruptTableError as exc:
+                    raise CorruptTableError(f"{storage.uri(path)}: {exc}") from exc
+                if head is not None:
+                    break
+                if pos + len(chunk) >= size:
+                    raise CorruptTableError(
+                        f"{storage.uri(path)}: log block at offset {pos}: truncated header "
+                        f"(the file ends at {size})"
+                    )
+                want *= 4
+            length, block_type, header = head
+            if pos + length > size:
+                raise CorruptTableError(
+                    f"{storage.uri(path)}: log block at offset {pos}: length {length} runs past the end "
+                    f"of the file ({size} bytes)"
+                )
+            instant = header.get(HeaderKey.INSTANT_TIME)
+            if instant is None:
+                raise CorruptTableError(
+                    f"{storage.uri(path)}: log block at offset {pos} (type {block_type}) has no INSTANT_TIME header"
+                )
+            instants.append(instant)
+            pos += length
+    return instants
+
+
+def write_log_file(storage: Storage, path: str, blocks: Sequence[bytes]) -> int:
+    """Create the log file `path` holding `blocks` (encoded log blocks) and return its size.
+
+    Created exclusively: FileExistsError if anything is there (a log file is never appended to).
+    """
+    if not blocks:
+        raise InvalidInputError(f"a log file needs at least one block: {path}")
+    for i, block in enumerate(blocks):
+        if not block.startswith(MAGIC):
+            raise InvalidInputError(f"block {i} for {path} is not an encoded log block")
+    data = b"".join(blocks)
+    storage.create_exclusive(path, data)
+    return len(data)
+
+
+def next_log_version(existing: Iterable[LogFileName]) -> int:
+    """The version of the next log file of a slice: one more than the highest of `existing`, 1 when
+    there is none. Versions are written unpadded (hudi-rs fails to find `log.01`)."""
+    return max((name.version for name in existing), default=0) + 1
+
+
+__all__ = ["log_block_instants", "next_log_version", "read_log_blocks", "write_log_file"]

@@ -1,0 +1,109 @@
+"""The instant lifecycle on storage: claim a new instant (`T.<action>.requested`, created
+exclusively), move it to inflight, complete it (exclusively: one writer completes an instant),
+remove its files, and read/write the Avro plans and metadata of table-service instants.
+
+Used by writes (`engine.write.commit`) and every table service.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+from engine.constants import METAFOLDER
+from engine.errors import CommitConflictError, CorruptTableError
+from engine.table.meta_client import MetaClient, instant_file_names
+from engine.timeline.instant import Action, Instant, State, next_instant_time
+from engine.timeline.timeline import Timeline
+
+MAX_CLAIM_ATTEMPTS = 50
+
+
+def claim_instant(
+    meta: MetaClient, timeline: Timeline, action: Action, requested_body: bytes, now: datetime | None = None
+) -> str:
+    """Create `T.<action>.requested` for a new time T strictly after every instant on the timeline.
+
+    The requested file is created exclusively, so of racing claimants exactly one gets each time.
+    """
+    last = timeline.last_time
+    for _ in range(MAX_CLAIM_ATTEMPTS):
+        time = next_instant_time(now or datetime.now(UTC), last)
+        requested = Instant(time, action, State.REQUESTED)
+        try:
+            meta.storage.create_exclusive(meta.instant_path(requested), requested_body)
+            return time
+        except FileExistsError:
+            last = max(time, meta.timeline().last_time or time)
+    raise CommitConflictError("could not claim a new instant time: the timeline keeps moving")
+
+
+def transition_to_inflight(meta: MetaClient, time: str, action: Action, body: bytes) -> None:
+    """Create the inflight file of a requested instant (exclusively)."""
+    meta.storage.create_exclusive(meta.instant_path(Instant(time, action, State.INFLIGHT)), body)
+
+
+def complete_instant(meta: MetaClient, time: str, action: Action, body: bytes) -> None:
+    """Write the completed instant file exclusively: from here on the instant is visible.
+
+    A retried conditional PUT (its first attempt succeeded, the answer was lost) sees its own file
+    (same bytes): that is this writer's completion, not a conflict.
+    """
+    path = meta.instant_path(Instant(time, action, State.COMPLETED))
+    try:
+        meta.storage.create_exclusive(path, body)
+    except FileExistsError as exc:
+        if meta.storage.read_bytes(path) == body:
+            return
+        raise CommitConflictError(f"instant {time} was completed by another writer") from exc
+
+
+def is_instant_completed(meta: MetaClient, time: str, action: Action) -> bool:
+    return meta.storage.exists(meta.instant_path(Instant(time, action, State.COMPLETED)))
+
+
+def write_avro(meta: MetaClient, instant: Instant, model: str, record: dict, exclusive: bool = True) -> None:
+    """Write an instant file holding one Avro record (Apache Hudi's container-file form)."""
+    from engine.timeline import avro_models
+
+    body = avro_models.serialize(model, record)
+    path = meta.instant_path(instant)
+    if exclusive:
+        try:
+            meta.storage.create_exclusive(path, body)
+        except FileExistsError:
+            if meta.storage.read_bytes(path) != body:
+                raise
+    else:
+        meta.storage.write_bytes(path, body)
+
+
+def read_avro(meta: MetaClient, instant: Instant, model: str) -> dict:
+    from engine.timeline import avro_models
+
+    data = meta.read_instant(instant)
+    try:
+        return avro_models.deserialize(model, data)
+    except CorruptTableError as exc:
+        raise CorruptTableError(f"{meta.instant_path(instant)}: {exc}") from exc
+
+
+def ensure_file(meta: MetaClient, instant: Instant, body: bytes = b"") -> None:
+    """Create an instant file if it is missing (resuming an interrupted service)."""
+    try:
+        meta.storage.create_exclusive(meta.instant_path(instant), body)
+    except FileExistsError:
+        pass
+
+
+def remove_instant(meta: MetaClient, time: str, action: Action) -> None:
+    """Remove an instant's timeline files: requested and inflight first, the completed file last,
+    so an interrupted removal never leaves a completed-looking instant without its history."""
+    names = instant_file_names(Instant(time, action, State.REQUESTED))
+    for name in names:  # requested, inflight, completed (State's order)
+        meta.storage.delete(f"{METAFOLDER}/{name}")
+
+
+def heartbeat_path(time: str) -> str:
+    from engine.table.heartbeat import heartbeat_file
+
+    return heartbeat_file(time)
