@@ -13,7 +13,7 @@ STACK_WAIT ?= 900
 # tests/stack against the process-based stack (CI: no Docker engine); seconds for the suite
 STACK_LOCAL_TIMEOUT ?= 900
 
-.PHONY: setup test unit run bench lint clean up down logs ps stack-test stack-local docker-check
+.PHONY: setup test unit run demo console worker bench bench-console lint clean up down logs ps stack-test stack-local docker-check
 
 $(VENV)/.installed: pyproject.toml
 	python3 -m venv $(VENV)
@@ -32,18 +32,31 @@ test: setup
 unit: setup
 	$(PY) -m pytest -q tests/unit tests/stack_config
 
-run: setup
+run: setup  ## the admin console + its job runner on local Spark, ./lakehouse and SQLite (Ctrl-C stops both)
+	$(VENV)/bin/hoodie-console run
+
+demo: setup  ## the engine's end-to-end demo (no console)
 	$(PY) -m engine.demo
+
+console: setup  ## the console alone under gunicorn (run `make worker` beside it)
+	$(VENV)/bin/hoodie-console db upgrade
+	$(VENV)/bin/gunicorn -b 127.0.0.1:8000 -w 2 --threads 4 'webui:create_app()'
+
+worker: setup  ## the console's job runner alone
+	$(VENV)/bin/hoodie-console worker
 
 bench: setup
 	$(PY) bench/upsert.py
 
+bench-console: setup
+	$(PY) bench/console.py
+
 lint: setup
-	$(VENV)/bin/ruff check engine tests bench docker
+	$(VENV)/bin/ruff check engine webui tests bench docker
 	$(VENV)/bin/mypy engine
 
 clean:
-	rm -rf lakehouse spark-warehouse .pytest_cache
+	rm -rf lakehouse spark-warehouse .pytest_cache artifacts
 
 # --- the local lakehouse ------------------------------------------------------------------
 

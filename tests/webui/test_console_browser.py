@@ -1,0 +1,203 @@
+"""The console in a real browser: Debian's Chromium driven by Playwright, against gunicorn on
+127.0.0.1 and a real job runner. Screenshots go to artifacts/screenshots/ (README images are
+copied from there to docs/img/)."""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.support.console import PASSWORDS, make_app, start_worker, stop
+
+pytestmark = pytest.mark.spark
+
+CHROMIUM = "/usr/bin/chromium"
+ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
+        "--disable-sync", "--no-first-run", "--disable-quic"]
+REPO = Path(__file__).resolve().parents[2]
+SHOTS = REPO / "artifacts" / "screenshots"
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture(scope="module")
+def site(tmp_path_factory):
+    if not os.path.exists(CHROMIUM):
+        message = "Debian's chromium is not installed (apt-get install -y chromium)"
+        if os.environ.get("CI") == "true":
+            pytest.fail(message)
+        pytest.skip(message)
+    pytest.importorskip("playwright")
+    tmp = tmp_path_factory.mktemp("browser")
+    mp = pytest.MonkeyPatch()
+    db_url = f"sqlite:///{tmp / 'console.db'}"
+    make_app(tmp, mp, db_url)  # schema through the migrations, and the three users
+    port = _free_port()
+    env = {**os.environ, "DATABASE_URL": db_url, "CONSOLE_WAREHOUSE_ROOTS": str(tmp / "lake"),
+           "CONSOLE_SECRET_KEY": "test-secret-key"}
+    env.pop("CONSOLE_TEST_HOLD_AT", None)
+    gunicorn = shutil.which("gunicorn", path=os.path.dirname(sys.executable)) or "gunicorn"
+    log = open(tmp / "gunicorn.log", "w")  # noqa: SIM115
+    web = subprocess.Popen([gunicorn, "-b", f"127.0.0.1:{port}", "-w", "2", "--threads", "2", "webui:create_app()"],
+                           env=env, cwd=str(REPO), stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+    worker = start_worker(tmp, db_url)
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=1).close()
+            break
+        except OSError:
+            time.sleep(0.2)
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=ARGS, headless=True)
+        yield f"http://127.0.0.1:{port}", browser, tmp
+        browser.close()
+    stop(worker)
+    stop(web)
+    mp.undo()
+
+
+def _login(browser, base: str, user: str):  # type: ignore[no-untyped-def]
+    context = browser.new_context(viewport={"width": 1400, "height": 900})
+    page = context.new_page()
+    problems: list[str] = []
+    page.on("console", lambda m: problems.append(m.text) if m.type == "error" else None)
+    page.goto(f"{base}/login")
+    page.fill("#username", user)
+    page.fill("#password", PASSWORDS[user])
+    page.click("main button[type=submit]")
+    page.wait_for_url(f"{base}/tables")
+    return page, problems
+
+
+def _wait_job_done(page) -> str:  # type: ignore[no-untyped-def]
+    page.wait_for_function("() => ['succeeded','failed','cancelled'].includes("
+                           "document.querySelector('[data-testid=job-state]').textContent.trim())", timeout=180_000)
+    page.wait_for_load_state()
+    return page.locator("[data-testid=job-state]").inner_text().strip()
+
+
+def _upload(page, base: str, tmp: Path, name: str, csv: str) -> str:  # type: ignore[no-untyped-def]
+    path = tmp / name
+    path.write_text(csv)
+    page.goto(f"{base}/tables/trips/write")
+    page.set_input_files("#up-file", str(path))
+    page.click("[data-testid=upload-submit]")
+    page.wait_for_selector("[data-testid=confirm-write]")
+    return path.name
+
+
+def test_operator_journey_and_viewer_limits(site):
+    base, browser, tmp = site
+    page, problems = _login(browser, base, "admin")
+
+    # create a table
+    page.click("[data-testid=create-table]")
+    page.fill("#name", "trips")
+    page.fill("#record_key", "trip_id")
+    page.fill("#partition_fields", "city")
+    page.fill("#precombine_field", "ts")
+    page.click("main button[type=submit]")
+    page.wait_for_url(f"{base}/tables/trips")
+    assert page.locator("[data-testid=table-name]").inner_text() == "trips"
+
+    # upload a batch, preview it, queue it, watch the job finish
+    rows = ["trip_id,city,ts,fare,rider"] + [f"t{i:03d},{c},{i},{10 + i}.5,rider-{i % 7}"
+                                             for i, c in enumerate(["paris", "berlin", "lisbon", "oslo"] * 10)]
+    _upload(page, base, tmp, "batch1.csv", "\n".join(rows) + "\n")
+    assert page.locator("[data-testid=preview-rows]").inner_text() == "40"
+    page.screenshot(path=str(SHOTS / "console-write-preview.png"), full_page=True)
+    page.click("[data-testid=confirm-write]")
+    page.wait_for_url(re.compile(r".*/jobs/\d+$"))
+    assert _wait_job_done(page) == "succeeded"
+    first = page.locator("[data-testid=result-instant]").inner_text()
+    page.screenshot(path=str(SHOTS / "console-job.png"), full_page=True)
+
+    # a second batch updates some trips
+    _upload(page, base, tmp, "batch2.csv", "trip_id,city,ts,fare,rider\nt000,paris,100,99.5,rider-0\nt001,berlin,100,77.5,rider-1\n")
+    page.click("[data-testid=confirm-write]")
+    page.wait_for_url(re.compile(r".*/jobs/\d+$"))
+    assert _wait_job_done(page) == "succeeded"
+    second = page.locator("[data-testid=result-instant]").inner_text()
+
+    # the commits are on the timeline; open one, then the file groups
+    page.goto(f"{base}/tables/trips/timeline")
+    assert page.locator(f"tr[data-instant='{first}']").count() == 1
+    assert page.locator(f"tr[data-instant='{second}']").count() == 1
+    page.screenshot(path=str(SHOTS / "console-timeline.png"), full_page=True)
+    page.click(f"tr[data-instant='{first}'] a >> nth=0")
+    assert page.locator("[data-testid=commit-instant]").inner_text() == first
+    assert page.locator("[data-testid=commit-files] tbody tr").count() == 4
+    page.screenshot(path=str(SHOTS / "console-commit.png"), full_page=True)
+    page.goto(f"{base}/tables/trips/file-groups")
+    assert page.locator("[data-testid=groups-total]").inner_text() == "4 file group(s)"
+    page.screenshot(path=str(SHOTS / "console-file-groups.png"), full_page=True)
+
+    # data preview before the rollback
+    def preview_fares() -> dict[str, str]:
+        page.goto(f"{base}/tables/trips/preview")
+        page.click("[data-testid=preview-submit]")
+        page.wait_for_url(re.compile(r".*/jobs/\d+$"))
+        assert _wait_job_done(page) == "succeeded"
+        headers = page.locator("[data-testid=preview-rows] thead th").all_inner_texts()
+        out = {}
+        for tr in page.locator("[data-testid=preview-rows] tbody tr").all():
+            cells = tr.locator("td").all_inner_texts()
+            out[cells[headers.index("trip_id")]] = cells[headers.index("fare")]
+        return out
+
+    before = preview_fares()
+    assert len(before) == 40 and before["t000"] == "99.5" and before["t001"] == "77.5" and before["t002"] == "12.5"
+    page.screenshot(path=str(SHOTS / "console-data-preview.png"), full_page=True)
+
+    # roll the second commit back through its preview
+    page.goto(f"{base}/tables/trips/timeline")
+    page.click(f"[data-testid=rollback-{second}]")
+    assert page.locator("[data-testid=plan-instants]").inner_text() == "1"
+    assert page.locator("[data-testid=plan-files]").inner_text() == "2"
+    page.screenshot(path=str(SHOTS / "console-rollback-preview.png"), full_page=True)
+    page.click("[data-testid=confirm-service]")
+    page.wait_for_url(re.compile(r".*/jobs/\d+$"))
+    assert _wait_job_done(page) == "succeeded"
+    page.goto(f"{base}/tables/trips/timeline")
+    assert page.locator(f"tr[data-instant='{second}']").count() == 0
+    assert page.locator(f"tr[data-instant='{first}']").count() == 1
+    after = preview_fares()
+    assert after["t000"] == "10.5" and after["t001"] == "11.5" and len(after) == 40
+    page.goto(f"{base}/tables/trips")
+    page.wait_for_function("() => document.querySelectorAll('canvas.js-chart').length === 2 && "
+                           "[...document.querySelectorAll('canvas.js-chart')].every(c => c.width > 0)")
+    assert page.locator("[data-testid=stat-records]").inner_text() == "40"
+    page.screenshot(path=str(SHOTS / "console-overview.png"), full_page=True)
+    page.goto(f"{base}/audit")
+    page.screenshot(path=str(SHOTS / "console-audit.png"), full_page=True)
+    assert [p for p in problems if "Content Security Policy" in p or "Refused" in p] == []
+
+    # a viewer sees no action buttons, and posting anyway is refused
+    viewer, _ = _login(browser, base, "viewer")
+    viewer.goto(f"{base}/tables/trips/timeline")
+    assert viewer.locator(f"tr[data-instant='{first}']").count() == 1
+    assert viewer.locator("text=Roll back").count() == 0 and viewer.locator("[data-testid=nav-write]").count() == 0
+    viewer.screenshot(path=str(SHOTS / "console-viewer-timeline.png"), full_page=True)
+    token = viewer.locator("input[name=csrf_token]").first.get_attribute("value")
+    resp = viewer.request.post(f"{base}/tables/trips/services/rollback", form={"csrf_token": token, "instant": first})
+    assert resp.status == 403
+    resp = viewer.request.post(f"{base}/tables/trips/write/demo", form={"demo-csrf_token": token, "demo-rows": "5"})
+    assert resp.status == 403
+    viewer.goto(f"{base}/tables/trips/services/rollback?instant={first}")
+    assert "needs the admin role" in viewer.locator("[data-testid=error-message]").inner_text()

@@ -1,0 +1,81 @@
+"""The `hoodie-console` commands the Compose stack relies on: db upgrade, create-user, the first
+admin (from the environment, or a one-time password printed once), and settings defaults."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import sqlalchemy as sa
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def _run(args: list[str], env: dict[str, str], stdin: str = "") -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "webui.cli", *args], input=stdin, capture_output=True, text=True,
+                          env=env, cwd=str(REPO), timeout=120)
+
+
+def _env(tmp_path: Path, **extra: str) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("CONSOLE_") and k != "DATABASE_URL"}
+    env.update({"CONSOLE_WAREHOUSE_ROOTS": str(tmp_path / "lake"), **extra})
+    return env
+
+
+def _users(db_path: Path) -> list[tuple[str, str]]:
+    engine = sa.create_engine(f"sqlite:///{db_path}")
+    with engine.connect() as conn:
+        rows = conn.execute(sa.text("SELECT username, role FROM users ORDER BY id")).all()
+    engine.dispose()
+    return [tuple(r) for r in rows]
+
+
+def test_upgrade_then_first_admin_printed_once_then_create_user(tmp_path):
+    env = _env(tmp_path)
+    up = _run(["db", "upgrade"], env)
+    assert up.returncode == 0, up.stderr
+    db_path = tmp_path / "lake" / ".console" / "console.db"  # the default: under the first warehouse root
+    assert db_path.exists()
+    assert oct((tmp_path / "lake" / ".console" / "secret_key").stat().st_mode & 0o777) == "0o600"
+    first = _run(["create-user", "bob", "--role", "viewer"], env, stdin="bob-password-1\n")
+    assert first.returncode == 0, first.stderr
+    assert "created user 'bob' (viewer)" in first.stdout
+    assert "created the first admin 'admin' with the one-time password: " in first.stderr
+    again = _run(["create-user", "eve", "--role", "operator"], env, stdin="short\n")
+    assert again.returncode != 0 and "a password has at least 8 characters" in again.stderr
+    assert "one-time password" not in again.stderr  # printed once, at the first start only
+    assert _users(db_path) == [("admin", "admin"), ("bob", "viewer")]
+
+
+def test_admin_from_the_environment_and_flask_cli(tmp_path):
+    env = _env(tmp_path, CONSOLE_ADMIN_USER="root", CONSOLE_ADMIN_PASSWORD="root-password-1",
+               DATABASE_URL=f"sqlite:///{tmp_path / 'c.db'}")
+    flask = subprocess.run([sys.executable, "-m", "flask", "--app", "webui", "db", "upgrade"], capture_output=True,
+                           text=True, env=env, cwd=str(REPO), timeout=120)
+    assert flask.returncode == 0, flask.stderr
+    made = _run(["create-user", "ops", "--role", "operator"], {**env, "CONSOLE_NEW_PASSWORD": "ops-password-1"})
+    assert made.returncode == 0, made.stderr
+    assert "one-time password" not in made.stderr and "root-password-1" not in made.stderr + made.stdout
+    assert _users(tmp_path / "c.db") == [("root", "admin"), ("ops", "operator")]
+
+
+def test_settings_defaults_and_roots():
+    from webui.config import Settings, split_roots
+
+    s = Settings.from_env({"CONSOLE_WAREHOUSE_ROOTS": "/data/a, s3://bucket/pre/ ,/data/b", "CONSOLE_SECRET_KEY": "k",
+                           "CONSOLE_MAX_UPLOAD_MB": "5"})
+    assert s.warehouse_roots == ("/data/a", "s3://bucket/pre", "/data/b")
+    assert s.database_url == "sqlite:////data/a/.console/console.db"
+    assert s.flask_config()["MAX_CONTENT_LENGTH"] == 5 * 1024 * 1024
+    assert s.spark_master == "local[*]" and s.port == 8000 and s.secure_cookies is False
+    s3_only = Settings.from_env({"CONSOLE_WAREHOUSE_ROOTS": "s3://b/p", "CONSOLE_SECRET_KEY": "k",
+                                 "DATABASE_URL": "postgresql+psycopg://u:pw@db/console", "CONSOLE_SECURE_COOKIES": "true"})
+    assert s3_only.database_url == "postgresql+psycopg://u:pw@db/console"
+    assert s3_only.flask_config()["SESSION_COOKIE_SECURE"] is True
+    with_admin = Settings.from_env({"CONSOLE_SECRET_KEY": "very-secret-key", "CONSOLE_ADMIN_PASSWORD": "admin-pw-123",
+                                    "DATABASE_URL": "postgresql+psycopg://u:db-pw-456@db/console"})
+    text = repr(with_admin)
+    assert "very-secret-key" not in text and "admin-pw-123" not in text and "db-pw-456" not in text
+    assert split_roots("./lakehouse") == [os.path.abspath("./lakehouse")]

@@ -1,0 +1,122 @@
+"""The console's database on SQLite and on a real PostgreSQL 15: the migrations make the schema,
+the audit log refuses changes, job claims are atomic (two runners never claim the same job),
+and a dead runner's jobs are failed with a reason while queued ones survive."""
+
+from __future__ import annotations
+
+import os
+import threading
+from datetime import timedelta
+
+import pytest
+import sqlalchemy as sa
+from sqlalchemy.orm import Session
+
+from tests.support.console import make_app
+from tests.support.postgres import fresh_database, postgres_server
+
+
+@pytest.fixture(scope="module")
+def pg_server():
+    with postgres_server() as url:
+        yield url
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def app(request, tmp_path, monkeypatch):
+    url = None
+    if request.param == "postgresql":
+        url = fresh_database(request.getfixturevalue("pg_server"), f"t_{os.getpid()}_{abs(hash(request.node.name)) % 10**8}")
+    app = make_app(tmp_path, monkeypatch, url)
+    yield app
+    from webui.extensions import db
+
+    with app.app_context():
+        db.engine.dispose()
+
+
+def _queue(app, n: int) -> list[int]:
+    from webui.services import jobs
+
+    with app.app_context():
+        return [jobs.enqueue(None, None, "clean", {"n": i}).id for i in range(n)]
+
+
+def test_schema_comes_from_the_migrations(app):
+    from webui.extensions import db
+
+    with app.app_context():
+        names = set(sa.inspect(db.engine).get_table_names())
+        version = db.session.execute(sa.text("SELECT version_num FROM alembic_version")).scalar_one()
+    assert names == {"alembic_version", "api_tokens", "audit_log", "jobs", "tables", "uploads", "users", "workers"}
+    assert version == "0001"
+
+
+def test_audit_rows_cannot_be_changed_below_the_orm(app):
+    from webui.extensions import db
+    from webui.services import audit
+
+    with app.app_context():
+        audit.record(None, "x", "done")
+        for statement in ("UPDATE audit_log SET outcome = 'changed'", "DELETE FROM audit_log"):
+            with pytest.raises(sa.exc.DatabaseError, match="append-only"), db.engine.begin() as conn:
+                conn.execute(sa.text(statement))
+        assert db.session.execute(sa.text("SELECT outcome FROM audit_log")).scalars().all() == ["done"]
+
+
+def test_two_runners_never_claim_the_same_job(app):
+    from webui.extensions import db
+    from webui.jobs.claim import claim_next
+
+    ids = _queue(app, 120)
+    with app.app_context():
+        engine = db.engine
+    claims: dict[str, list[int]] = {}
+    start = threading.Barrier(4)
+
+    def runner(name: str) -> None:
+        mine: list[int] = []
+        start.wait()
+        with Session(engine) as session:
+            while (job_id := claim_next(session, name)) is not None:
+                mine.append(job_id)
+        claims[name] = mine
+
+    threads = [threading.Thread(target=runner, args=(f"w{i}",)) for i in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(60)
+    claimed = [j for mine in claims.values() for j in mine]
+    assert sorted(claimed) == ids  # every job once, none twice
+    with app.app_context():
+        rows = db.session.execute(sa.text("SELECT id, state, worker_id FROM jobs ORDER BY id")).all()
+    owner = {j: name for name, mine in claims.items() for j in mine}
+    assert [(r[0], r[1], r[2]) for r in rows] == [(j, "running", owner[j]) for j in ids]
+    assert len(claims) == 4
+
+
+def test_dead_runner_jobs_fail_and_queued_jobs_survive(app):
+    from webui.extensions import db
+    from webui.jobs.claim import claim_next, fail_orphans
+    from webui.models import Job, Worker, utcnow
+
+    ids = _queue(app, 3)
+    with app.app_context():
+        db.session.add(Worker(id="dead-local", host=__import__("socket").gethostname(), pid=2**22 + 7))
+        db.session.add(Worker(id="silent", host="elsewhere", pid=1, heartbeat_at=utcnow() - timedelta(minutes=5)))
+        db.session.add(Worker(id="alive", host="elsewhere", pid=1, heartbeat_at=utcnow()))
+        db.session.commit()
+        assert claim_next(db.session, "dead-local") == ids[0]
+        assert claim_next(db.session, "silent") == ids[1]
+        # the third stays queued; a runner on another host that still beats keeps its job
+        alive_job = _queue(app, 1)[0]
+        db.session.execute(sa.update(Job).where(Job.id == alive_job).values(state="running", worker_id="alive"))
+        db.session.commit()
+        assert fail_orphans(db.session, me="new") == [ids[0], ids[1]]
+        jobs = {j.id: (j.state, j.error) for j in db.session.scalars(sa.select(Job))}
+    assert jobs[ids[0]][0] == "failed" and jobs[ids[0]][1].startswith(
+        f"its job runner dead-local (pid {2**22 + 7}) died while the job was running.")
+    assert jobs[ids[1]][0] == "failed" and jobs[ids[1]][1].startswith("its job runner silent stopped beating at ")
+    assert jobs[ids[2]] == ("queued", None)
+    assert jobs[alive_job] == ("running", None)

@@ -1,0 +1,220 @@
+"""The job runner for real: a worker process with its own SparkSession executes queued jobs.
+
+One worker serves the module (Spark starts once); the crash test starts its own. Tables are
+read back with pyarrow from the files the engine wrote (this process never starts Spark).
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import signal
+import time
+from pathlib import Path
+
+import pyarrow.parquet as pq
+import pytest
+
+from tests.support import handmade
+from tests.support.console import PASSWORDS, audit_rows, csrf, make_app, start_worker, stop
+from tests.support.tables import tree_bytes
+
+pytestmark = pytest.mark.spark
+
+
+def job(app, job_id: int):
+    from webui.extensions import db
+    from webui.models import Job
+
+    with app.app_context():
+        db.session.expire_all()
+        return db.session.get(Job, job_id)
+
+
+def wait_job(app, job_id: int, until=lambda j: j.state in ("succeeded", "failed", "cancelled"), timeout: float = 240):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        j = job(app, job_id)
+        if until(j):
+            return j
+        time.sleep(0.2)
+    raise AssertionError(f"job {job_id} still {j.state}: {j.log_tail}")
+
+
+@pytest.fixture(scope="module")
+def env(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("worker")
+    mp = pytest.MonkeyPatch()
+    db_url = f"sqlite:///{tmp / 'console.db'}"
+    app = make_app(tmp, mp, db_url)
+    proc = start_worker(tmp, db_url, hold="writing@held")
+    yield app, tmp
+    stop(proc)
+    mp.undo()
+
+
+def _register(app, t: handmade.Handmade, name: str) -> None:
+    with app.app_context():
+        from webui.services.tables import register_existing
+
+        register_existing(t.path, name, None)
+
+
+def _upsert_via_pages(client, table: str, csv: bytes) -> int:
+    page = client.post(f"/tables/{table}/write/upload", data={
+        "up-csrf_token": csrf(client, f"/tables/{table}/write"), "up-operation": "upsert",
+        "up-file": (io.BytesIO(csv), "batch.csv")}, content_type="multipart/form-data").get_data(as_text=True)
+    upload_id = page.split('name="upload_id" type="hidden" value="')[1].split('"')[0]
+    resp = client.post(f"/tables/{table}/write/confirm", data={"csrf_token": csrf(client), "upload_id": upload_id,
+                                                              "operation": "upsert"})
+    return int(resp.headers["Location"].rsplit("/", 1)[1])
+
+
+def _table_rows(path: str) -> list[tuple]:
+    from engine.table.meta_client import MetaClient
+
+    meta = MetaClient.open(path)
+    out = []
+    for base in meta.file_system_view().latest_base_files():
+        t = pq.read_table(os.path.join(path, base.path), columns=["trip_id", "city", "ts", "fare"])
+        out += [tuple(r.values()) for r in t.to_pylist()]
+    return sorted(out)
+
+
+def test_queued_upsert_result_equals_the_engine_commit(env):
+    app, tmp = env
+    from webui.services.tables import NewTable, create_table
+
+    with app.app_context():
+        create_table(NewTable(name="rides", record_key="trip_id", partition_fields="city", precombine_field="ts"), None)
+    path = str(tmp / "lake" / "rides")
+    client = app.test_client()
+    client.post("/login", data={"csrf_token": csrf(client, "/login"), "username": "operator",
+                                "password": PASSWORDS["operator"]})
+    first = _upsert_via_pages(client, "rides", b"trip_id,city,ts,fare\nr1,paris,1,10.0\nr2,paris,1,11.0\nr3,oslo,1,12.0\n")
+    done = wait_job(app, first)
+    assert done.state == "succeeded", done.error
+    from engine.table.meta_client import MetaClient
+
+    meta = MetaClient.open(path)
+    commit = meta.timeline().completed_writes.last
+    totals = meta.commit_metadata(commit).totals()
+    r = done.result
+    assert (r["instant"], r["operation"], r["inserts"], r["updates"], r["deletes"], r["files_written"], r["partitions"]) == (
+        commit.time, "UPSERT", 3, 0, 0, totals["files"], ["oslo", "paris"])
+    assert totals["inserts"] == 3 and r["bytes_written"] == totals["bytes"]
+    assert _table_rows(path) == [("r1", "paris", 1, 10.0), ("r2", "paris", 1, 11.0), ("r3", "oslo", 1, 12.0)]
+    assert "writing 2 file group(s) for instant" in done.log_tail and done.progress["instant"] == commit.time
+
+    second = _upsert_via_pages(client, "rides", b"trip_id,city,ts,fare\nr1,paris,2,99.0\nr4,oslo,2,5.0\n")
+    done2 = wait_job(app, second)
+    assert (done2.state, done2.result["inserts"], done2.result["updates"]) == ("succeeded", 1, 1)
+    assert _table_rows(path) == [("r1", "paris", 2, 99.0), ("r2", "paris", 1, 11.0), ("r3", "oslo", 1, 12.0),
+                                 ("r4", "oslo", 2, 5.0)]
+    # a data preview through the worker sees the same rows
+    resp = client.post("/tables/rides/preview", data={"csrf_token": csrf(client), "mode": "snapshot", "limit": "10"})
+    preview = wait_job(app, int(resp.headers["Location"].rsplit("/", 1)[1]))
+    cols = preview.result["columns"]
+    assert preview.state == "succeeded" and preview.result["total_rows"] == 4
+    assert sorted((row[cols.index("trip_id")], row[cols.index("fare")]) for row in preview.result["rows"]) == [
+        ("r1", 99.0), ("r2", 11.0), ("r3", 12.0), ("r4", 5.0)]
+    page = client.get(f"/jobs/{preview.id}").get_data(as_text=True)
+    assert 'data-testid="preview-total">4<' in page
+    # time travel to the first commit, and the records committed after it
+    for mode, expected in (("as_of", [("r1", 10.0), ("r2", 11.0), ("r3", 12.0)]), ("incremental", [("r1", 99.0), ("r4", 5.0)])):
+        resp = client.post("/tables/rides/preview", data={"csrf_token": csrf(client), "mode": mode, "instant": commit.time,
+                                                         "limit": "10"})
+        read = wait_job(app, int(resp.headers["Location"].rsplit("/", 1)[1]))
+        cols = read.result["columns"]
+        assert read.state == "succeeded" and read.result["total_rows"] == len(expected), (mode, read.error)
+        assert sorted((row[cols.index("trip_id")], row[cols.index("fare")]) for row in read.result["rows"]) == expected
+    assert [(a[1], a[5]) for a in audit_rows(app) if a[2] == "rides"] == [
+        ("upsert", "queued"), ("upsert.finished", f"succeeded: instant {commit.time}"),
+        ("upsert", "queued"), ("upsert.finished", f"succeeded: instant {done2.result['instant']}")]
+
+
+def test_rollback_job_removes_the_commit(env):
+    app, tmp = env
+    t = handmade.create(str(tmp / "lake" / "rb"), name="rb")
+    handmade.add_commit(t, {"paris": ["new"]})
+    handmade.add_commit(t, {"paris": ["update:0"], "rome": ["new"]})
+    _register(app, t, "rb")
+    admin = app.test_client()
+    admin.post("/login", data={"csrf_token": csrf(admin, "/login"), "username": "admin", "password": PASSWORDS["admin"]})
+    page = admin.get(f"/tables/rb/services/rollback?instant={t.instants[1]}").get_data(as_text=True)
+    data = {k: page.split(f'name="{k}" type="hidden" value="')[1].split('"')[0]
+            for k in ("csrf_token", "instant", "comment", "fingerprint", "plan_hash")}
+    resp = admin.post("/tables/rb/services/rollback", data=data)
+    done = wait_job(app, int(resp.headers["Location"].rsplit("/", 1)[1]))
+    assert done.state == "succeeded", done.error
+    assert done.result["target"] == t.instants[1] and len(done.result["deleted"]) == 2
+    from engine.table.meta_client import MetaClient
+
+    assert [i.time for i in MetaClient.open(t.path).timeline().completed_writes] == [t.instants[0]]
+    assert [(a[0], a[1], a[3], a[4], a[5].split(":")[0], a[6]) for a in audit_rows(app) if a[2] == "rb"] == [
+        ("admin", "rollback", {"instant": t.instants[1]}, True, "queued", done.id),
+        ("admin", "rollback.finished", {"instant": t.instants[1]}, True, "succeeded", done.id)]
+    assert not (Path(t.path) / "rome").exists() or not any((Path(t.path) / "rome").glob("*.parquet"))
+
+
+def test_cancel_leaves_the_table_byte_identical(env):
+    app, tmp = env
+    t = handmade.create(str(tmp / "lake" / "held"), name="held")
+    handmade.add_commit(t, {"paris": ["new"]})
+    _register(app, t, "held")
+    before = tree_bytes(t.path)
+    client = app.test_client()
+    token = client.post("/api/v1/tokens", json={"username": "operator", "password": PASSWORDS["operator"]}).get_json()["token"]
+    h = {"Authorization": f"Bearer {token}"}
+    job_id = client.post("/api/v1/tables/held/jobs", headers=h, json={
+        "operation": "upsert", "records": [{"trip_id": "paris-0-0", "city": "paris", "ts": 9, "fare": 1.0},
+                                           {"trip_id": "n1", "city": "lyon", "ts": 9, "fare": 2.0}]}).get_json()["job_id"]
+    held = wait_job(app, job_id, until=lambda j: "holding at 'writing'" in (j.log_tail or ""))
+    assert held.state == "running"
+    from engine.table.meta_client import MetaClient
+
+    pending = MetaClient.open(t.path).timeline().pending.instants
+    assert len(pending) == 1 and pending[0].state.value == "inflight"  # the write really had started
+    assert client.post(f"/api/v1/jobs/{job_id}/cancel", headers=h).status_code == 202
+    done = wait_job(app, job_id)
+    assert done.state == "cancelled", (done.error, done.log_tail)
+    assert tree_bytes(t.path) == before
+    assert [(a[1], a[5].split(":")[0]) for a in audit_rows(app) if a[2] == "held"] == [
+        ("upsert", "queued"), ("job.cancel", "requested"), ("upsert.finished", "cancelled")]
+
+
+def test_killed_worker_fails_its_job_and_queued_jobs_survive(tmp_path, monkeypatch):
+    db_url = f"sqlite:///{tmp_path / 'console.db'}"
+    app = make_app(tmp_path, monkeypatch, db_url)
+    victim = handmade.create(str(tmp_path / "lake" / "victim"), name="victim")
+    handmade.add_commit(victim, {"paris": ["new"]})
+    other = handmade.create(str(tmp_path / "lake" / "other"), name="other")
+    handmade.add_commit(other, {"paris": ["new"]})
+    _register(app, victim, "victim")
+    _register(app, other, "other")
+    client = app.test_client()
+    token = client.post("/api/v1/tokens", json={"username": "admin", "password": PASSWORDS["admin"]}).get_json()["token"]
+    h = {"Authorization": f"Bearer {token}"}
+    worker = start_worker(tmp_path, db_url, hold="writing@victim")
+    try:
+        first = client.post("/api/v1/tables/victim/jobs", headers=h, json={
+            "operation": "upsert", "records": [{"trip_id": "k", "city": "paris", "ts": 1, "fare": 1.0}]}).get_json()["job_id"]
+        running = wait_job(app, first, until=lambda j: "holding at 'writing'" in (j.log_tail or ""))
+        second = client.post("/api/v1/tables/other/services/clean", headers=h, json={}).get_json()["job_id"]
+        time.sleep(1.0)
+        assert job(app, second).state == "queued"
+        os.killpg(worker.pid, signal.SIGKILL)  # the runner, its JVM and Python workers, mid-write
+        worker.wait(30)
+    finally:
+        stop(worker, signal.SIGKILL)
+    assert job(app, first).state == "running"  # nobody knows yet
+    restarted = start_worker(tmp_path, db_url, None, "--once")
+    try:
+        assert restarted.wait(120) == 0
+    finally:
+        stop(restarted)
+    failed, survived = job(app, first), job(app, second)
+    assert failed.state == "failed"
+    assert failed.error.startswith(f"its job runner {running.worker_id} (pid {worker.pid}) died while the job was running.")
+    assert (survived.state, survived.error) == ("succeeded", None)
+    assert [(a[1], a[5].split(":")[0]) for a in audit_rows(app) if a[6] == first][-1] == ("upsert.finished", "failed")

@@ -1,0 +1,245 @@
+"""The JSON API under /api/v1: the same services and role checks as the pages, bearer tokens.
+
+Authentication: `POST /api/v1/tokens {username, password}` gives a token; every other call
+sends `Authorization: Bearer <token>` (the session cookie is ignored here). The OpenAPI
+document is `GET /api/v1/openapi.json` (`webui/openapi.py`).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from flask import Blueprint, current_app, jsonify, request
+
+from engine.errors import EngineError
+from webui.auth import api_error, authorize, current_actor, issue_token, requires
+from webui.extensions import limiter
+from webui.models import Role
+from webui.services import audit, browse, jobs, plans, tables, uploads, users
+from webui.services.snapshot import TableSnapshot
+
+bp = Blueprint("api", __name__, url_prefix="/api/v1")
+
+
+def _body() -> dict[str, Any]:
+    data = request.get_json(silent=True)
+    return data if isinstance(data, dict) else {}
+
+
+def _int(key: str, default: int) -> int:
+    try:
+        return int(request.args.get(key, default))
+    except (TypeError, ValueError):
+        return default
+
+
+@bp.post("/tokens")
+@limiter.limit(lambda: current_app.config["CONSOLE_LOGIN_LIMIT"])
+def create_token():  # type: ignore[no-untyped-def]
+    body = _body()
+    user = users.find(str(body.get("username") or ""))
+    if user is None or not user.active or not user.check_password(str(body.get("password") or "")):
+        return api_error(401, "unauthorized", "wrong user name or password")
+    token = issue_token(user)
+    audit.record(user, "token.create", "issued")
+    return jsonify({"token": token, "username": user.username, "role": user.role}), 201
+
+
+@bp.get("/openapi.json")
+@requires(Role.VIEWER)
+def openapi():  # type: ignore[no-untyped-def]
+    from webui.openapi import document
+
+    return jsonify(document())
+
+
+# ---- tables --------------------------------------------------------------------------------------
+@bp.get("/tables")
+@requires(Role.VIEWER)
+def list_tables():  # type: ignore[no-untyped-def]
+    return jsonify({"tables": [tables.describe(t) for t in tables.list_tables()]})
+
+
+@bp.post("/tables")
+@requires(Role.OPERATOR)
+def create_table():  # type: ignore[no-untyped-def]
+    body = _body()
+    actor = current_actor()
+    pf = body.get("partition_fields") or ""
+    spec = tables.NewTable(
+        name=str(body.get("name") or ""), record_key=",".join(body["record_key"]) if isinstance(body.get("record_key"), list)
+        else str(body.get("record_key") or ""),
+        partition_fields=",".join(pf) if isinstance(pf, list) else str(pf),
+        precombine_field=body.get("precombine_field") or None, table_type=str(body.get("table_type") or "COPY_ON_WRITE"),
+        index=str(body.get("index") or tables.DEFAULT_INDEX_NAME), path=body.get("path") or None,
+        hive_style=bool(body.get("hive_style", False)),
+    )
+    params = {k: v for k, v in body.items() if k in ("path", "record_key", "partition_fields", "precombine_field",
+                                                        "table_type", "index", "hive_style")}
+    try:
+        entry = tables.create_table(spec, actor)
+    except tables.RegistryError as exc:
+        audit.record(actor, "table.create", f"refused: {exc}", table=spec.name or None, params=params)
+        return api_error(exc.status, "refused", str(exc))
+    audit.record(actor, "table.create", "created", table=entry.name, params={**params, "path": entry.base_path})
+    return jsonify(tables.describe(entry)), 201
+
+
+def _snap(name: str):  # type: ignore[no-untyped-def]
+    entry = tables.get_table(name)
+    return entry, TableSnapshot.load(tables.open_meta(entry))
+
+
+@bp.get("/tables/<name>")
+@requires(Role.VIEWER)
+def table_overview(name: str):  # type: ignore[no-untyped-def]
+    entry, snap = _snap(name)
+    from webui.services import health
+
+    return jsonify({"table": tables.describe(entry), "overview": browse.overview(snap), "health": health.check(snap)})
+
+
+@bp.get("/tables/<name>/commits")
+@requires(Role.VIEWER)
+def commits(name: str):  # type: ignore[no-untyped-def]
+    _entry, snap = _snap(name)
+    page = browse.timeline_page(
+        snap, actions=[a for a in request.args.getlist("action") if a], states=[s for s in request.args.getlist("state") if s],
+        since=request.args.get("since") or None, until=request.args.get("until") or None,
+        include_archived=request.args.get("archived") in ("1", "true"), page=_int("page", 1),
+        per_page=_int("per_page", browse.TIMELINE_PAGE))
+    page.pop("visual", None)
+    return jsonify(page)
+
+
+@bp.get("/tables/<name>/commits/<instant>")
+@requires(Role.VIEWER)
+def commit(name: str, instant: str):  # type: ignore[no-untyped-def]
+    _entry, snap = _snap(name)
+    return jsonify(browse.commit_detail(snap, instant))
+
+
+@bp.get("/tables/<name>/file-groups")
+@requires(Role.VIEWER)
+def file_groups(name: str):  # type: ignore[no-untyped-def]
+    _entry, snap = _snap(name)
+    return jsonify(browse.file_groups(snap, request.args.get("partition"), page=_int("page", 1),
+                                      per_page=_int("per_page", browse.GROUPS_PAGE)))
+
+
+# ---- jobs ------------------------------------------------------------------------------------------
+@bp.post("/tables/<name>/jobs")
+@requires(Role.VIEWER)
+def submit_job(name: str):  # type: ignore[no-untyped-def]
+    entry = tables.get_table(name)
+    actor = current_actor()
+    if request.files:
+        operation = request.form.get("operation", "upsert")
+    else:
+        operation = str(_body().get("operation") or "")
+    if operation == "preview":
+        body = _body()
+        mode = str(body.get("mode") or "snapshot")
+        if mode not in ("snapshot", "as_of", "incremental") or (mode != "snapshot" and not body.get("instant")):
+            return api_error(400, "invalid", "preview needs mode snapshot|as_of|incremental (and an instant for the last two)")
+        job = jobs.enqueue(actor, entry, "preview", {"mode": mode, "instant": body.get("instant"),
+                                                     "limit": int(body.get("limit") or 50)})
+        return jsonify({"job_id": job.id}), 202
+    if operation not in uploads.OPERATIONS:
+        return api_error(400, "invalid", f"operation must be one of {', '.join(uploads.OPERATIONS)} or preview")
+    authorize(actor, jobs.ROLE_FOR[operation])
+    try:
+        if request.files:
+            f = request.files.get("file")
+            if f is None:
+                raise uploads.UploadError("send the batch as the multipart field 'file'")
+            filename = f.filename or "upload"
+            table = uploads.parse(filename, f.read())
+        else:
+            filename = "records.json"
+            table = uploads.from_records(_body().get("records"))
+        checked = uploads.check(tables.open_meta(entry), table, operation)
+    except uploads.UploadError as exc:
+        audit.record(actor, operation, f"refused: {exc}", table=entry.name, params={"filename": filename if request.files else "records"})
+        return api_error(exc.status, "invalid_batch", str(exc))
+    except EngineError as exc:
+        return api_error(409, "engine_error", f"{type(exc).__name__}: {exc}")
+    stored = uploads.store(checked.table, entry, filename, actor)
+    job = jobs.enqueue(actor, entry, operation, {"upload": stored.id, "rows": stored.rows, "filename": filename})
+    audit.record(actor, operation, "queued", table=entry.name, params={"rows": stored.rows, "filename": filename}, job_id=job.id)
+    return jsonify({"job_id": job.id}), 202
+
+
+@bp.get("/jobs/<int:job_id>")
+@requires(Role.VIEWER)
+def job(job_id: int):  # type: ignore[no-untyped-def]
+    return jsonify(jobs.describe(jobs.get(job_id)))
+
+
+@bp.post("/jobs/<int:job_id>/cancel")
+@requires(Role.VIEWER)
+def cancel_job(job_id: int):  # type: ignore[no-untyped-def]
+    job = jobs.get(job_id)
+    actor = current_actor()
+    changed = jobs.request_cancel(actor, job)  # type: ignore[arg-type]
+    if changed and job.operation != "preview":
+        audit.record(actor, "job.cancel", "requested", table=job.table.name if job.table else None,
+                     params={"operation": job.operation}, job_id=job.id)
+    return jsonify(jobs.describe(job)), 202 if changed else 200
+
+
+# ---- table services --------------------------------------------------------------------------------
+@bp.get("/tables/<name>/plans/<operation>")
+@requires(Role.VIEWER)
+def plan(name: str, operation: str):  # type: ignore[no-untyped-def]
+    if operation not in plans.SERVICES:
+        return api_error(404, "not_found", f"unknown table service {operation!r}")
+    authorize(current_actor(), plans.SERVICES[operation][0])
+    entry = tables.get_table(name)
+    try:
+        p = plans.preview(entry, operation, dict(request.args))
+    except plans.PlanError as exc:
+        return api_error(exc.status, "refused", str(exc))
+    return jsonify(p.to_dict())
+
+
+def _service(name: str, operation: str):  # type: ignore[no-untyped-def]
+    if operation not in plans.SERVICES:
+        return api_error(404, "not_found", f"unknown table service {operation!r}")
+    actor = authorize(current_actor(), plans.SERVICES[operation][0])
+    entry = tables.get_table(name)
+    body = _body()
+    raw = {"instant": body.get("instant"), "comment": body.get("comment")}
+    try:
+        if body.get("fingerprint") or body.get("plan_hash"):
+            p = plans.confirm(entry, operation, raw, str(body.get("fingerprint") or ""), str(body.get("plan_hash") or ""))
+        else:
+            p = plans.preview(entry, operation, raw)
+    except plans.StalePlanError as exc:
+        audit.record(actor, operation, "refused: stale plan", table=entry.name, params=raw, plan_hash=body.get("plan_hash"))
+        return api_error(409, "stale_plan", str(exc), plan=exc.fresh.to_dict())
+    except plans.PlanError as exc:
+        audit.record(actor, operation, f"refused: {exc}", table=entry.name, params=raw)
+        return api_error(exc.status, "refused", str(exc))
+    params = {**p.params, "fingerprint": p.fingerprint, "plan_hash": p.hash, "user": actor.username}
+    job = jobs.enqueue(actor, entry, operation, params)
+    audit.record(actor, operation, "queued", table=entry.name, params=p.params, plan_hash=p.hash, job_id=job.id)
+    return jsonify({"job_id": job.id, "plan": p.to_dict()}), 202
+
+
+@bp.post("/tables/<name>/rollback")
+@requires(Role.ADMIN)
+def rollback(name: str):  # type: ignore[no-untyped-def]
+    return _service(name, "rollback")
+
+
+@bp.post("/tables/<name>/restore")
+@requires(Role.ADMIN)
+def restore(name: str):  # type: ignore[no-untyped-def]
+    return _service(name, "restore")
+
+
+@bp.post("/tables/<name>/services/<operation>")
+@requires(Role.OPERATOR)
+def service(name: str, operation: str):  # type: ignore[no-untyped-def]
+    return _service(name, operation)

@@ -1,0 +1,152 @@
+"""Console settings: the one place that reads the environment.
+
+Every variable is documented in README.md ("Console configuration"). `Settings.from_env()`
+reads them once; `create_app(config)` takes a mapping of overrides (tests) on top.
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+
+DEFAULT_PORT = 8000
+DEFAULT_ROOTS = "./lakehouse"
+
+# the engine's own variables, passed through untouched to the worker's engine calls
+ENGINE_VARIABLES = (
+    "SPARK_MASTER",
+    "AWS_ENDPOINT_URL",
+    "AWS_ACCESS_KEY_ID",
+    "AWS_SECRET_ACCESS_KEY",
+    "AWS_REGION",
+    "HBASE_THRIFT_HOST",
+    "HBASE_THRIFT_PORT",
+)
+
+
+def _bool(value: str | None, default: bool = False) -> bool:
+    if value is None or value.strip() == "":
+        return default
+    return value.strip().lower() in ("1", "true", "yes", "on")
+
+
+def split_roots(value: str) -> list[str]:
+    """`CONSOLE_WAREHOUSE_ROOTS`: comma-separated local paths or s3://bucket/prefix URIs.
+
+    Local roots are made absolute (not resolved through symlinks here: `paths.py` does that
+    when it checks a table path against them)."""
+    out = []
+    for part in value.split(","):
+        part = part.strip()
+        if not part:
+            continue
+        if "://" in part and not part.startswith("file://"):
+            out.append(part.rstrip("/"))
+        else:
+            local = part[len("file://"):] if part.startswith("file://") else part
+            out.append(os.path.abspath(os.path.expanduser(local)))
+    return out
+
+
+@dataclass(frozen=True)
+class Settings:
+    """The console's configuration (read from the environment by `from_env`)."""
+
+    database_url: str = field(repr=False)  # may hold a password
+    secret_key: str = field(repr=False)
+    secret_key_generated: bool
+    warehouse_roots: tuple[str, ...]
+    admin_user: str | None
+    admin_password: str | None = field(repr=False)
+    max_upload_mb: int
+    spark_master: str
+    secure_cookies: bool
+    instance_dir: str
+    rate_limit_storage: str
+    login_limit: str
+    port: int
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str] | None = None) -> Settings:
+        env = os.environ if env is None else env
+        roots = tuple(split_roots(env.get("CONSOLE_WAREHOUSE_ROOTS") or DEFAULT_ROOTS))
+        if not roots:
+            roots = tuple(split_roots(DEFAULT_ROOTS))
+        instance = env.get("CONSOLE_INSTANCE_DIR")
+        if not instance:
+            first_local = next((r for r in roots if "://" not in r), None)
+            instance = os.path.join(first_local, ".console") if first_local else os.path.abspath("instance")
+        database_url = env.get("DATABASE_URL") or f"sqlite:///{os.path.join(instance, 'console.db')}"
+        secret = env.get("CONSOLE_SECRET_KEY") or ""
+        generated = False
+        if not secret:
+            secret, generated = _instance_secret(instance), True
+        return cls(
+            database_url=database_url,
+            secret_key=secret,
+            secret_key_generated=generated,
+            warehouse_roots=roots,
+            admin_user=env.get("CONSOLE_ADMIN_USER") or None,
+            admin_password=env.get("CONSOLE_ADMIN_PASSWORD") or None,
+            max_upload_mb=int(env.get("CONSOLE_MAX_UPLOAD_MB") or 64),
+            spark_master=env.get("SPARK_MASTER") or "local[*]",
+            secure_cookies=_bool(env.get("CONSOLE_SECURE_COOKIES")),
+            instance_dir=instance,
+            rate_limit_storage=env.get("CONSOLE_RATELIMIT_STORAGE_URI") or "memory://",
+            login_limit=env.get("CONSOLE_LOGIN_LIMIT") or "10 per minute",
+            port=int(env.get("CONSOLE_PORT") or DEFAULT_PORT),
+        )
+
+    def flask_config(self) -> dict[str, object]:
+        """The Flask/extension settings derived from these."""
+        engine_options: dict[str, object] = {"pool_pre_ping": True}
+        if self.database_url.startswith("sqlite"):
+            engine_options = {"connect_args": {"timeout": 30}}
+        return {
+            "SECRET_KEY": self.secret_key,
+            "SQLALCHEMY_DATABASE_URI": self.database_url,
+            "SQLALCHEMY_ENGINE_OPTIONS": engine_options,
+            "MAX_CONTENT_LENGTH": self.max_upload_mb * 1024 * 1024,
+            "SESSION_COOKIE_HTTPONLY": True,
+            "SESSION_COOKIE_SAMESITE": "Lax",
+            "SESSION_COOKIE_SECURE": self.secure_cookies,
+            "REMEMBER_COOKIE_HTTPONLY": True,
+            "REMEMBER_COOKIE_SAMESITE": "Lax",
+            "REMEMBER_COOKIE_SECURE": self.secure_cookies,
+            "WTF_CSRF_TIME_LIMIT": None,
+            "RATELIMIT_STORAGE_URI": self.rate_limit_storage,
+            "RATELIMIT_HEADERS_ENABLED": True,
+            "CONSOLE_WAREHOUSE_ROOTS": list(self.warehouse_roots),
+            "CONSOLE_INSTANCE_DIR": self.instance_dir,
+            "CONSOLE_LOGIN_LIMIT": self.login_limit,
+            "CONSOLE_ADMIN_USER": self.admin_user,
+            "CONSOLE_ADMIN_PASSWORD": self.admin_password,
+            "CONSOLE_SPARK_MASTER": self.spark_master,
+        }
+
+
+def _instance_secret(instance: str) -> str:
+    """A random secret kept in the instance folder (0600), so sessions survive restarts and
+    gunicorn workers agree on it when CONSOLE_SECRET_KEY is not set."""
+    path = Path(instance) / "secret_key"
+    try:
+        return path.read_text().strip()
+    except FileNotFoundError:
+        pass
+    path.parent.mkdir(parents=True, exist_ok=True)
+    value = secrets.token_urlsafe(48)
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    except FileExistsError:  # another process won the race: use its secret
+        return path.read_text().strip()
+    with os.fdopen(fd, "w") as f:
+        f.write(value)
+    return value
+
+
+def env_flag(name: str) -> str | None:
+    """A raw variable for the rare reader outside Settings (the worker's test hold point)."""
+    return os.environ.get(name)

@@ -1,0 +1,91 @@
+"""Flask-WTF forms (each carries the CSRF token)."""
+
+from __future__ import annotations
+
+from flask_wtf import FlaskForm
+from flask_wtf.file import FileField, FileRequired
+from wtforms import (
+    BooleanField,
+    HiddenField,
+    IntegerField,
+    PasswordField,
+    SelectChoice,
+    SelectField,
+    StringField,
+)
+from wtforms.validators import DataRequired, Length, NumberRange, Optional, Regexp
+
+from webui.services.tables import DEFAULT_INDEX_NAME, INDEX_CHOICES, TABLE_TYPES
+
+INSTANT = Regexp(r"^\d{17}$", message="an instant time has 17 digits (yyyyMMddHHmmssSSS)")
+OPERATIONS = [SelectChoice("upsert", "upsert (insert new keys, update existing ones)"),
+              SelectChoice("insert", "insert (no lookup; existing keys are duplicated)"),
+              SelectChoice("delete", "delete (the keys in the file)")]
+ROLES = [SelectChoice("viewer"), SelectChoice("operator"), SelectChoice("admin")]
+
+
+class LoginForm(FlaskForm):
+    username = StringField("User", validators=[DataRequired(), Length(max=80)])
+    password = PasswordField("Password", validators=[DataRequired(), Length(max=256)])
+
+
+class ActionForm(FlaskForm):
+    """A button that only carries the CSRF token (cancel, logout...)."""
+
+
+class CreateTableForm(FlaskForm):
+    name = StringField("Name", validators=[DataRequired(), Regexp(r"^[A-Za-z][A-Za-z0-9_]{0,63}$",
+                                                                  message="letters, digits and _ (start with a letter)")])
+    record_key = StringField("Record key field(s)", validators=[DataRequired(), Length(max=255)])
+    partition_fields = StringField("Partition field(s)", validators=[Optional(), Length(max=255)])
+    precombine_field = StringField("Precombine field", validators=[Optional(), Length(max=255)])
+    table_type = SelectField("Type", choices=[SelectChoice(t) for t in TABLE_TYPES], default=TABLE_TYPES[0])
+    index = SelectField("Index", choices=[SelectChoice(i) for i in INDEX_CHOICES], default=DEFAULT_INDEX_NAME)
+    hive_style = BooleanField("Hive-style partition folders (field=value)")
+    path = StringField("Path (optional; default: under the first warehouse root)", validators=[Optional(), Length(max=1024)])
+
+
+class RegisterTableForm(FlaskForm):
+    path = StringField("Table path", validators=[DataRequired(), Length(max=1024)])
+    name = StringField("Name (optional; default: the table's own name)", validators=[Optional(), Length(max=64)])
+
+
+class UploadForm(FlaskForm):
+    file = FileField("Batch file (.csv, .json lines, .parquet)", validators=[FileRequired()])
+    operation = SelectField("Operation", choices=OPERATIONS, default="upsert")
+
+
+class DemoBatchForm(FlaskForm):
+    rows = IntegerField("Rows", default=100, validators=[NumberRange(min=1, max=100_000)])
+    operation = SelectField("Operation", choices=OPERATIONS, default="upsert")
+
+
+class ConfirmWriteForm(FlaskForm):
+    upload_id = HiddenField(validators=[DataRequired(), Regexp(r"^[a-f0-9]{32}$")])
+    operation = HiddenField(validators=[DataRequired()])
+
+
+class ServiceConfirmForm(FlaskForm):
+    instant = HiddenField(validators=[Optional(), INSTANT])
+    comment = HiddenField(validators=[Optional(), Length(max=200)])
+    fingerprint = HiddenField(validators=[DataRequired()])
+    plan_hash = HiddenField(validators=[DataRequired()])
+    confirm_name = StringField("Type the table name to confirm", validators=[Optional(), Length(max=128)])
+
+
+class PreviewForm(FlaskForm):
+    mode = SelectField("Read", choices=[SelectChoice("snapshot", "snapshot (latest)"),
+                                        SelectChoice("as_of", "as of an instant"),
+                                        SelectChoice("incremental", "incremental since an instant")], default="snapshot")
+    instant = StringField("Instant", validators=[Optional(), INSTANT])
+    limit = IntegerField("Rows", default=50, validators=[NumberRange(min=1, max=500)])
+
+
+class NewUserForm(FlaskForm):
+    username = StringField("User name", validators=[DataRequired(), Length(max=80)])
+    password = PasswordField("Password", validators=[DataRequired(), Length(min=8, max=256)])
+    role = SelectField("Role", choices=ROLES)
+
+
+class RoleForm(FlaskForm):
+    role = SelectField("Role", choices=ROLES)

@@ -1,0 +1,152 @@
+"""What each job operation does in the job runner (the only place the console calls Spark).
+
+Writes and data previews use the runner's SparkSession; table services (rollback, restore,
+savepoints, clean, archive) work on files through `Maintenance` and need none, but run here
+too so that they are queued, audited, cancellable before they start, and show progress.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+from collections.abc import Callable
+from datetime import date, datetime
+from decimal import Decimal
+from typing import Any
+
+import pyarrow.parquet as pq
+
+from engine.table.meta_client import MetaClient
+from webui.jobs.progress import JobReporter, console_group
+from webui.services.plans import to_doc
+
+PREVIEW_MAX_ROWS = 500
+
+
+class JobRefused(Exception):
+    """The job cannot run as asked (e.g. the table changed since its plan was confirmed)."""
+
+
+def jsonable(value: Any) -> Any:
+    """A result made safe for a JSON column."""
+    return json.loads(json.dumps(to_doc(value), default=_default))
+
+
+def _default(v: Any) -> Any:
+    if isinstance(v, datetime | date):
+        return v.isoformat()
+    if isinstance(v, Decimal):
+        return str(v)
+    if isinstance(v, bytes):
+        return v.hex()
+    return str(v)
+
+
+class Operations:
+    """Runs one job's operation; `spark_factory` builds the one SparkSession on first need."""
+
+    def __init__(self, spark_factory: Callable[[], Any]) -> None:
+        self._spark_factory = spark_factory
+
+    def spark(self) -> Any:
+        return self._spark_factory()
+
+    def run(self, operation: str, params: dict[str, Any], base_path: str, reporter: JobReporter,
+            upload_data: bytes | None) -> dict[str, Any]:
+        meta = MetaClient.open(base_path)
+        if operation in ("upsert", "insert", "delete"):
+            return self._write(operation, meta, upload_data, reporter)
+        if operation == "preview":
+            return self._preview(meta, params, reporter)
+        return self._service(operation, meta, params, reporter)
+
+    # ---- writes --------------------------------------------------------------------------------
+    def _write(self, operation: str, meta: MetaClient, data: bytes | None, reporter: JobReporter) -> dict[str, Any]:
+        from engine.api import Table
+
+        if data is None:
+            raise JobRefused("the uploaded batch is gone; upload it again")
+        batch = pq.read_table(io.BytesIO(data))
+        reporter(f"starting Spark: {operation} of {batch.num_rows} record(s)")
+        spark = self.spark()
+        reporter.spark = spark
+        sc = spark.sparkContext
+        sc.setJobGroup(console_group(reporter.job_id), f"console job {reporter.job_id}", interruptOnCancel=True)
+        try:
+            df = spark.createDataFrame(batch)
+            table = Table(spark, meta)
+            result = getattr(table, operation)(df, progress=reporter)
+        finally:
+            sc.setLocalProperty("spark.jobGroup.id", None)  # type: ignore[arg-type]
+        reporter.log(f"committed instant {result.instant}" if result.instant else "nothing to commit (empty batch)")
+        return jsonable(result.to_dict())
+
+    # ---- data preview ---------------------------------------------------------------------------
+    def _preview(self, meta: MetaClient, params: dict[str, Any], reporter: JobReporter) -> dict[str, Any]:
+        from engine.api import Table
+
+        mode = params.get("mode", "snapshot")
+        limit = max(1, min(int(params.get("limit") or 50), PREVIEW_MAX_ROWS))
+        reporter(f"starting Spark: {mode} read")
+        spark = self.spark()
+        reporter.spark = spark
+        sc = spark.sparkContext
+        sc.setJobGroup(console_group(reporter.job_id), f"console job {reporter.job_id}", interruptOnCancel=True)
+        try:
+            table = Table(spark, meta)
+            if mode == "incremental":
+                df = table.read_incremental(params["instant"], params.get("until") or None)
+            elif mode == "as_of":
+                df = table.read(as_of=params["instant"])
+            else:
+                df = table.read()
+            reporter("counting rows")
+            total = df.count()
+            reporter(f"collecting {min(limit, total)} of {total} row(s)")
+            data = df.limit(limit).toArrow()
+        finally:
+            sc.setLocalProperty("spark.jobGroup.id", None)  # type: ignore[arg-type]
+        rows = data.to_pylist()
+        # the data first, then where each record lives
+        meta_cols = ["_hoodie_commit_time", "_hoodie_record_key", "_hoodie_partition_path", "_hoodie_commit_seqno",
+                     "_hoodie_file_name"]
+        columns = [c for c in data.schema.names if c not in meta_cols] + [c for c in meta_cols if c in data.schema.names]
+        key_cols = [c for c in ("_hoodie_partition_path", "_hoodie_record_key") if c in columns]
+        if key_cols:
+            rows.sort(key=lambda r: tuple(str(r[c]) for c in key_cols))
+        return jsonable({"mode": mode, "instant": params.get("instant"), "total_rows": total,
+                         "columns": columns, "rows": [[r[c] for c in columns] for r in rows]})
+
+    # ---- table services ---------------------------------------------------------------------------
+    def _service(self, operation: str, meta: MetaClient, params: dict[str, Any], reporter: JobReporter) -> dict[str, Any]:
+        from engine.services.maintenance import Maintenance
+        from webui.services.snapshot import TableSnapshot
+
+        expected = params.get("fingerprint")
+        if expected:
+            now = TableSnapshot.load(meta).fingerprint
+            if now != expected:
+                raise JobRefused(
+                    f"the table changed after the plan was confirmed (timeline {expected} is now {now}); "
+                    "nothing was done: preview the operation again")
+        reporter.check_cancel()
+        m = Maintenance(meta)
+        instant = params.get("instant")
+        reporter(f"{operation} {instant or ''}".strip())
+        if operation == "rollback":
+            result = m.rollback(instant)
+        elif operation == "restore":
+            result = m.restore(instant)
+        elif operation == "savepoint":
+            result = m.create_savepoint(instant, user=params.get("user"), comment=params.get("comment", ""))
+        elif operation == "savepoint_delete":
+            result = m.delete_savepoint(instant)
+        elif operation == "clean":
+            result = m.clean()
+        elif operation == "archive":
+            result = m.archive()
+        else:
+            raise JobRefused(f"unknown operation {operation!r}")
+        reporter.log(f"{operation} done")
+        doc = jsonable(result)
+        return doc if isinstance(doc, dict) else {"value": doc}

@@ -1,0 +1,218 @@
+"""The console's database: users, API tokens, registered tables, jobs, workers and the audit log.
+
+The schema is created and changed only by the Alembic migrations in `webui/migrations/`.
+The audit log is append-only: the ORM refuses updates and deletes of `AuditEntry` rows (see
+`_refuse_audit_changes`), and the migration adds database triggers that refuse them too.
+"""
+
+from __future__ import annotations
+
+import enum
+import hashlib
+from datetime import UTC, datetime
+from typing import Any
+
+import sqlalchemy as sa
+from flask_login import UserMixin
+from sqlalchemy import event
+from sqlalchemy.orm import Mapped, Session, mapped_column, relationship
+from werkzeug.security import check_password_hash, generate_password_hash
+
+from webui.extensions import db
+
+
+def utcnow() -> datetime:
+    return datetime.now(UTC).replace(tzinfo=None)
+
+
+class Role(enum.StrEnum):
+    """Roles, lowest first: each one may do everything the roles before it may."""
+
+    VIEWER = "viewer"
+    OPERATOR = "operator"
+    ADMIN = "admin"
+
+    @property
+    def rank(self) -> int:
+        return list(Role).index(self)
+
+    def allows(self, needed: Role) -> bool:
+        return self.rank >= needed.rank
+
+
+class JobState(enum.StrEnum):
+    QUEUED = "queued"
+    RUNNING = "running"
+    SUCCEEDED = "succeeded"
+    FAILED = "failed"
+    CANCELLED = "cancelled"
+
+    @property
+    def finished(self) -> bool:
+        return self in (JobState.SUCCEEDED, JobState.FAILED, JobState.CANCELLED)
+
+
+class User(UserMixin, db.Model):
+    __tablename__ = "users"
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    username: Mapped[str] = mapped_column(sa.String(80), unique=True)
+    password_hash: Mapped[str] = mapped_column(sa.String(255))
+    role: Mapped[str] = mapped_column(sa.String(16), default=Role.VIEWER.value)
+    active: Mapped[bool] = mapped_column(default=True)
+    created_at: Mapped[datetime] = mapped_column(default=utcnow)
+
+    tokens: Mapped[list[ApiToken]] = relationship(back_populates="user", cascade="all, delete-orphan")
+
+    def set_password(self, password: str) -> None:
+        self.password_hash = generate_password_hash(password)
+
+    def check_password(self, password: str) -> bool:
+        return check_password_hash(self.password_hash, password)
+
+    @property
+    def role_enum(self) -> Role:
+        return Role(self.role)
+
+    def can(self, needed: Role) -> bool:
+        return self.active and self.role_enum.allows(needed)
+
+    @property
+    def is_active(self) -> bool:  # Flask-Login
+        return self.active
+
+    def __repr__(self) -> str:  # never the hash
+        return f"User({self.username!r}, {self.role})"
+
+
+class ApiToken(db.Model):
+    """A bearer token for the JSON API; only the SHA-256 of the token is stored."""
+
+    __tablename__ = "api_tokens"
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    user_id: Mapped[int] = mapped_column(sa.ForeignKey("users.id", ondelete="CASCADE"), index=True)
+    token_hash: Mapped[str] = mapped_column(sa.String(64), unique=True)
+    created_at: Mapped[datetime] = mapped_column(default=utcnow)
+    last_used_at: Mapped[datetime | None] = mapped_column(default=None)
+    revoked: Mapped[bool] = mapped_column(default=False)
+
+    user: Mapped[User] = relationship(back_populates="tokens")
+
+    @staticmethod
+    def hash(token: str) -> str:
+        return hashlib.sha256(token.encode("utf-8")).hexdigest()
+
+
+class TableEntry(db.Model):
+    """A registered table: where it lives and how it is keyed (no secrets here)."""
+
+    __tablename__ = "tables"
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    name: Mapped[str] = mapped_column(sa.String(128), unique=True)
+    base_path: Mapped[str] = mapped_column(sa.String(1024), unique=True)
+    table_type: Mapped[str] = mapped_column(sa.String(32))
+    record_key: Mapped[str] = mapped_column(sa.String(512))
+    partition_fields: Mapped[str] = mapped_column(sa.String(512), default="")
+    precombine_field: Mapped[str | None] = mapped_column(sa.String(255), default=None)
+    index_type: Mapped[str | None] = mapped_column(sa.String(32), default=None)
+    created_by: Mapped[int | None] = mapped_column(sa.ForeignKey("users.id", ondelete="SET NULL"), default=None)
+    created_at: Mapped[datetime] = mapped_column(default=utcnow)
+
+
+class Job(db.Model):
+    """One unit of work for the job runner (writes, table services, data previews)."""
+
+    __tablename__ = "jobs"
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    table_id: Mapped[int | None] = mapped_column(sa.ForeignKey("tables.id", ondelete="SET NULL"), index=True)
+    operation: Mapped[str] = mapped_column(sa.String(32))
+    params: Mapped[dict[str, Any]] = mapped_column(sa.JSON, default=dict)
+    state: Mapped[str] = mapped_column(sa.String(16), default=JobState.QUEUED.value, index=True)
+    progress: Mapped[dict[str, Any]] = mapped_column(sa.JSON, default=dict)
+    log_tail: Mapped[str] = mapped_column(sa.Text, default="")
+    result: Mapped[dict[str, Any] | None] = mapped_column(sa.JSON, default=None)
+    error: Mapped[str | None] = mapped_column(sa.Text, default=None)
+    created_by: Mapped[int | None] = mapped_column(sa.ForeignKey("users.id", ondelete="SET NULL"), default=None)
+    created_at: Mapped[datetime] = mapped_column(default=utcnow)
+    started_at: Mapped[datetime | None] = mapped_column(default=None)
+    finished_at: Mapped[datetime | None] = mapped_column(default=None)
+    worker_id: Mapped[str | None] = mapped_column(sa.String(128), default=None)
+    cancel_requested: Mapped[bool] = mapped_column(default=False)
+
+    table: Mapped[TableEntry | None] = relationship()
+    creator: Mapped[User | None] = relationship()
+
+    @property
+    def state_enum(self) -> JobState:
+        return JobState(self.state)
+
+
+class Upload(db.Model):
+    """A checked batch waiting for its write job (Parquet bytes; web and runner share only the
+    database, so no shared upload folder is needed). Deleted once its job has finished."""
+
+    __tablename__ = "uploads"
+
+    id: Mapped[str] = mapped_column(sa.String(32), primary_key=True)
+    table_id: Mapped[int] = mapped_column(sa.ForeignKey("tables.id", ondelete="CASCADE"), index=True)
+    filename: Mapped[str] = mapped_column(sa.String(255))
+    rows: Mapped[int]
+    size: Mapped[int]
+    data: Mapped[bytes] = mapped_column(sa.LargeBinary)
+    created_by: Mapped[int | None] = mapped_column(sa.ForeignKey("users.id", ondelete="SET NULL"), default=None)
+    created_at: Mapped[datetime] = mapped_column(default=utcnow)
+
+
+class Worker(db.Model):
+    """A job runner process and its heartbeat (for /healthz and for failing orphaned jobs)."""
+
+    __tablename__ = "workers"
+
+    id: Mapped[str] = mapped_column(sa.String(128), primary_key=True)
+    host: Mapped[str] = mapped_column(sa.String(255))
+    pid: Mapped[int]
+    started_at: Mapped[datetime] = mapped_column(default=utcnow)
+    heartbeat_at: Mapped[datetime] = mapped_column(default=utcnow)
+    stopped: Mapped[bool] = mapped_column(default=False)
+
+
+class AuditEntry(db.Model):
+    """One action someone took (never page views or dry runs). Append-only."""
+
+    __tablename__ = "audit_log"
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    at: Mapped[datetime] = mapped_column(default=utcnow, index=True)
+    user_id: Mapped[int | None] = mapped_column(sa.Integer, default=None, index=True)
+    username: Mapped[str] = mapped_column(sa.String(80))
+    action: Mapped[str] = mapped_column(sa.String(64))
+    table_name: Mapped[str | None] = mapped_column(sa.String(128), default=None)
+    params: Mapped[dict[str, Any]] = mapped_column(sa.JSON, default=dict)
+    plan_hash: Mapped[str | None] = mapped_column(sa.String(64), default=None)
+    outcome: Mapped[str] = mapped_column(sa.String(512))
+    job_id: Mapped[int | None] = mapped_column(sa.Integer, default=None)
+
+
+class AuditLogIsAppendOnly(RuntimeError):
+    """Raised on any attempt to change or delete an audit row."""
+
+
+@event.listens_for(Session, "before_flush")
+def _refuse_audit_changes(session: Session, _ctx: object, _instances: object) -> None:
+    for obj in session.dirty:
+        if isinstance(obj, AuditEntry) and session.is_modified(obj):
+            raise AuditLogIsAppendOnly("audit log entries cannot be changed")
+    for obj in session.deleted:
+        if isinstance(obj, AuditEntry):
+            raise AuditLogIsAppendOnly("audit log entries cannot be deleted")
+
+
+@event.listens_for(Session, "do_orm_execute")
+def _refuse_bulk_audit_changes(state: Any) -> None:
+    if (state.is_update or state.is_delete) and any(
+        getattr(m, "class_", None) is AuditEntry for m in state.all_mappers
+    ):
+        raise AuditLogIsAppendOnly("audit log entries cannot be changed or deleted")

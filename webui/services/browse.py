@@ -1,0 +1,343 @@
+"""Read-only views of a table for the pages and the API: overview, timeline, commit, file groups.
+
+Everything here reads metadata through the engine's Spark-free modules (MetaClient, Timeline,
+FileSystemView, CommitMetadata) and returns plain data (dicts, lists) for templates and JSON.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+from werkzeug.exceptions import NotFound
+
+from engine.config.write_config import WriteConfig
+from engine.errors import EngineError
+from engine.table.meta_client import MetaClient
+from engine.timeline.instant import Action, Instant, State, parse_instant_time
+from webui.services.snapshot import TableSnapshot
+
+CHART_COMMITS = 60  # commits shown in the records-per-commit chart
+SIZE_BUCKETS_MB = (1, 4, 16, 32, 64, 100, 120, 256)
+
+
+def instant_datetime(time: str) -> str:
+    try:
+        return parse_instant_time(time).strftime("%Y-%m-%d %H:%M:%S.%f")[:-3]
+    except EngineError:
+        return time
+
+
+def _ms_iso(ms: int | None) -> str | None:
+    if ms is None:
+        return None
+    return datetime.fromtimestamp(ms / 1000, UTC).strftime("%Y-%m-%d %H:%M:%S")
+
+
+def config_doc(meta: MetaClient) -> dict[str, Any]:
+    cfg = meta.config
+    return {
+        "name": cfg.name,
+        "path": meta.storage.base_uri,
+        "table_type": cfg.table_type.value,
+        "record_key_fields": list(cfg.record_key_fields),
+        "partition_fields": list(cfg.partition_fields),
+        "precombine_field": cfg.precombine_field,
+        "hive_style": cfg.hive_style,
+        "index_type": cfg.index_type.value if cfg.index_type else None,
+        "version": cfg.version,
+    }
+
+
+def _record_counts(snap: TableSnapshot) -> dict[str, int]:
+    """path -> records in that base file, from the write stats of the commits that wrote them."""
+
+    def build() -> dict[str, int]:
+        out: dict[str, int] = {}
+        for inst in snap.timeline.completed_writes.instants:
+            for stat in snap.commit(inst).write_stats:
+                if stat.path:
+                    out[stat.path] = stat.numWrites
+        return out
+
+    return snap.cached("record_counts", build)
+
+
+@dataclass(frozen=True)
+class Limits:
+    small_file_limit: int
+    max_file_size: int
+    commits_retained: int
+    keep_max_commits: int
+
+
+def table_limits(meta: MetaClient) -> Limits:
+    """The write limits in effect: the table's stored hoodie.* settings over the engine defaults."""
+    cfg = WriteConfig.from_options(None)
+    extra = dict(meta.config.extra) if getattr(meta.config, "extra", None) else {}
+
+    def num(key: str, default: int) -> int:
+        try:
+            return int(extra.get(key, default))
+        except (TypeError, ValueError):
+            return default
+
+    return Limits(
+        small_file_limit=num("hoodie.parquet.small.file.limit", cfg.small_file_limit),
+        max_file_size=num("hoodie.parquet.max.file.size", cfg.max_file_size),
+        commits_retained=num("hoodie.cleaner.commits.retained", cfg.cleaner_commits_retained),
+        keep_max_commits=num("hoodie.keep.max.commits", cfg.keep_max_commits),
+    )
+
+
+def overview(snap: TableSnapshot) -> dict[str, Any]:
+    """Type, keys, index, sizes and records, the latest commit, chart data and the health panel."""
+
+    def build() -> dict[str, Any]:
+        view = snap.view()
+        counts = _record_counts(snap)
+        latest = view.latest_slices()
+        bases = [s.base_file for s in latest if s.base_file is not None]
+        per_partition: dict[str, dict[str, int]] = {}
+        for b in bases:
+            p = per_partition.setdefault(b.partition, {"files": 0, "bytes": 0, "records": 0})
+            p["files"] += 1
+            p["bytes"] += b.size
+            p["records"] += counts.get(b.path, 0)
+        writes = snap.timeline.completed_writes.instants
+        chart = []
+        for inst in writes[-CHART_COMMITS:]:
+            t = snap.commit(inst).totals()
+            chart.append({"instant": inst.time, "inserts": t["inserts"], "updates": t["updates"], "deletes": t["deletes"]})
+        last = writes[-1] if writes else None
+        last_doc = None
+        if last is not None:
+            cm = snap.commit(last)
+            last_doc = {"instant": last.time, "at": instant_datetime(last.time), "operation": cm.operation_type, **cm.totals()}
+        limits = table_limits(snap.meta)
+        sizes = [b.size for b in bases]
+        return {
+            "config": config_doc(snap.meta),
+            "fingerprint": snap.fingerprint,
+            "partitions": len(per_partition),
+            "file_groups": len(view.groups),
+            "files": len(bases),
+            "bytes": sum(sizes),
+            "records": sum(p["records"] for p in per_partition.values()),
+            "instants": len(snap.timeline),
+            "completed_writes": len(writes),
+            "latest_commit": last_doc,
+            "per_partition": per_partition,
+            "limits": {"small_file_limit": limits.small_file_limit, "max_file_size": limits.max_file_size},
+            "charts": {
+                "records_per_commit": chart,
+                "file_sizes": size_histogram(sizes, limits),
+            },
+        }
+
+    return snap.cached("overview", build)
+
+
+def size_histogram(sizes: list[int], limits: Limits) -> dict[str, Any]:
+    edges = sorted({*(m * 1024 * 1024 for m in SIZE_BUCKETS_MB), limits.small_file_limit, limits.max_file_size})
+    labels, counts = [], []
+    lower = 0
+    for edge in edges:
+        labels.append(f"< {_mb(edge)}")
+        counts.append(sum(1 for s in sizes if lower <= s < edge))
+        lower = edge
+    labels.append(f">= {_mb(edges[-1])}")
+    counts.append(sum(1 for s in sizes if s >= edges[-1]))
+    small_index = edges.index(limits.small_file_limit)
+    return {"labels": labels, "counts": counts, "small_below_bucket": small_index + 1,
+            "small_file_limit": limits.small_file_limit, "max_file_size": limits.max_file_size}
+
+
+def _mb(n: int) -> str:
+    return f"{n / 1024 / 1024:g} MB"
+
+
+# ---- timeline ----------------------------------------------------------------------------
+TIMELINE_PAGE = 50
+
+
+def _instant_row(snap: TableSnapshot, inst: Instant) -> dict[str, Any]:
+    row: dict[str, Any] = {
+        "time": inst.time,
+        "at": instant_datetime(inst.time),
+        "action": inst.action.value,
+        "state": inst.state.value,
+        "archived": False,
+        "completed_at": _ms_iso(snap.completed_at_ms(inst)) if inst.is_completed else None,
+        "operation": None,
+        "stats": None,
+    }
+    if inst.is_completed and inst.action.is_write:
+        try:
+            cm = snap.commit(inst)
+            row["operation"] = cm.operation_type
+            row["stats"] = cm.totals()
+        except EngineError as exc:
+            row["error"] = str(exc)
+    return row
+
+
+def archived_rows(snap: TableSnapshot) -> list[dict[str, Any]]:
+    def build() -> list[dict[str, Any]]:
+        if not snap.timeline.has_archive:
+            return []
+        from engine.services.archive import read_archived_entries
+
+        rows = []
+        for e in read_archived_entries(snap.meta):
+            t = str(e.get("commitTime") or "")
+            rows.append({"time": t, "at": instant_datetime(t), "action": e.get("actionType"), "state": "archived",
+                         "archived": True, "completed_at": None, "operation": None, "stats": None})
+        return rows
+
+    return snap.cached("archived", build)
+
+
+def timeline_page(
+    snap: TableSnapshot,
+    *,
+    actions: list[str] | None = None,
+    states: list[str] | None = None,
+    since: str | None = None,
+    until: str | None = None,
+    include_archived: bool = False,
+    page: int = 1,
+    per_page: int = TIMELINE_PAGE,
+) -> dict[str, Any]:
+    """Instants newest first, filtered and paged; stats only for the rows on the page."""
+    insts = list(reversed(snap.timeline.instants))
+    wanted_actions = set(actions or [])
+    wanted_states = set(states or [])
+
+    def keep(action: str, state: str, time: str) -> bool:
+        return (
+            (not wanted_actions or action in wanted_actions)
+            and (not wanted_states or state in wanted_states)
+            and (not since or time >= since)
+            and (not until or time <= until)
+        )
+
+    active = [i for i in insts if keep(i.action.value, i.state.value, i.time)]
+    archived = [r for r in reversed(archived_rows(snap)) if keep(r["action"], "archived", r["time"])] if include_archived else []
+    total = len(active) + len(archived)
+    per_page = max(1, min(per_page, 500))
+    pages = max(1, math.ceil(total / per_page))
+    page = max(1, min(page, pages))
+    lo, hi = (page - 1) * per_page, page * per_page
+    rows = [_instant_row(snap, i) for i in active[lo:hi]]
+    if hi > len(active):
+        rows += archived[max(0, lo - len(active)): hi - len(active)]
+    return {"rows": rows, "total": total, "page": page, "pages": pages, "per_page": per_page,
+            "fingerprint": snap.fingerprint, "visual": visual_timeline(snap)}
+
+
+STATE_CLASSES = {"completed": "ok", "inflight": "run", "requested": "wait"}
+
+
+def visual_timeline(snap: TableSnapshot, last: int = 120) -> dict[str, Any]:
+    """Lanes by action, one mark per instant (the newest `last`), coloured by state."""
+    insts = snap.timeline.instants[-last:]
+    lanes = sorted({i.action.value for i in insts}, key=lambda a: [x.value for x in Action].index(a))
+    n = len(insts)
+    marks = []
+    for k, inst in enumerate(insts):
+        marks.append({
+            "time": inst.time,
+            "lane": lanes.index(inst.action.value),
+            "x": round(10 + (k / max(1, n - 1)) * 960, 1) if n > 1 else 490,
+            "state": inst.state.value,
+            "css": STATE_CLASSES.get(inst.state.value, "wait"),
+            "title": f"{inst.time} {inst.action.value} {inst.state.value}",
+        })
+    return {"lanes": lanes, "marks": marks, "height": 28 * max(1, len(lanes)) + 10,
+            "first": insts[0].time if insts else None, "last": insts[-1].time if insts else None}
+
+
+# ---- commit detail -----------------------------------------------------------------------
+def commit_detail(snap: TableSnapshot, time: str) -> dict[str, Any]:
+    inst = snap.timeline.get(time)
+    if inst is None:
+        raise NotFound(f"no instant {time} on the active timeline")
+    doc: dict[str, Any] = {"instant": _instant_row(snap, inst), "partitions": [], "files": [], "replaced": {},
+                           "schema": None, "extra": {}}
+    if not (inst.is_completed and inst.action.is_write):
+        return doc
+    cm = snap.commit(inst)
+    for part, stats in sorted(cm.partition_to_write_stats.items()):
+        t = {"partition": part, "files": 0, "inserts": 0, "updates": 0, "deletes": 0, "writes": 0, "bytes": 0}
+        for s in stats:
+            t["files"] += 1 if s.path else 0
+            t["inserts"] += s.numInserts
+            t["updates"] += s.numUpdateWrites
+            t["deletes"] += s.numDeletes
+            t["writes"] += s.numWrites
+            t["bytes"] += s.totalWriteBytes
+            doc["files"].append({
+                "partition": part, "file_id": s.fileId, "path": s.path, "prev_commit": s.prevCommit,
+                "new": s.prevCommit in ("null", None, ""), "writes": s.numWrites, "inserts": s.numInserts,
+                "updates": s.numUpdateWrites, "deletes": s.numDeletes, "bytes": s.fileSizeInBytes or s.totalWriteBytes,
+            })
+        doc["partitions"].append(t)
+    doc["replaced"] = cm.partition_to_replace_file_ids or {}
+    doc["extra"] = {k: v for k, v in cm.extra_metadata.items() if k != "schema"}
+    if cm.schema:
+        from engine.table.schema import avro_to_arrow
+
+        try:
+            doc["schema"] = [{"name": f.name, "type": str(f.type), "nullable": f.nullable} for f in avro_to_arrow(cm.schema)]
+        except EngineError:
+            doc["schema"] = None
+    doc["totals"] = cm.totals()
+    return doc
+
+
+# ---- file groups -------------------------------------------------------------------------
+GROUPS_PAGE = 100
+
+
+def file_groups(snap: TableSnapshot, partition: str | None = None, page: int = 1, per_page: int = GROUPS_PAGE) -> dict[str, Any]:
+    """Partitions -> file groups -> slices -> base/log files (as `hudi-cli show fsview latest`)."""
+    view = snap.view()
+    counts = _record_counts(snap)
+
+    def partitions_build() -> list[dict[str, Any]]:
+        out: dict[str, dict[str, Any]] = {}
+        for g in view.groups:
+            p = out.setdefault(g.partition, {"partition": g.partition, "file_groups": 0, "bytes": 0})
+            p["file_groups"] += 1
+            s = g.latest_slice
+            p["bytes"] += s.size if s else 0
+        return [out[k] for k in sorted(out)]
+
+    partitions = snap.cached("partitions", partitions_build)
+    groups = view.groups if partition is None else [g for g in view.groups if g.partition == partition]
+    per_page = max(1, min(per_page, 1000))
+    pages = max(1, math.ceil(len(groups) / per_page))
+    page = max(1, min(page, pages))
+    rows = []
+    for g in groups[(page - 1) * per_page: page * per_page]:
+        slices = []
+        for s in reversed(g.slices):
+            base = s.base_file
+            slices.append({
+                "base_instant": s.base_instant,
+                "base_file": base.file_name if base else None,
+                "base_size": base.size if base else None,
+                "records": counts.get(base.path) if base else None,
+                "log_files": [{"name": lf.file_name, "size": lf.size} for lf in s.log_files],
+                "total_size": s.size,
+            })
+        rows.append({"partition": g.partition, "file_id": g.file_id, "slices": slices})
+    return {"partitions": partitions, "partition": partition, "groups": rows, "total": len(groups),
+            "page": page, "pages": pages, "per_page": per_page, "fingerprint": snap.fingerprint}
+
+
+def pending_instants(snap: TableSnapshot) -> list[Instant]:
+    return [i for i in snap.timeline.instants if i.state is not State.COMPLETED]

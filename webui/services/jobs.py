@@ -1,0 +1,124 @@
+"""Jobs from the web side: queue one, read its state, ask for its cancellation.
+
+The web process only writes rows; the job runner (`webui.jobs.runner`) executes them.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+import sqlalchemy as sa
+from werkzeug.exceptions import Forbidden, NotFound
+
+from webui.extensions import db
+from webui.models import Job, JobState, Role, TableEntry, User, Worker, utcnow
+
+WRITE_OPERATIONS = ("upsert", "insert", "delete")
+SERVICE_OPERATIONS = ("rollback", "restore", "savepoint", "savepoint_delete", "clean", "archive")
+ROLE_FOR = {
+    **dict.fromkeys(WRITE_OPERATIONS, Role.OPERATOR),
+    "rollback": Role.ADMIN,
+    "restore": Role.ADMIN,
+    "savepoint": Role.OPERATOR,
+    "savepoint_delete": Role.OPERATOR,
+    "clean": Role.OPERATOR,
+    "archive": Role.OPERATOR,
+    "preview": Role.VIEWER,
+}
+
+
+def enqueue(actor: User | None, entry: TableEntry | None, operation: str, params: dict[str, Any], commit: bool = True) -> Job:
+    if operation not in ROLE_FOR:
+        raise ValueError(f"unknown operation {operation!r}")
+    job = Job(
+        table_id=entry.id if entry is not None else None,
+        operation=operation,
+        params=params,
+        state=JobState.QUEUED.value,
+        progress={},
+        log_tail="",
+        created_by=actor.id if actor is not None else None,
+        created_at=utcnow(),
+    )
+    db.session.add(job)
+    if commit:
+        db.session.commit()
+    else:
+        db.session.flush()
+    return job
+
+
+def get(job_id: int) -> Job:
+    job = db.session.get(Job, job_id)
+    if job is None:
+        raise NotFound(f"no job {job_id}")
+    return job
+
+
+def may_see(actor: User, job: Job) -> bool:
+    return actor.can(Role.VIEWER)
+
+
+def request_cancel(actor: User, job: Job) -> bool:
+    """Ask the runner to cancel `job`: needs the job's own role, and to be its creator or an admin.
+    A queued job is cancelled at once; a running one when the runner sees the request."""
+    if not actor.can(ROLE_FOR.get(job.operation, Role.ADMIN)) or not (
+        job.created_by == actor.id or actor.can(Role.ADMIN)
+    ):
+        raise Forbidden("only the job's creator (with its role) or an admin can cancel it")
+    if job.state_enum.finished:
+        return False
+    now = utcnow()
+    # conditional updates: the runner may claim or finish the job meanwhile
+    res = db.session.execute(
+        sa.update(Job).where(Job.id == job.id, Job.state == JobState.QUEUED.value)
+        .values(state=JobState.CANCELLED.value, cancel_requested=True, finished_at=now,
+                error="cancelled before it started")
+    )
+    if res.rowcount == 0:  # type: ignore[attr-defined]
+        db.session.execute(
+            sa.update(Job).where(Job.id == job.id, Job.state == JobState.RUNNING.value).values(cancel_requested=True)
+        )
+    db.session.commit()
+    db.session.refresh(job)
+    return True
+
+
+def _iso(dt: datetime | None) -> str | None:
+    return dt.isoformat(timespec="seconds") + "Z" if dt is not None else None
+
+
+def describe(job: Job) -> dict[str, Any]:
+    return {
+        "id": job.id,
+        "table": job.table.name if job.table is not None else None,
+        "operation": job.operation,
+        "params": {k: v for k, v in (job.params or {}).items() if k != "upload"},
+        "state": job.state,
+        "progress": job.progress or {},
+        "log_tail": job.log_tail or "",
+        "result": job.result,
+        "error": job.error,
+        "created_by": job.creator.username if job.creator is not None else None,
+        "created_at": _iso(job.created_at),
+        "started_at": _iso(job.started_at),
+        "finished_at": _iso(job.finished_at),
+        "worker_id": job.worker_id,
+        "cancel_requested": job.cancel_requested,
+    }
+
+
+def recent(table: TableEntry | None = None, limit: int = 50) -> list[Job]:
+    q = sa.select(Job).order_by(Job.id.desc()).limit(limit)
+    if table is not None:
+        q = q.where(Job.table_id == table.id)
+    return list(db.session.scalars(q))
+
+
+def worker_heartbeat_age() -> float | None:
+    """Seconds since the freshest heartbeat of a live job runner (None: no runner ever beat)."""
+    latest = db.session.scalar(sa.select(sa.func.max(Worker.heartbeat_at)).where(Worker.stopped.is_(False)))
+    if latest is None:
+        return None
+    return max(0.0, (utcnow() - latest).total_seconds())

@@ -1,0 +1,201 @@
+"""Table services for the console: server-side dry-run plans, their hash, and the timeline
+fingerprint a confirmation must carry.
+
+A confirmation page shows `preview(...)`: the engine's dry-run plan, a summary of what is at
+stake (instants, files, index entries, records, bytes), the timeline fingerprint it was planned
+on and the plan's hash. `confirm(...)` plans again: if the fingerprint (or the plan) changed,
+the confirmation is refused with `StalePlanError` carrying the fresh plan to show.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+from dataclasses import dataclass
+from typing import Any
+
+from engine.errors import EngineError
+from engine.timeline.instant import is_valid_instant_time
+from webui.models import Role, TableEntry
+from webui.services.snapshot import TableSnapshot
+from webui.services.tables import open_meta
+
+# operation -> (role needed, takes an instant, title)
+SERVICES: dict[str, tuple[Role, bool, str]] = {
+    "rollback": (Role.ADMIN, True, "Roll back a commit"),
+    "restore": (Role.ADMIN, True, "Restore the table to an instant"),
+    "savepoint": (Role.OPERATOR, True, "Create a savepoint"),
+    "savepoint_delete": (Role.OPERATOR, True, "Delete a savepoint"),
+    "clean": (Role.OPERATOR, False, "Clean old file versions"),
+    "archive": (Role.OPERATOR, False, "Archive old instants"),
+}
+
+
+class PlanError(ValueError):
+    """The service cannot be planned (the engine refused it, or the arguments are bad)."""
+
+    def __init__(self, message: str, status: int = 400) -> None:
+        super().__init__(message)
+        self.status = status
+
+
+class StalePlanError(PlanError):
+    """The table changed since the plan was shown; `fresh` is the plan to show now."""
+
+    def __init__(self, message: str, fresh: Preview) -> None:
+        super().__init__(message, 409)
+        self.fresh = fresh
+
+
+def to_doc(value: Any) -> Any:
+    """An engine plan or result as JSON-friendly data: its `to_dict()` (issue 10, step 0), or the
+    engine's own conversion for plain values (lists of instants, a savepoint's time)."""
+    from engine.services.serial import to_doc as engine_doc
+
+    to_dict = getattr(value, "to_dict", None)
+    if callable(to_dict) and not isinstance(value, dict):
+        return to_dict()
+    return engine_doc(value)
+
+
+def plan_hash(operation: str, params: dict[str, Any], plan: Any) -> str:
+    body = json.dumps({"operation": operation, "params": params, "plan": plan}, sort_keys=True, default=str)
+    return hashlib.sha256(body.encode()).hexdigest()
+
+
+@dataclass
+class Preview:
+    operation: str
+    params: dict[str, Any]
+    fingerprint: str
+    plan: Any
+    summary: dict[str, Any]
+    hash: str
+
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+
+def clean_params(operation: str, raw: dict[str, Any]) -> dict[str, Any]:
+    if operation not in SERVICES:
+        raise PlanError(f"unknown table service {operation!r}", 404)
+    _role, takes_instant, _title = SERVICES[operation]
+    params: dict[str, Any] = {}
+    if takes_instant:
+        instant = str(raw.get("instant") or "").strip()
+        if not is_valid_instant_time(instant):
+            raise PlanError(f"instant must be an instant time yyyyMMddHHmmssSSS, got {instant!r}")
+        params["instant"] = instant
+    if operation == "savepoint":
+        params["comment"] = str(raw.get("comment") or "")[:200]
+    return params
+
+
+def _maintenance(entry: TableEntry):  # type: ignore[no-untyped-def]
+    from engine.services.maintenance import Maintenance
+
+    return Maintenance(open_meta(entry))
+
+
+def _dry_run(entry: TableEntry, operation: str, params: dict[str, Any]) -> Any:
+    m = _maintenance(entry)
+    if operation == "rollback":
+        return m.rollback(params["instant"], dry_run=True)
+    if operation == "restore":
+        return m.restore(params["instant"], dry_run=True)
+    if operation == "savepoint":
+        return m.create_savepoint(params["instant"], comment=params.get("comment", ""), dry_run=True)
+    if operation == "savepoint_delete":
+        return m.delete_savepoint(params["instant"], dry_run=True)
+    if operation == "clean":
+        return m.clean(dry_run=True)
+    return m.archive(dry_run=True)
+
+
+def preview(entry: TableEntry, operation: str, raw_params: dict[str, Any]) -> Preview:
+    """The dry-run plan of a table service, planned now on the table as it is."""
+    params = clean_params(operation, raw_params)
+    snap = TableSnapshot.load(open_meta(entry))
+    try:
+        result = _dry_run(entry, operation, params)
+    except EngineError as exc:
+        raise PlanError(f"{type(exc).__name__}: {exc}", 409) from exc
+    doc = to_doc(result)
+    if operation == "savepoint" and isinstance(doc, dict):
+        doc.pop("saved_at", None)  # the clock, not the plan: it would make every plan's hash new
+    after = TableSnapshot.load(snap.meta)
+    if after.fingerprint != snap.fingerprint:  # the table moved while planning: plan once more
+        return preview(entry, operation, raw_params)
+    summary = summarize(snap, operation, params, result, doc)
+    return Preview(operation, params, snap.fingerprint, doc, summary, plan_hash(operation, params, doc))
+
+
+def confirm(entry: TableEntry, operation: str, raw_params: dict[str, Any], fingerprint: str, shown_hash: str) -> Preview:
+    """Re-plan and check the confirmation still matches; StalePlanError (with the fresh plan) if not."""
+    fresh = preview(entry, operation, raw_params)
+    if fresh.fingerprint != fingerprint:
+        raise StalePlanError(
+            "the table changed since this plan was shown (its timeline is not the one the plan was made on); "
+            "nothing was done. Review the new plan below.", fresh)
+    if fresh.hash != shown_hash:
+        raise StalePlanError("the plan is not the one that was shown; nothing was done. Review the new plan below.", fresh)
+    return fresh
+
+
+# ---- what is at stake ----------------------------------------------------------------------
+def _sizes(snap: TableSnapshot) -> dict[str, int]:
+    return snap.cached("file_sizes", lambda: {f.path: f.size for f in snap.meta.list_data_files()})
+
+
+def _commit_totals(snap: TableSnapshot, time: str) -> dict[str, int] | None:
+    inst = snap.timeline.get(time)
+    if inst is None or not (inst.is_completed and inst.action.is_write):
+        return None
+    return snap.commit(inst).totals()
+
+
+def summarize(snap: TableSnapshot, operation: str, params: dict[str, Any], result: Any, doc: Any) -> dict[str, Any]:
+    sizes = _sizes(snap)
+    out: dict[str, Any] = {"instants": [], "files": [], "bytes": 0, "records": None, "index": None, "notes": []}
+    if operation == "rollback":
+        files = list(getattr(result, "files", ()))
+        t = _commit_totals(snap, params["instant"])
+        target = getattr(result, "target", None)
+        out["instants"] = [{"time": params["instant"], "action": target.action.value if target else None,
+                            "state": target.state.value if target else None, "totals": t}]
+        out["files"] = [{"path": f, "size": sizes.get(f)} for f in files]
+        out["records"] = t
+        revert = getattr(result, "index_revert", None)
+        if revert is not None:
+            out["index"] = to_doc(revert)
+    elif operation == "restore":
+        total = {"inserts": 0, "updates": 0, "deletes": 0, "writes": 0}
+        files: list[str] = []
+        for inst in getattr(result, "instants", ()):
+            t = _commit_totals(snap, inst.time)
+            out["instants"].append({"time": inst.time, "action": inst.action.value, "state": inst.state.value, "totals": t})
+            if t:
+                for k in total:
+                    total[k] += t[k]
+                files += [p for p in snap.commit(snap.timeline.get(inst.time)).written_paths]  # type: ignore[arg-type]
+        out["files"] = [{"path": f, "size": sizes.get(f)} for f in sorted(set(files))]
+        out["records"] = total
+    elif operation == "clean":
+        files = list(getattr(result, "all_files", []))
+        out["files"] = [{"path": f, "size": sizes.get(f)} for f in files]
+        out["notes"].append(f"policy {getattr(result, 'policy', '?')}, {getattr(result, 'retained', '?')} retained; "
+                            f"earliest retained commit {getattr(result, 'earliest_retained', None) or '-'}")
+    elif operation == "archive":
+        out["instants"] = [{"time": i.time, "action": i.action.value, "state": i.state.value, "totals": None}
+                           for i in getattr(result, "instants", ())]
+    elif operation == "savepoint":
+        files = list(getattr(result, "files", ()))
+        out["files"] = [{"path": f, "size": sizes.get(f)} for f in files]
+        out["notes"].append(f"clean will keep these {len(files)} base file(s) while the savepoint exists")
+    elif operation == "savepoint_delete":
+        out["notes"].append(f"the savepoint at {params['instant']} will be removed; clean may then delete its files")
+    out["bytes"] = sum(f["size"] or 0 for f in out["files"])
+    out["file_count"] = len(out["files"])
+    out["nothing_to_do"] = operation in ("clean", "archive") and not out["files"] and not out["instants"]
+    return out

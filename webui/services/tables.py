@@ -1,0 +1,158 @@
+"""The table registry: register an existing table, create a new one, open a registered one.
+
+Spark-free: creating a table writes only `.hoodie/hoodie.properties` (`MetaClient.create`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import sqlalchemy as sa
+from flask import current_app
+from werkzeug.exceptions import NotFound
+
+from engine.errors import EngineError, TableNotFoundError
+from engine.table.create import AVAILABLE_INDEXES, DEFAULT_INDEX, new_table_config
+from engine.table.meta_client import MetaClient
+from webui.extensions import db
+from webui.models import TableEntry, User
+from webui.paths import PathNotAllowedError, check_table_name, default_table_path, resolve_table_path
+
+INDEX_CHOICES = sorted(i.value for i in AVAILABLE_INDEXES)
+DEFAULT_INDEX_NAME = DEFAULT_INDEX.value
+TABLE_TYPES = ["COPY_ON_WRITE"]
+
+
+class RegistryError(ValueError):
+    """A table cannot be registered or created (the message says why); nothing was changed."""
+
+    def __init__(self, message: str, status: int = 400) -> None:
+        super().__init__(message)
+        self.status = status
+
+
+@dataclass(frozen=True)
+class NewTable:
+    name: str
+    record_key: str
+    partition_fields: str = ""
+    precombine_field: str | None = None
+    table_type: str = "COPY_ON_WRITE"
+    index: str = DEFAULT_INDEX_NAME
+    path: str | None = None
+    hive_style: bool = False
+
+
+def roots() -> list[str]:
+    return list(current_app.config["CONSOLE_WAREHOUSE_ROOTS"])
+
+
+def list_tables() -> list[TableEntry]:
+    return list(db.session.scalars(sa.select(TableEntry).order_by(TableEntry.name)))
+
+
+def get_table(name: str) -> TableEntry:
+    entry = db.session.scalar(sa.select(TableEntry).where(TableEntry.name == name))
+    if entry is None:
+        raise NotFound(f"no registered table named {name!r}")
+    return entry
+
+
+def open_meta(entry: TableEntry) -> MetaClient:
+    return MetaClient.open(entry.base_path)
+
+
+def _checked_path(path: str) -> str:
+    try:
+        return resolve_table_path(path, roots())
+    except PathNotAllowedError as exc:
+        raise RegistryError(str(exc), 403) from exc
+
+
+def _check_unique(name: str, path: str) -> None:
+    if db.session.scalar(sa.select(TableEntry.id).where(TableEntry.name == name)) is not None:
+        raise RegistryError(f"a table named {name!r} is already registered", 409)
+    if db.session.scalar(sa.select(TableEntry.id).where(TableEntry.base_path == path)) is not None:
+        raise RegistryError(f"the table at {path} is already registered", 409)
+
+
+def _entry_from_meta(name: str, meta: MetaClient, actor: User | None) -> TableEntry:
+    cfg = meta.config
+    return TableEntry(
+        name=name,
+        base_path=meta.storage.base_uri,
+        table_type=cfg.table_type.value,
+        record_key=",".join(cfg.record_key_fields),
+        partition_fields=",".join(cfg.partition_fields),
+        precombine_field=cfg.precombine_field,
+        index_type=cfg.index_type.value if cfg.index_type else None,
+        created_by=actor.id if actor else None,
+    )
+
+
+def register_existing(path: str, name: str | None, actor: User | None) -> TableEntry:
+    """Register the Hudi table at `path` (which must lie under a warehouse root)."""
+    real = _checked_path(path)
+    try:
+        meta = MetaClient.open(real)
+    except TableNotFoundError as exc:
+        raise RegistryError(str(exc), 404) from exc
+    except EngineError as exc:
+        raise RegistryError(f"cannot open the table at {real}: {exc}") from exc
+    table_name = name or meta.config.name
+    try:
+        check_table_name(table_name)
+    except ValueError as exc:
+        raise RegistryError(str(exc)) from exc
+    _check_unique(table_name, meta.storage.base_uri)
+    entry = _entry_from_meta(table_name, meta, actor)
+    db.session.add(entry)
+    db.session.commit()
+    return entry
+
+
+def create_table(spec: NewTable, actor: User | None) -> TableEntry:
+    """Create an empty table (under the first warehouse root unless a path is given) and register it."""
+    try:
+        check_table_name(spec.name)
+    except ValueError as exc:
+        raise RegistryError(str(exc)) from exc
+    path = _checked_path(spec.path) if spec.path else default_table_path(spec.name, roots())
+    if not spec.path:
+        path = _checked_path(path)
+    _check_unique(spec.name, path)
+    if not (spec.record_key or "").strip():
+        raise RegistryError("a record key field is required")
+    try:
+        config = new_table_config(
+            name=spec.name,
+            record_key=spec.record_key,
+            partition_fields=spec.partition_fields or None,
+            precombine_field=spec.precombine_field or None,
+            table_type=spec.table_type,
+            index=spec.index or DEFAULT_INDEX_NAME,
+            hive_style=spec.hive_style,
+        )
+        from engine.storage import storage_for
+
+        meta = MetaClient.create(storage_for(path), config)
+    except EngineError as exc:
+        raise RegistryError(str(exc), 409 if "already exists" in str(exc) else 400) from exc
+    entry = _entry_from_meta(spec.name, meta, actor)
+    db.session.add(entry)
+    db.session.commit()
+    return entry
+
+
+def describe(entry: TableEntry) -> dict:
+    """The registry row as API data."""
+    return {
+        "name": entry.name,
+        "path": entry.base_path,
+        "table_type": entry.table_type,
+        "record_key": entry.record_key,
+        "partition_fields": [f for f in entry.partition_fields.split(",") if f],
+        "precombine_field": entry.precombine_field,
+        "index": entry.index_type,
+        "registered_at": entry.created_at.isoformat() + "Z",
+    }
