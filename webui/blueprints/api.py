@@ -221,7 +221,7 @@ def _service(name: str, operation: str):  # type: ignore[no-untyped-def]
         if body.get("fingerprint") or body.get("plan_hash"):
             p = plans.confirm(entry, operation, raw, str(body.get("fingerprint") or ""), str(body.get("plan_hash") or ""))
         else:
-            p = plans.preview(entry, operation, raw)
+            p = plans.runnable(plans.preview(entry, operation, raw))
     except plans.StalePlanError as exc:
         audit.record(actor, operation, "refused: stale plan", table=entry.name, params=raw, plan_hash=body.get("plan_hash"))
         return api_error(409, "stale_plan", str(exc), plan=exc.fresh.to_dict())

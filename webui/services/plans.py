@@ -177,9 +177,14 @@ def confirm(entry: TableEntry, operation: str, raw_params: dict[str, Any], finge
             "nothing was done. Review the new plan below.", fresh)
     if fresh.hash != shown_hash:
         raise StalePlanError("the plan is not the one that was shown; nothing was done. Review the new plan below.", fresh)
-    if operation == "compaction" and fresh.summary["nothing_to_do"]:
+    return runnable(fresh)
+
+
+def runnable(p: Preview) -> Preview:
+    """`p`, unless it is a job with nothing to do that should not be queued (compaction)."""
+    if p.operation == "compaction" and p.summary["nothing_to_do"]:
         raise PlanError("nothing to compact: no file slice has log files", 409)
-    return fresh
+    return p
 
 
 # ---- what is at stake ----------------------------------------------------------------------
