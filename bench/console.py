@@ -1,6 +1,6 @@
 """Console latency benchmark: pages and API calls on a big table, under gunicorn on 127.0.0.1.
 
-    python bench/console.py [--instants 1000] [--groups 10000] [--duration 30] [--clients 20]
+    python bench/console.py [--instants 1000] [--groups 10000] [--duration 30] [--clients 20] [--mor]
 
 Builds (once, by hand: pyarrow-free filler base files plus the engine's commit metadata and
 timeline files, no Spark) a table with 1,000 completed commits and 10,000 file groups in 100
@@ -9,6 +9,12 @@ partitions, registers it in a fresh SQLite console database, starts gunicorn, th
 2. --clients concurrent clients for --duration seconds, each cycling through the URLs.
 Prints p50/p95 per URL and writes JSON under bench/results/. Only 127.0.0.1 is contacted; the
 load is bounded in time and stops by itself.
+
+With --mor the table is MERGE_ON_READ instead: 10,000 file groups written by deltacommits (one
+base file each, sparse filler files), the other deltacommits writing log files (about two per
+slice: 20,000 log files), and a pending compaction planned on the first 10 partitions' slices
+(1,000 operations); the URLs add the MOR pages: file groups with log files, a deltacommit's
+log-file stats, the pending compaction's plan and the compaction preview (a dry run).
 """
 
 from __future__ import annotations
@@ -73,6 +79,99 @@ def build_table(path: Path, instants: int, groups: int, partitions: int = 100) -
     return t
 
 
+MOR_URLS = [
+    ("overview page", "/tables/bench_mor"),
+    ("timeline page", "/tables/bench_mor/timeline"),
+    ("file groups page", "/tables/bench_mor/file-groups"),
+    ("file groups with log files", "/tables/bench_mor/file-groups?logs=1&page=20"),
+    ("file groups of a partition", "/tables/bench_mor/file-groups?partition=p042"),
+    ("deltacommit detail page", None),  # filled in with a real instant
+    ("pending compaction page", None),
+    ("compaction preview (dry run)", "/tables/bench_mor/services/compaction"),
+    ("API file groups", "/api/v1/tables/bench_mor/file-groups?per_page=100"),
+    ("API overview", "/api/v1/tables/bench_mor"),
+]
+
+
+def build_mor_table(path: Path, instants: int, groups: int, partitions: int = 100) -> list[str]:
+    """A MERGE_ON_READ table by hand (see the module docstring); returns its instant times."""
+    from engine.services.compaction import plan_compaction
+    from engine.storage import storage_for
+    from engine.table.commit_metadata import CommitMetadata, WriteStat
+    from engine.table.compaction_plan import PLAN_MODEL, CompactionPlan
+    from engine.table.create import new_table_config
+    from engine.table.file_names import base_file_name, log_file_name, new_file_id
+    from engine.table.meta_client import MetaClient
+    from engine.table.schema import arrow_to_avro, avro_to_json
+    from engine.timeline import avro_models
+    from engine.timeline.instant import format_instant_time
+
+    marker = path / ".bench-complete"
+    if marker.exists():
+        return sorted({n.split(".")[0] for n in os.listdir(path / ".hoodie") if n[:1].isdigit()})
+    if path.exists():
+        shutil.rmtree(path)
+    config = new_table_config(name="bench_mor", record_key="trip_id", partition_fields="city", precombine_field="ts",
+                              table_type="MERGE_ON_READ")
+    meta = MetaClient.create(storage_for(str(path)), config)
+    schema = avro_to_json(arrow_to_avro(handmade.DATA_SCHEMA, "bench_mor"))
+    rng = random.Random(7)
+    start = datetime(2026, 1, 1, tzinfo=UTC)
+    times = [format_instant_time(start + timedelta(minutes=n)) for n in range(instants)]
+    hoodie = path / ".hoodie"
+    groups_of: list[tuple[str, str, str, str]] = []  # (partition, file id, base instant, base file name)
+    logs_of: dict[str, list[str]] = {}
+    per_base_commit = 50
+    base_commits = groups // per_base_commit
+
+    def sparse(rel: str, size: int) -> None:
+        with open(path / rel, "wb") as f:
+            f.truncate(size)  # the pages list names and sizes; nobody reads these bytes
+
+    def complete(at: str, stats: dict[str, list[WriteStat]]) -> None:
+        (hoodie / f"{at}.deltacommit.requested").write_bytes(b"")
+        (hoodie / f"{at}.deltacommit.inflight").write_bytes(b"")
+        (hoodie / f"{at}.deltacommit").write_bytes(CommitMetadata(stats, "UPSERT", {"schema": schema}).to_bytes())
+
+    for p in range(partitions):
+        (path / f"p{p:03d}").mkdir(parents=True)
+        meta.ensure_partition_metadata(f"p{p:03d}", times[0])
+    for n, at in enumerate(times[:-1]):
+        stats: dict[str, list[WriteStat]] = {}
+        if n < base_commits:  # inserts: new base files
+            for k in range(per_base_commit):
+                part = f"p{(n * per_base_commit + k) % partitions:03d}"
+                fid = new_file_id()
+                name = base_file_name(fid, f"{k}-0-{k}", at)
+                size = rng.randrange(1024, 60 * 1024)
+                rows = rng.randrange(1000, 50_000)
+                sparse(f"{part}/{name}", size)
+                groups_of.append((part, fid, at, name))
+                stats.setdefault(part, []).append(WriteStat(
+                    fileId=fid, path=f"{part}/{name}", partitionPath=part, numWrites=rows, numInserts=rows,
+                    totalWriteBytes=size, fileSizeInBytes=size))
+        else:  # updates: a log file on each of 25 slices
+            for k in range(25):
+                part, fid, base, base_name = groups_of[((n - base_commits) * 25 + k) % len(groups_of)]
+                names = logs_of.setdefault(fid, [])
+                name = log_file_name(fid, base, len(names) + 1, f"{k}-1-{k}")
+                names.append(name)
+                size = rng.randrange(1024, 8 * 1024)
+                rows = rng.randrange(1, 200)
+                sparse(f"{part}/{name}", size)
+                stats.setdefault(part, []).append(WriteStat(
+                    fileId=fid, path=f"{part}/{name}", partitionPath=part, prevCommit=base, numWrites=rows,
+                    numUpdateWrites=rows, totalWriteBytes=size, fileSizeInBytes=size, baseFile=base_name,
+                    logFiles=list(names), logVersion=len(names), logOffset=0))
+        complete(at, stats)
+    plan = plan_compaction(meta, meta.timeline(), times[-1])
+    ops = tuple(op for op in plan.operations if op.partition < f"p{partitions // 10:03d}")
+    body = avro_models.serialize(PLAN_MODEL, CompactionPlan(times[-1], ops).to_record())
+    (hoodie / f"{times[-1]}.compaction.requested").write_bytes(body)
+    marker.write_text("ok")
+    return times
+
+
 def _free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -117,15 +216,24 @@ def main() -> int:
     ap.add_argument("--workers", type=int, default=2, help="gunicorn worker processes")
     ap.add_argument("--threads", type=int, default=4, help="gunicorn threads per worker")
     ap.add_argument("--dir", default="/tmp/hoodie-bench-console")
+    ap.add_argument("--mor", action="store_true", help="a MERGE_ON_READ table with log files and a pending compaction")
     args = ap.parse_args()
 
     work = Path(args.dir)
     lake = work / "lake"
     lake.mkdir(parents=True, exist_ok=True)
     t0 = time.perf_counter()
-    table = build_table(lake / "bench", args.instants, args.groups)
+    if args.mor:
+        name = "bench_mor"
+        instants = build_mor_table(lake / name, args.instants, args.groups)
+        urls_spec = [(n, u or (f"/tables/{name}/commits/{instants[-2]}" if n.startswith("deltacommit")
+                               else f"/tables/{name}/commits/{instants[-1]}")) for n, u in MOR_URLS]
+    else:
+        name = "bench"
+        instants = build_table(lake / name, args.instants, args.groups).instants
+        urls_spec = [(n, u or f"/tables/{name}/commits/{instants[len(instants) // 2]}") for n, u in URLS]
     built_s = time.perf_counter() - t0
-    print(f"table: {len(table.instants)} instants, built/opened in {built_s:.1f} s", flush=True)
+    print(f"table {name}: {len(instants)} instants, built/opened in {built_s:.1f} s", flush=True)
 
     db = work / "console.db"
     for f in work.glob("console.db*"):
@@ -143,8 +251,8 @@ def main() -> int:
         from webui.services.tables import register_existing
         from webui.services.users import create_user
 
-        create_user("bench", "bench-password", "viewer")
-        register_existing(str(lake / "bench"), "bench", None)
+        create_user("bench", "bench-password", "operator" if args.mor else "viewer")  # the compaction preview
+        register_existing(str(lake / name), name, None)
 
     port = _free_port()
     base = f"http://127.0.0.1:{port}"
@@ -161,7 +269,7 @@ def main() -> int:
                 time.sleep(0.1)
         session = _login(base)
         token = _api_token(base)
-        urls = [(n, u if u else f"/tables/bench/commits/{table.instants[len(table.instants) // 2]}") for n, u in URLS]
+        urls = urls_spec
         for _name, url in urls:  # warm-up: each gunicorn worker builds its caches on first use
             for _ in range(args.workers * args.threads):
                 ms, status = _get(session, base, url, token)
@@ -223,13 +331,13 @@ def main() -> int:
     worst = max(r["single_p95_ms"] for r in rows)
     print(f"\nload: {total} requests in {elapsed:.1f} s ({total / elapsed:.1f}/s), {len(errors)} error(s)")
     print(f"single-client p95, worst request: {worst} ms (target <= 300 ms: {'met' if worst <= 300 else 'MISSED'})")
-    doc = {"when": datetime.now(UTC).isoformat(timespec="seconds"), "instants": len(table.instants),
+    doc = {"when": datetime.now(UTC).isoformat(timespec="seconds"), "table": name, "instants": len(instants),
            "file_groups": args.groups, "gunicorn": {"workers": args.workers, "threads": args.threads},
            "clients": args.clients, "duration_s": round(elapsed, 1), "requests_under_load": total,
            "errors": errors[:50], "error_count": len(errors), "cpu_count": os.cpu_count(), "rows": rows}
     out = REPO / "bench" / "results"
     out.mkdir(parents=True, exist_ok=True)
-    path = out / f"console-{datetime.now(UTC):%Y%m%dT%H%M%S}.json"
+    path = out / f"console-{'mor-' if args.mor else ''}{datetime.now(UTC):%Y%m%dT%H%M%S}.json"
     path.write_text(json.dumps(doc, indent=2))
     print(f"wrote {path.relative_to(REPO)}")
     return 0 if not errors else 1

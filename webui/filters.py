@@ -41,6 +41,13 @@ def pretty(value: Any, key: str = "") -> str:
     return str(value)
 
 
+def age(seconds: Any) -> str:
+    """A duration for people: 45 s, 12 min, 5 h, 3 days."""
+    from webui.services.compactions import age_text
+
+    return age_text(int(seconds or 0))
+
+
 def with_page(page: int) -> str:
     """This page's URL with `page` set (other query arguments kept)."""
     from urllib.parse import urlencode
@@ -55,6 +62,7 @@ def register(app: Flask) -> None:
     app.jinja_env.filters["bytes"] = human_bytes
     app.jinja_env.filters["num"] = thousands
     app.jinja_env.filters["pretty"] = pretty
+    app.jinja_env.filters["age"] = age
     app.jinja_env.filters["tojson_attr"] = lambda v: json.dumps(v, default=str)
     app.jinja_env.globals["with_page"] = with_page  # a global: imported macros (the pager) see it too
 

@@ -21,6 +21,10 @@ INSTANT = Regexp(r"^\d{17}$", message="an instant time has 17 digits (yyyyMMddHH
 OPERATIONS = [SelectChoice("upsert", "upsert (insert new keys, update existing ones)"),
               SelectChoice("insert", "insert (no lookup; existing keys are duplicated)"),
               SelectChoice("delete", "delete (the keys in the file)")]
+TABLE_TYPE_LABELS = {
+    "COPY_ON_WRITE": "COPY_ON_WRITE: updates rewrite base files (simplest reads)",
+    "MERGE_ON_READ": "MERGE_ON_READ: updates go to log files, compaction merges them (cheaper writes)",
+}
 ROLES = [SelectChoice("viewer"), SelectChoice("operator"), SelectChoice("admin")]
 
 
@@ -39,7 +43,8 @@ class CreateTableForm(FlaskForm):
     record_key = StringField("Record key field(s)", validators=[DataRequired(), Length(max=255)])
     partition_fields = StringField("Partition field(s)", validators=[Optional(), Length(max=255)])
     precombine_field = StringField("Precombine field", validators=[Optional(), Length(max=255)])
-    table_type = SelectField("Type", choices=[SelectChoice(t) for t in TABLE_TYPES], default=TABLE_TYPES[0])
+    table_type = SelectField("Type", choices=[SelectChoice(t, TABLE_TYPE_LABELS[t]) for t in TABLE_TYPES],
+                             default=TABLE_TYPES[0])
     index = SelectField("Index", choices=[SelectChoice(i) for i in INDEX_CHOICES], default=DEFAULT_INDEX_NAME)
     hive_style = BooleanField("Hive-style partition folders (field=value)")
     path = StringField("Path (optional; default: under the first warehouse root)", validators=[Optional(), Length(max=1024)])
@@ -76,7 +81,9 @@ class ServiceConfirmForm(FlaskForm):
 class PreviewForm(FlaskForm):
     mode = SelectField("Read", choices=[SelectChoice("snapshot", "snapshot (latest)"),
                                         SelectChoice("as_of", "as of an instant"),
-                                        SelectChoice("incremental", "incremental since an instant")], default="snapshot")
+                                        SelectChoice("incremental", "incremental since an instant"),
+                                        SelectChoice("read_optimized", "read-optimized (base files only)")],
+                       default="snapshot")
     instant = StringField("Instant", validators=[Optional(), INSTANT])
     limit = IntegerField("Rows", default=50, validators=[NumberRange(min=1, max=500)])
 

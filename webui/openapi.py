@@ -52,6 +52,11 @@ def document() -> dict[str, Any]:
         fingerprint={"type": "string", "description": "timeline fingerprint of a plan from GET .../plans/{operation}; "
                      "when given, a changed table refuses the call with 409 stale_plan"},
         plan_hash={"type": "string"}, comment={"type": "string"})}}}
+    compaction_body = {"required": False, "content": {"application/json": {"schema": _obj(
+        instant={"type": "string", "pattern": "^[0-9]{17}$", "description": "a pending compaction to run"},
+        fingerprint={"type": "string", "description": "timeline fingerprint of GET .../plans/compaction; when given, "
+                     "a changed table refuses the call with 409 stale_plan"},
+        plan_hash={"type": "string"})}}}
     paths: dict[str, Any] = {
         "/tokens": {"post": {
             "summary": "Exchange a user name and password for a bearer token", "security": [],
@@ -71,11 +76,15 @@ def document() -> dict[str, Any]:
                              "name": {"type": "string"}, "path": {"type": "string"},
                              "record_key": {"oneOf": [{"type": "string"}, {"type": "array", "items": {"type": "string"}}]},
                              "partition_fields": {"oneOf": [{"type": "string"}, {"type": "array", "items": {"type": "string"}}]},
-                             "precombine_field": {"type": "string"}, "table_type": {"type": "string"},
+                             "precombine_field": {"type": "string"},
+                             "table_type": {"type": "string", "enum": ["COPY_ON_WRITE", "MERGE_ON_READ"],
+                                            "default": "COPY_ON_WRITE"},
                              "index": {"type": "string"}, "hive_style": {"type": "boolean"}}}}}},
                      "responses": {"201": _json({"$ref": "#/components/schemas/Table"}, "created"), "409": ERROR, **STD_ERRORS}},
         },
-        "/tables/{name}": {"get": {"summary": "Overview and health of a table", "parameters": [TABLE],
+        "/tables/{name}": {"get": {"summary": "Overview and health of a table (merge_on_read: log files, pending "
+                                              "compactions, inline compaction setting; null for copy-on-write)",
+                                   "parameters": [TABLE],
                                    "responses": {"200": _json({"type": "object"}), **STD_ERRORS}}},
         "/tables/{name}/commits": {"get": {
             "summary": "Instants of the timeline, newest first, filtered and paged",
@@ -90,12 +99,16 @@ def document() -> dict[str, Any]:
                                             page={"type": "integer"}, pages={"type": "integer"},
                                             fingerprint={"type": "string"})), **STD_ERRORS}}},
         "/tables/{name}/commits/{instant}": {"get": {
-            "summary": "One commit: per-partition and per-file stats, replaced files, schema",
+            "summary": "One instant: per-partition and per-file stats (log files: logVersion, slice, baseFile, "
+                       "logFiles; compactions: their counters), replaced files, schema, and for a compaction its plan",
             "parameters": [TABLE, _path_param("instant", "instant time")],
             "responses": {"200": _json({"type": "object"}), **STD_ERRORS}}},
         "/tables/{name}/file-groups": {"get": {
-            "summary": "Partitions, file groups, slices and their files",
+            "summary": "Partitions, file groups (with their pending compaction), slices newest first, and their base "
+                       "and log files (size, records, deletes, the commit that wrote each)",
             "parameters": [TABLE, _query("partition", {"type": "string"}, "only this partition"),
+                           _query("logs", {"type": "string", "enum": ["1", "true"]}, "only groups whose latest slice has log files"),
+                           _query("pending", {"type": "string", "enum": ["1", "true"]}, "only groups in a pending compaction"),
                            _query("page", {"type": "integer"}, "page"), _query("per_page", {"type": "integer"}, "groups per page")],
             "responses": {"200": _json({"type": "object"}), **STD_ERRORS}}},
         "/tables/{name}/jobs": {"post": {
@@ -105,7 +118,8 @@ def document() -> dict[str, Any]:
                 "application/json": {"schema": _obj(
                     operation={"type": "string", "enum": ["upsert", "insert", "delete", "preview"]},
                     records={"type": "array", "items": {"type": "object"}},
-                    mode={"type": "string", "enum": ["snapshot", "as_of", "incremental"]},
+                    mode={"type": "string", "enum": ["snapshot", "as_of", "incremental", "read_optimized"],
+                          "description": "read_optimized: base files only (MERGE_ON_READ tables)"},
                     instant={"type": "string"}, limit={"type": "integer"})},
                 "multipart/form-data": {"schema": _obj(
                     operation={"type": "string", "enum": ["upsert", "insert", "delete"]},
@@ -119,8 +133,9 @@ def document() -> dict[str, Any]:
                                                          **STD_ERRORS}}},
         "/tables/{name}/plans/{operation}": {"get": {
             "summary": "Dry-run plan of a table service, with the timeline fingerprint and the plan hash",
-            "parameters": [TABLE, _path_param("operation", "rollback|restore|savepoint|savepoint_delete|clean|archive"),
-                           _query("instant", {"type": "string"}, "the instant (rollback, restore, savepoints)")],
+            "parameters": [TABLE, _path_param("operation", "rollback|restore|savepoint|savepoint_delete|clean|archive|compaction"),
+                           _query("instant", {"type": "string"}, "the instant (rollback, restore, savepoints; compaction: "
+                                  "a pending compaction to run, else every pending one or a new plan)")],
             "responses": {"200": _json({"$ref": "#/components/schemas/Plan"}), "409": ERROR, **STD_ERRORS}}},
         "/tables/{name}/rollback": {"post": {"summary": "Roll back one instant (admin)", "parameters": [TABLE],
                                              "requestBody": service_body,
@@ -128,8 +143,14 @@ def document() -> dict[str, Any]:
         "/tables/{name}/restore": {"post": {"summary": "Restore the table to an instant (admin)", "parameters": [TABLE],
                                             "requestBody": service_body,
                                             "responses": {"202": JOB_ACCEPTED, "409": ERROR, **STD_ERRORS}}},
+        "/tables/{name}/compaction": {"post": {
+            "summary": "Compact a MERGE_ON_READ table (operator): run the pending compaction `instant`, or every "
+                       "pending one, or schedule and run a new one, in the job runner (its SparkSession)",
+            "parameters": [TABLE], "requestBody": compaction_body,
+            "responses": {"202": JOB_ACCEPTED, "409": ERROR, **STD_ERRORS}}},
         "/tables/{name}/services/{operation}": {"post": {
-            "summary": "Run a table service (savepoint, savepoint_delete, clean, archive: operator; rollback, restore: admin)",
+            "summary": "Run a table service (savepoint, savepoint_delete, clean, archive, compaction: operator; "
+                       "rollback, restore: admin)",
             "parameters": [TABLE, _path_param("operation", "table service")], "requestBody": service_body,
             "responses": {"202": JOB_ACCEPTED, "409": ERROR, **STD_ERRORS}}},
     }

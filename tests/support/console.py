@@ -11,6 +11,7 @@ import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 from flask import Flask
@@ -128,3 +129,64 @@ def stop(proc: subprocess.Popen, sig: int = signal.SIGTERM) -> None:
             proc.wait(10)
 
 
+
+
+@dataclass
+class MorFixture:
+    """A merge-on-read table made by hand (`mor_table`): instants, the two file ids, file paths."""
+
+    path: Path
+    files: dict[str, str]  # label -> path relative to the table
+
+
+def mor_table(path: Path, name: str = "rides") -> MorFixture:
+    """A MERGE_ON_READ table (key id, ordering ts) built file by file with the engine's log-block
+    encoders (`tests.support.mor_tables`), no Spark:
+
+    - I1 deltacommit: base files of FID (a, b, c) and FID2 (d, e);
+    - I2 deltacommit: log file v1 on FID (a, b updated; c deleted);
+    - I3 deltacommit: log file v2 on FID (a updated);
+    - I4 compaction requested: FID's slice (the base file and both log files), planned by the engine;
+    - I5 deltacommit: log v1 of FID's new slice at I4 (b updated) and log v1 on FID2 (d updated).
+
+    Snapshot: a3, b5, d5, e1. Read-optimized now: a1, b1, c1, d1, e1; after I4 runs: a3, b2, d1, e1.
+    """
+    from engine.services.compaction import plan_compaction
+    from engine.table.compaction_plan import PLAN_MODEL
+    from engine.table.meta_client import MetaClient
+    from engine.timeline import avro_models
+    from tests.support.mor_tables import FID2, I, MorTable
+
+    t = MorTable(path, name=name)
+    f: dict[str, str] = {}
+
+    def sized(rel: str, **stat: Any) -> dict[str, Any]:
+        size = (path / rel).stat().st_size
+        return {"totalWriteBytes": size, "fileSizeInBytes": size, **stat}
+
+    f["base"] = t.base_file(I[1], [("a", 1, "a1"), ("b", 1, "b1"), ("c", 1, "c1")])
+    f["base2"] = t.base_file(I[1], [("d", 1, "d1"), ("e", 1, "e1")], file_id=FID2)
+    t.commit(I[1], [f["base"], f["base2"]], stats={
+        f["base"]: sized(f["base"], numWrites=3, numInserts=3), f["base2"]: sized(f["base2"], numWrites=2, numInserts=2)})
+    base_name = f["base"].rpartition("/")[2]
+    f["log1"] = t.log_file([t.parquet_block(I[2], [("a", 2, "a2"), ("b", 2, "b2")]), t.delete_block(I[2], ["c"])],
+                           base_instant=I[1], version=1)
+    t.commit(I[2], [f["log1"]], stats={f["log1"]: sized(
+        f["log1"], numWrites=2, numUpdateWrites=2, numDeletes=1, prevCommit=I[1], logVersion=1, baseFile=base_name,
+        logFiles=[f["log1"].rpartition("/")[2]])})
+    f["log2"] = t.log_file([t.parquet_block(I[3], [("a", 3, "a3")])], base_instant=I[1], version=2)
+    t.commit(I[3], [f["log2"]], stats={f["log2"]: sized(
+        f["log2"], numWrites=1, numUpdateWrites=1, prevCommit=I[1], logVersion=2, baseFile=base_name,
+        logFiles=[f["log1"].rpartition("/")[2], f["log2"].rpartition("/")[2]])})
+    meta = MetaClient.open(str(path))
+    plan = plan_compaction(meta, meta.timeline(), I[4])
+    (path / ".hoodie" / f"{I[4]}.compaction.requested").write_bytes(avro_models.serialize(PLAN_MODEL, plan.to_record()))
+    f["log3"] = t.log_file([t.parquet_block(I[5], [("b", 5, "b5")])], base_instant=I[4], version=1)
+    f["log4"] = t.log_file([t.parquet_block(I[5], [("d", 5, "d5")], file_id=FID2)], base_instant=I[1], version=1,
+                           file_id=FID2)
+    t.commit(I[5], [f["log3"], f["log4"]], stats={
+        f["log3"]: sized(f["log3"], numWrites=1, numUpdateWrites=1, prevCommit=I[4], logVersion=1, baseFile="",
+                         logFiles=[f["log3"].rpartition("/")[2]]),
+        f["log4"]: sized(f["log4"], numWrites=1, numUpdateWrites=1, prevCommit=I[1], logVersion=1,
+                         baseFile=f["base2"].rpartition("/")[2], logFiles=[f["log4"].rpartition("/")[2]])})
+    return MorFixture(path, f)

@@ -114,9 +114,11 @@ class MorTable:
         (self.root / path).write_bytes(b"".join(blocks))
         return path
 
-    def commit(self, instant: str, paths: Sequence[str] = (), state: str = "completed") -> None:
+    def commit(self, instant: str, paths: Sequence[str] = (), state: str = "completed",
+               stats: dict[str, dict[str, Any]] | None = None) -> None:
         """Timeline files of deltacommit `instant` up to `state` (requested, inflight, completed),
-        the completed one naming `paths` in its write stats."""
+        the completed one naming `paths` in its write stats (`stats`: more WriteStat fields per
+        path, e.g. {"numWrites": 3, "logVersion": 1})."""
         hoodie = self.root / ".hoodie"
         (hoodie / f"{instant}.deltacommit.requested").write_bytes(b"")
         if state == "requested":
@@ -124,11 +126,12 @@ class MorTable:
         (hoodie / f"{instant}.deltacommit.inflight").write_bytes(b"")
         if state == "inflight":
             return
-        stats = [
-            WriteStat(fileId=Path(p).name.lstrip(".").split("_")[0], path=p, partitionPath=self.partition)
+        written = [
+            WriteStat(fileId=Path(p).name.lstrip(".").split("_")[0], path=p, partitionPath=self.partition,
+                      **(stats or {}).get(p, {}))
             for p in paths
         ]
-        meta = CommitMetadata({self.partition: stats} if stats else {}, "UPSERT", {"schema": self.commit_schema})
+        meta = CommitMetadata({self.partition: written} if written else {}, "UPSERT", {"schema": self.commit_schema})
         (hoodie / f"{instant}.deltacommit").write_bytes(meta.to_bytes())
 
 

@@ -23,6 +23,7 @@ MUTATIONS = [
     ("/tables/trips/services/savepoint_delete", "operator"),
     ("/tables/trips/services/clean", "operator"),
     ("/tables/trips/services/archive", "operator"),
+    ("/tables/trips/services/compaction", "operator"),
     ("/admin/users", "admin"),
     ("/admin/users/1/role", "admin"),
     ("/tables/trips/preview", "viewer"),
@@ -35,6 +36,7 @@ API_MUTATIONS = [
     ("/api/v1/tables/trips/rollback", "admin", {"instant": "20260101000000000"}),
     ("/api/v1/tables/trips/restore", "admin", {"instant": "20260101000000000"}),
     ("/api/v1/tables/trips/services/clean", "operator", {}),
+    ("/api/v1/tables/trips/compaction", "operator", {}),
     ("/api/v1/jobs/1/cancel", "viewer", {}),
 ]
 RANK = {"viewer": 0, "operator": 1, "admin": 2}

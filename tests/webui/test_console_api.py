@@ -181,10 +181,18 @@ import pathlib, sys
 from _pytest.monkeypatch import MonkeyPatch
 from tests.support.console import make_console, csrf
 c = make_console(pathlib.Path({str(tmp_path)!r}), MonkeyPatch())
+from tests.support.console import mor_table
+from tests.support.mor_tables import I
+from webui.services.tables import register_existing
+with c.app.app_context():
+    register_existing(str(mor_table(c.root / "rides").path), "rides", None)
 client = c.client("admin")
 last, first = c.table.instants[-1], c.table.instants[0]
 pages = {PAGES!r} + [f"/tables/trips/commits/{{last}}", f"/tables/trips/services/rollback?instant={{last}}",
          f"/tables/trips/services/restore?instant={{first}}", f"/tables/trips/services/savepoint?instant={{first}}"]
+pages += [p.replace("trips", "rides") for p in {PAGES!r} if "trips" in p] + [
+    f"/tables/rides/commits/{{I[2]}}", f"/tables/rides/commits/{{I[4]}}", "/tables/rides/services/compaction",
+    f"/tables/rides/services/compaction?instant={{I[4]}}"]
 for url in pages:
     assert client.get(url).status_code == 200, url
 import io

@@ -218,3 +218,68 @@ def test_killed_worker_fails_its_job_and_queued_jobs_survive(tmp_path, monkeypat
     assert failed.error.startswith(f"its job runner {running.worker_id} (pid {worker.pid}) died while the job was running.")
     assert (survived.state, survived.error) == ("succeeded", None)
     assert [(a[1], a[5].split(":")[0]) for a in audit_rows(app) if a[6] == first][-1] == ("upsert.finished", "failed")
+
+
+def _preview_rows(client, app, table: str, mode: str) -> list[tuple]:
+    resp = client.post(f"/tables/{table}/preview", data={"csrf_token": csrf(client), "mode": mode, "limit": "50"})
+    done = wait_job(app, int(resp.headers["Location"].rsplit("/", 1)[1]))
+    assert done.state == "succeeded", done.error
+    cols = done.result["columns"]
+    return sorted((r[cols.index("id")], r[cols.index("val")]) for r in done.result["rows"])
+
+
+def test_compaction_jobs_merge_the_slices(env):
+    """A merge-on-read table with a pending compaction (I4) and log files written after it: run I4
+    from its preview, then compact what is left through the API (a new plan of two slices, merged
+    in Spark tasks); read-optimized previews show the base files change."""
+    app, tmp = env
+    from tests.support.console import mor_table
+    from tests.support.mor_tables import FID, FID2, I
+
+    fx = mor_table(tmp / "lake" / "morw", name="morw")
+    with app.app_context():
+        from webui.services.tables import register_existing
+
+        register_existing(str(fx.path), "morw", None)
+    client = app.test_client()
+    client.post("/login", data={"csrf_token": csrf(client, "/login"), "username": "operator",
+                                "password": PASSWORDS["operator"]})
+    assert _preview_rows(client, app, "morw", "read_optimized") == [
+        ("a", "a1"), ("b", "b1"), ("c", "c1"), ("d", "d1"), ("e", "e1")]
+
+    page = client.get(f"/tables/morw/services/compaction?instant={I[4]}").get_data(as_text=True)
+    data = {k: page.split(f'name="{k}" type="hidden" value="')[1].split('"')[0]
+            for k in ("csrf_token", "instant", "comment", "fingerprint", "plan_hash")}
+    resp = client.post("/tables/morw/services/compaction", data=data)
+    done = wait_job(app, int(resp.headers["Location"].rsplit("/", 1)[1]))
+    assert done.state == "succeeded", (done.error, done.log_tail)
+    r = done.result
+    assert (r["instant"], r["records"], r["log_files_compacted"], r["log_records_compacted"]) == (I[4], 2, 2, 4)
+    assert [Path(f).name.split("_")[0] + "_" + Path(f).name.rsplit("_", 1)[1] for f in r["files"]] == [
+        f"{FID}_{I[4]}.parquet"]
+    assert f"compaction {I[4]} completed: 1 base file(s), 2 log file(s) merged" in done.log_tail
+    from engine.table.meta_client import MetaClient
+
+    tl = MetaClient.open(str(fx.path)).timeline()
+    assert [(i.time, i.action.value, i.state.value) for i in tl.instants if i.time == I[4]] == [(I[4], "commit", "completed")]
+    commit = client.get(f"/tables/morw/commits/{I[4]}").get_data(as_text=True)
+    assert 'data-testid="compaction-commit"' in commit and 'data-testid="logs-compacted">2<' in commit
+    assert 'data-testid="log-records-compacted">4<' in commit and 'data-testid="compaction-plan"' in commit
+    groups = client.get("/tables/morw/file-groups").get_data(as_text=True)
+    assert 'data-testid="pending-badge"' not in groups and 'data-testid="pending-compactions"' not in groups
+    assert f'title="{Path(r["files"][0]).name}"' in groups  # FID's latest slice: the new base file + the I5 log
+    assert _preview_rows(client, app, "morw", "read_optimized") == [("a", "a3"), ("b", "b2"), ("d", "d1"), ("e", "e1")]
+
+    token = client.post("/api/v1/tokens", json={"username": "operator", "password": PASSWORDS["operator"]}).get_json()["token"]
+    resp = client.post("/api/v1/tables/morw/compaction", headers={"Authorization": f"Bearer {token}"}, json={})
+    assert resp.status_code == 202
+    plan = resp.get_json()["plan"]
+    assert (plan["plan"]["mode"], [(o["file_id"], o["base_instant"]) for o in plan["summary"]["operations"]]) == (
+        "schedule", [(FID, I[4]), (FID2, I[1])])
+    second = wait_job(app, resp.get_json()["job_id"])
+    assert second.state == "succeeded", (second.error, second.log_tail)
+    assert second.result["instant"] > I[5] and len(second.result["files"]) == 2
+    assert _preview_rows(client, app, "morw", "read_optimized") == [("a", "a3"), ("b", "b5"), ("d", "d5"), ("e", "e1")]
+    assert [(a[1], a[5]) for a in audit_rows(app) if a[2] == "morw"] == [
+        ("compaction", "queued"), ("compaction.finished", f"succeeded: instant {I[4]}"),
+        ("compaction", "queued"), ("compaction.finished", f"succeeded: instant {second.result['instant']}")]

@@ -16,6 +16,7 @@ from webui.auth import api_error, authorize, current_actor, issue_token, require
 from webui.extensions import limiter
 from webui.models import Role
 from webui.services import audit, browse, jobs, plans, tables, uploads, users
+from webui.services import file_groups as groups
 from webui.services.snapshot import TableSnapshot
 
 bp = Blueprint("api", __name__, url_prefix="/api/v1")
@@ -94,9 +95,10 @@ def _snap(name: str):  # type: ignore[no-untyped-def]
 @requires(Role.VIEWER)
 def table_overview(name: str):  # type: ignore[no-untyped-def]
     entry, snap = _snap(name)
-    from webui.services import health
+    from webui.services import compactions, health
 
-    return jsonify({"table": tables.describe(entry), "overview": browse.overview(snap), "health": health.check(snap)})
+    return jsonify({"table": tables.describe(entry), "overview": browse.overview(snap),
+                    "merge_on_read": compactions.overview(snap), "health": health.check(snap)})
 
 
 @bp.get("/tables/<name>/commits")
@@ -123,8 +125,10 @@ def commit(name: str, instant: str):  # type: ignore[no-untyped-def]
 @requires(Role.VIEWER)
 def file_groups(name: str):  # type: ignore[no-untyped-def]
     _entry, snap = _snap(name)
-    return jsonify(browse.file_groups(snap, request.args.get("partition"), page=_int("page", 1),
-                                      per_page=_int("per_page", browse.GROUPS_PAGE)))
+    return jsonify(groups.page(snap, request.args.get("partition"), page=_int("page", 1),
+                                    per_page=_int("per_page", groups.GROUPS_PAGE),
+                                    with_logs=request.args.get("logs") in ("1", "true"),
+                                    pending_only=request.args.get("pending") in ("1", "true")))
 
 
 # ---- jobs ------------------------------------------------------------------------------------------
@@ -140,8 +144,11 @@ def submit_job(name: str):  # type: ignore[no-untyped-def]
     if operation == "preview":
         body = _body()
         mode = str(body.get("mode") or "snapshot")
-        if mode not in ("snapshot", "as_of", "incremental") or (mode != "snapshot" and not body.get("instant")):
-            return api_error(400, "invalid", "preview needs mode snapshot|as_of|incremental (and an instant for the last two)")
+        if mode not in jobs.PREVIEW_MODES or (mode in ("as_of", "incremental") and not body.get("instant")):
+            return api_error(400, "invalid", "preview needs mode snapshot|as_of|incremental|read_optimized "
+                                             "(and an instant for as_of and incremental)")
+        if mode == "read_optimized" and entry.table_type != "MERGE_ON_READ":
+            return api_error(400, "invalid", "read_optimized applies to MERGE_ON_READ tables only")
         job = jobs.enqueue(actor, entry, "preview", {"mode": mode, "instant": body.get("instant"),
                                                      "limit": int(body.get("limit") or 50)})
         return jsonify({"job_id": job.id}), 202
@@ -214,7 +221,7 @@ def _service(name: str, operation: str):  # type: ignore[no-untyped-def]
         if body.get("fingerprint") or body.get("plan_hash"):
             p = plans.confirm(entry, operation, raw, str(body.get("fingerprint") or ""), str(body.get("plan_hash") or ""))
         else:
-            p = plans.preview(entry, operation, raw)
+            p = plans.runnable(plans.preview(entry, operation, raw))
     except plans.StalePlanError as exc:
         audit.record(actor, operation, "refused: stale plan", table=entry.name, params=raw, plan_hash=body.get("plan_hash"))
         return api_error(409, "stale_plan", str(exc), plan=exc.fresh.to_dict())
@@ -237,6 +244,12 @@ def rollback(name: str):  # type: ignore[no-untyped-def]
 @requires(Role.ADMIN)
 def restore(name: str):  # type: ignore[no-untyped-def]
     return _service(name, "restore")
+
+
+@bp.post("/tables/<name>/compaction")
+@requires(Role.OPERATOR)
+def compaction(name: str):  # type: ignore[no-untyped-def]
+    return _service(name, "compaction")
 
 
 @bp.post("/tables/<name>/services/<operation>")

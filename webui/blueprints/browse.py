@@ -6,7 +6,7 @@ from flask import Blueprint, render_template, request
 
 from webui.auth import current_actor, requires
 from webui.models import Role
-from webui.services import browse, health, jobs, tables
+from webui.services import browse, compactions, file_groups, health, jobs, tables
 from webui.services.snapshot import TableSnapshot
 
 bp = Blueprint("browse", __name__, url_prefix="/tables/<name>")
@@ -28,8 +28,8 @@ def _int_arg(key: str, default: int) -> int:
 @requires(Role.VIEWER)
 def overview_page(name: str):  # type: ignore[no-untyped-def]
     entry, snap = _snapshot(name)
-    return render_template("overview.html", entry=entry, ov=browse.overview(snap), findings=health.check(snap),
-                           jobs=jobs.recent(entry, limit=8), actor=current_actor())
+    return render_template("overview.html", entry=entry, ov=browse.overview(snap), mor=compactions.overview(snap),
+                           findings=health.check(snap), jobs=jobs.recent(entry, limit=8), actor=current_actor())
 
 
 @bp.get("/timeline")
@@ -60,6 +60,8 @@ def commit_page(name: str, instant: str):  # type: ignore[no-untyped-def]
 def file_groups_page(name: str):  # type: ignore[no-untyped-def]
     entry, snap = _snapshot(name)
     partition = request.args.get("partition")
-    fg = browse.file_groups(snap, partition if partition is not None and partition != "*" else None,
-                            page=_int_arg("page", 1), per_page=_int_arg("per_page", browse.GROUPS_PAGE))
-    return render_template("file_groups.html", entry=entry, fg=fg, actor=current_actor())
+    fg = file_groups.page(snap, partition if partition is not None and partition != "*" else None,
+                          page=_int_arg("page", 1), per_page=_int_arg("per_page", file_groups.GROUPS_PAGE),
+                          with_logs=request.args.get("logs") == "1", pending_only=request.args.get("pending") == "1")
+    return render_template("file_groups.html", entry=entry, fg=fg, pending=compactions.pending(snap),
+                           actor=current_actor())

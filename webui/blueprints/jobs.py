@@ -52,10 +52,12 @@ def cancel(job_id: int):  # type: ignore[no-untyped-def]
 def data_preview(name: str):  # type: ignore[no-untyped-def]
     entry = tables.get_table(name)
     form = PreviewForm()
+    if entry.table_type != "MERGE_ON_READ":  # read-optimized reads differ from snapshots on MOR only
+        form.mode.choices = [c for c in form.mode.choices if c.value != "read_optimized"]  # type: ignore[union-attr]
     status = 200
     if form.validate_on_submit():
         mode = form.mode.data or "snapshot"
-        if mode != "snapshot" and not form.instant.data:
+        if mode in ("as_of", "incremental") and not form.instant.data:
             form.instant.errors = ["this read needs an instant"]
             status = 400
         else:

@@ -1,8 +1,9 @@
 """What each job operation does in the job runner (the only place the console calls Spark).
 
-Writes and data previews use the runner's SparkSession; table services (rollback, restore,
-savepoints, clean, archive) work on files through `Maintenance` and need none, but run here
-too so that they are queued, audited, cancellable before they start, and show progress.
+Writes, data previews and compactions use the runner's SparkSession; the other table services
+(rollback, restore, savepoints, clean, archive) work on files through `Maintenance` and need
+none, but run here too so that they are queued, audited, cancellable before they start, and
+show progress.
 """
 
 from __future__ import annotations
@@ -98,6 +99,8 @@ class Operations:
                 df = table.read_incremental(params["instant"], params.get("until") or None)
             elif mode == "as_of":
                 df = table.read(as_of=params["instant"])
+            elif mode == "read_optimized":
+                df = table.read(read_optimized=True)
             else:
                 df = table.read()
             reporter("counting rows")
@@ -145,8 +148,26 @@ class Operations:
             result = m.clean()
         elif operation == "archive":
             result = m.archive()
+        elif operation == "compaction":
+            return self._compaction(m, instant, reporter)
         else:
             raise JobRefused(f"unknown operation {operation!r}")
         reporter.log(f"{operation} done")
         doc = jsonable(result)
         return doc if isinstance(doc, dict) else {"value": doc}
+
+    def _compaction(self, m: Any, instant: str | None, reporter: JobReporter) -> dict[str, Any]:
+        """Run the pending compaction `instant` (or every pending one, or schedule one) with the
+        runner's SparkSession: the slices merge in Spark tasks (the engine's job group
+        `hoodie-write-<instant>`, which a cancel stops; the compaction then stays inflight and
+        runs again from the start next time)."""
+        reporter("starting Spark: compaction")
+        spark = self.spark()
+        reporter.spark = spark
+        result = m.run_compaction(instant or None, spark=spark, progress=reporter)
+        if result is None:
+            reporter.log("nothing to compact: no file slice has log files")
+            return {"instant": None, "nothing_to_compact": True}
+        reporter.log(f"compaction {result.instant} completed: {len(result.files)} base file(s), "
+                     f"{result.log_files_compacted} log file(s) merged")
+        return jsonable(result.to_dict())

@@ -17,6 +17,8 @@ from engine.config.write_config import WriteConfig
 from engine.errors import EngineError
 from engine.table.meta_client import MetaClient
 from engine.timeline.instant import Action, Instant, State, parse_instant_time
+from webui.services import compactions
+from webui.services.compactions import file_stats
 from webui.services.snapshot import TableSnapshot
 
 CHART_COMMITS = 60  # commits shown in the records-per-commit chart
@@ -51,20 +53,6 @@ def config_doc(meta: MetaClient) -> dict[str, Any]:
     }
 
 
-def _record_counts(snap: TableSnapshot) -> dict[str, int]:
-    """path -> records in that base file, from the write stats of the commits that wrote them."""
-
-    def build() -> dict[str, int]:
-        out: dict[str, int] = {}
-        for inst in snap.timeline.completed_writes.instants:
-            for stat in snap.commit(inst).write_stats:
-                if stat.path:
-                    out[stat.path] = stat.numWrites
-        return out
-
-    return snap.cached("record_counts", build)
-
-
 @dataclass(frozen=True)
 class Limits:
     small_file_limit: int
@@ -93,11 +81,16 @@ def table_limits(meta: MetaClient) -> Limits:
 
 
 def overview(snap: TableSnapshot) -> dict[str, Any]:
-    """Type, keys, index, sizes and records, the latest commit, chart data and the health panel."""
+    """Type, keys, index, sizes and records, the latest commit, chart data and the health panel.
+
+    Records and bytes come from the commits' write stats of the files in the latest slices:
+    `records` counts the records the commits wrote into the latest base files; on merge-on-read
+    tables `log_records` / `log_deletes` count what the deltacommits wrote into the log files
+    since (records written, not rows: an update counts in its base file and again in a log)."""
 
     def build() -> dict[str, Any]:
         view = snap.view()
-        counts = _record_counts(snap)
+        stats = file_stats(snap)
         latest = view.latest_slices()
         bases = [s.base_file for s in latest if s.base_file is not None]
         per_partition: dict[str, dict[str, int]] = {}
@@ -105,27 +98,44 @@ def overview(snap: TableSnapshot) -> dict[str, Any]:
             p = per_partition.setdefault(b.partition, {"files": 0, "bytes": 0, "records": 0})
             p["files"] += 1
             p["bytes"] += b.size
-            p["records"] += counts.get(b.path, 0)
+            p["records"] += stats.get(b.path, (0, 0, ""))[0]
+        log_bytes = log_records = log_deletes = log_files = 0
+        for s in latest:
+            for lf in s.log_files:
+                written, deleted, _ = stats.get(lf.path, (0, 0, ""))
+                log_files += 1
+                log_bytes += lf.size
+                log_records += written
+                log_deletes += deleted
         writes = snap.timeline.completed_writes.instants
         chart = []
         for inst in writes[-CHART_COMMITS:]:
-            t = snap.commit(inst).totals()
-            chart.append({"instant": inst.time, "inserts": t["inserts"], "updates": t["updates"], "deletes": t["deletes"]})
+            cm = snap.commit(inst)
+            t = cm.totals()
+            chart.append({"instant": inst.time, "action": inst.action.value, "operation": cm.operation_type,
+                          "inserts": t["inserts"], "updates": t["updates"], "deletes": t["deletes"]})
         last = writes[-1] if writes else None
         last_doc = None
         if last is not None:
             cm = snap.commit(last)
-            last_doc = {"instant": last.time, "at": instant_datetime(last.time), "operation": cm.operation_type, **cm.totals()}
+            last_doc = {"instant": last.time, "action": last.action.value, "at": instant_datetime(last.time),
+                        "operation": cm.operation_type, **cm.totals()}
         limits = table_limits(snap.meta)
         sizes = [b.size for b in bases]
+        base_bytes = sum(sizes)
         return {
             "config": config_doc(snap.meta),
             "fingerprint": snap.fingerprint,
             "partitions": len(per_partition),
             "file_groups": len(view.groups),
             "files": len(bases),
-            "bytes": sum(sizes),
+            "bytes": base_bytes + log_bytes,
+            "base_bytes": base_bytes,
             "records": sum(p["records"] for p in per_partition.values()),
+            "log_files": log_files,
+            "log_bytes": log_bytes,
+            "log_records": log_records,
+            "log_deletes": log_deletes,
             "instants": len(snap.timeline),
             "completed_writes": len(writes),
             "latest_commit": last_doc,
@@ -181,6 +191,10 @@ def _instant_row(snap: TableSnapshot, inst: Instant) -> dict[str, Any]:
             row["stats"] = cm.totals()
         except EngineError as exc:
             row["error"] = str(exc)
+    elif inst.action is Action.COMPACTION:  # a pending compaction: what its plan merges
+        plan = next((p for p in compactions.pending_plans(snap) if p["instant"] == inst.time), None)
+        if plan is not None:
+            row["plan"] = {"slices": plan["slices"], "log_files": plan["log_files"], "log_bytes": plan["log_bytes"]}
     return row
 
 
@@ -261,12 +275,42 @@ def visual_timeline(snap: TableSnapshot, last: int = 120) -> dict[str, Any]:
 
 
 # ---- commit detail -----------------------------------------------------------------------
+COMPACTION_COUNTERS = ("totalLogFilesCompacted", "totalLogSizeCompacted", "totalUpdatedRecordsCompacted",
+                       "totalLogRecords", "totalLogBlocks", "totalRollbackBlocks")
+
+
+def _file_doc(part: str, s: Any) -> dict[str, Any]:
+    from engine.table.file_names import parse_log_file_name
+
+    name = (s.path or "").rpartition("/")[2]
+    log = parse_log_file_name(name) if s.logVersion is not None or name.startswith(".") else None
+    doc = {
+        "partition": part, "file_id": s.fileId, "path": s.path, "prev_commit": s.prevCommit,
+        "new": s.prevCommit in ("null", None, ""), "writes": s.numWrites, "inserts": s.numInserts,
+        "updates": s.numUpdateWrites, "deletes": s.numDeletes, "bytes": s.fileSizeInBytes or s.totalWriteBytes,
+        "kind": "log" if log is not None else "base",
+    }
+    if log is not None:  # a merge-on-read log file (Hudi's HoodieDeltaWriteStat)
+        doc.update({"log_version": s.logVersion if s.logVersion is not None else log.version,
+                    "slice_base_instant": log.base_instant, "base_file": s.baseFile or None,
+                    "log_files": list(s.logFiles or []), "log_blocks": s.totalLogBlocks,
+                    "log_records": s.totalLogRecords})
+    if any(getattr(s, k) for k in COMPACTION_COUNTERS):
+        doc["compaction"] = {k: getattr(s, k) for k in COMPACTION_COUNTERS}
+    return doc
+
+
 def commit_detail(snap: TableSnapshot, time: str) -> dict[str, Any]:
+    """One instant: its write stats per partition and per file (log files with their version,
+    slice and base file; compactions with their counters), the schema, and for a compaction the
+    plan it runs or ran."""
     inst = snap.timeline.get(time)
     if inst is None:
         raise NotFound(f"no instant {time} on the active timeline")
     doc: dict[str, Any] = {"instant": _instant_row(snap, inst), "partitions": [], "files": [], "replaced": {},
-                           "schema": None, "extra": {}}
+                           "schema": None, "extra": {}, "compaction_plan": None, "compaction": None}
+    if inst.action is Action.COMPACTION:
+        doc["compaction_plan"] = compactions.plan_of(snap, time)
     if not (inst.is_completed and inst.action.is_write):
         return doc
     cm = snap.commit(inst)
@@ -279,12 +323,12 @@ def commit_detail(snap: TableSnapshot, time: str) -> dict[str, Any]:
             t["deletes"] += s.numDeletes
             t["writes"] += s.numWrites
             t["bytes"] += s.totalWriteBytes
-            doc["files"].append({
-                "partition": part, "file_id": s.fileId, "path": s.path, "prev_commit": s.prevCommit,
-                "new": s.prevCommit in ("null", None, ""), "writes": s.numWrites, "inserts": s.numInserts,
-                "updates": s.numUpdateWrites, "deletes": s.numDeletes, "bytes": s.fileSizeInBytes or s.totalWriteBytes,
-            })
+            doc["files"].append(_file_doc(part, s))
         doc["partitions"].append(t)
+    if cm.compacted or cm.operation_type == "COMPACT":
+        doc["compaction"] = {k: sum(getattr(s, k) for s in cm.write_stats) for k in COMPACTION_COUNTERS}
+        doc["compaction_plan"] = compactions.plan_of(snap, time)
+    doc["log_files_written"] = sum(1 for f in doc["files"] if f["kind"] == "log")
     doc["replaced"] = cm.partition_to_replace_file_ids or {}
     doc["extra"] = {k: v for k, v in cm.extra_metadata.items() if k != "schema"}
     if cm.schema:
@@ -296,47 +340,6 @@ def commit_detail(snap: TableSnapshot, time: str) -> dict[str, Any]:
             doc["schema"] = None
     doc["totals"] = cm.totals()
     return doc
-
-
-# ---- file groups -------------------------------------------------------------------------
-GROUPS_PAGE = 100
-
-
-def file_groups(snap: TableSnapshot, partition: str | None = None, page: int = 1, per_page: int = GROUPS_PAGE) -> dict[str, Any]:
-    """Partitions -> file groups -> slices -> base/log files (as `hudi-cli show fsview latest`)."""
-    view = snap.view()
-    counts = _record_counts(snap)
-
-    def partitions_build() -> list[dict[str, Any]]:
-        out: dict[str, dict[str, Any]] = {}
-        for g in view.groups:
-            p = out.setdefault(g.partition, {"partition": g.partition, "file_groups": 0, "bytes": 0})
-            p["file_groups"] += 1
-            s = g.latest_slice
-            p["bytes"] += s.size if s else 0
-        return [out[k] for k in sorted(out)]
-
-    partitions = snap.cached("partitions", partitions_build)
-    groups = view.groups if partition is None else [g for g in view.groups if g.partition == partition]
-    per_page = max(1, min(per_page, 1000))
-    pages = max(1, math.ceil(len(groups) / per_page))
-    page = max(1, min(page, pages))
-    rows = []
-    for g in groups[(page - 1) * per_page: page * per_page]:
-        slices = []
-        for s in reversed(g.slices):
-            base = s.base_file
-            slices.append({
-                "base_instant": s.base_instant,
-                "base_file": base.file_name if base else None,
-                "base_size": base.size if base else None,
-                "records": counts.get(base.path) if base else None,
-                "log_files": [{"name": lf.file_name, "size": lf.size} for lf in s.log_files],
-                "total_size": s.size,
-            })
-        rows.append({"partition": g.partition, "file_id": g.file_id, "slices": slices})
-    return {"partitions": partitions, "partition": partition, "groups": rows, "total": len(groups),
-            "page": page, "pages": pages, "per_page": per_page, "fingerprint": snap.fingerprint}
 
 
 def pending_instants(snap: TableSnapshot) -> list[Instant]:

@@ -1,7 +1,8 @@
 """The health panel: what is wrong with a table, each finding with a plain explanation.
 
 Checks (Spark-free, from the cached snapshot): small files, partition skew, stuck
-requested/inflight instants, clean lag, archive lag, pending clustering or compaction.
+requested/inflight instants, clean lag, archive lag, pending clustering or compaction (with
+its age and what it merges), and on merge-on-read tables slices to compact soon.
 """
 
 from __future__ import annotations
@@ -12,7 +13,10 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from engine.timeline.instant import Action, State, parse_instant_time
+from webui.filters import human_bytes
+from webui.services import compactions
 from webui.services.browse import overview, table_limits
+from webui.services.compactions import age_text
 from webui.services.snapshot import TableSnapshot
 
 STUCK_AFTER_S = 15 * 60  # a pending write older than this (and no live heartbeat) is stuck
@@ -68,11 +72,14 @@ def check(snap: TableSnapshot, now: float | None = None) -> list[dict[str, Any]]
     from engine.table.clustering import pending_clustering
 
     clustering = {c.instant.time for c in pending_clustering(snap.meta, snap.timeline)}
+    plans = {p["instant"]: p for p in compactions.pending_plans(snap)}
     for inst in snap.timeline.instants:
         if inst.state is State.COMPLETED:
             continue
         age = now - parse_instant_time(inst.time).timestamp()
-        if inst.action in (Action.COMPACTION, Action.CLUSTERING, Action.LOG_COMPACTION) or inst.time in clustering:
+        if inst.action is Action.COMPACTION:
+            findings.append(_pending_compaction(inst.time, inst.state, age, plans.get(inst.time)))
+        elif inst.action in (Action.CLUSTERING, Action.LOG_COMPACTION) or inst.time in clustering:
             findings.append(Finding(
                 "warn", f"pending {inst.action.value} {inst.time}",
                 "A table service Apache Hudi scheduled is waiting to run. Writes that update its file groups are "
@@ -84,6 +91,12 @@ def check(snap: TableSnapshot, now: float | None = None) -> list[dict[str, Any]]
                 "A write or service started and never finished (its writer probably died). The next write, or "
                 "repair, rolls it back once its heartbeat has expired.",
             ))
+
+    # merge-on-read: many log files to merge on every snapshot read
+    if compactions.is_mor(snap):
+        soon = _compact_soon(compactions.log_status(snap))
+        if soon is not None:
+            findings.append(soon)
 
     # clean lag: commits since the last completed clean
     writes = snap.timeline.completed_writes.instants
@@ -105,4 +118,46 @@ def check(snap: TableSnapshot, now: float | None = None) -> list[dict[str, Any]]
     if not findings:
         findings.append(Finding("ok", "healthy", "No small-file, skew, stuck-instant, clean or archive problems found."))
     return [asdict(f) for f in findings]
+
+
+def _pending_compaction(instant: str, state: State, age: float, plan: dict[str, Any] | None) -> Finding:
+    age = max(0.0, age)
+    what = (f"{plan['slices']} file slice(s), {plan['log_files']} log file(s) ({human_bytes(plan['log_bytes'])})"
+            if plan else "its plan cannot be read")
+    if state is State.INFLIGHT and age > STUCK_AFTER_S:
+        return Finding(
+            "bad", f"compaction {instant} stuck inflight for {age_text(int(age))}",
+            f"It merges {what}. Its runner probably died: running it again (Compact) deletes the base files the "
+            "interrupted attempt left and starts over; until then readers keep merging the old slices.",
+        )
+    return Finding(
+        "warn", f"compaction {instant} {state.value} {age_text(int(age))} ago",
+        f"Planned on {what}. Writers keep appending to new slices and snapshot reads merge both until it runs: "
+        "run it from the Compact page (or roll it back from the timeline).",
+    )
+
+
+def _compact_soon(logs: dict[str, Any]) -> Finding | None:
+    if not logs["compact_soon"]:
+        return None
+    n, limit = logs["deltacommits_since_compaction"], logs["compact_after"]
+    reasons = []
+    if n >= limit:
+        reasons.append(f"{n} deltacommits since the last compaction")
+    if logs["many_logs"]:
+        reasons.append(f"{logs['many_logs']} slice(s) with {limit} or more log files")
+    if logs["big_logs"]:
+        reasons.append(f"{logs['big_logs']} slice(s) with more log than base bytes")
+    most = logs["most_logs"]
+    worst = (f"; the most in one slice: {most['log_files']} ({human_bytes(most['log_bytes'])} of logs on a "
+             f"{human_bytes(most['base_bytes'])} base file)") if most else ""
+    pending = (f" {logs['in_pending_compaction']} of these slices are in a pending compaction: run it first."
+               if logs["in_pending_compaction"] else "")
+    return Finding(
+        "warn", "compact soon: " + ", ".join(reasons),
+        f"Snapshot reads merge {logs['log_files']} log file(s) ({human_bytes(logs['log_bytes'])}, "
+        f"{logs['log_records']:,} records written) into {logs['slices_with_logs']} slice(s){worst}. "
+        f"Apache Hudi compacts inline after hoodie.compact.inline.max.delta.commits = {limit} deltacommits; "
+        f"the console's writes do not compact inline, so run Compact.{pending}",
+    )
 

@@ -15,7 +15,8 @@ from webui.extensions import db
 from webui.models import Job, JobState, Role, TableEntry, User, Worker, utcnow
 
 WRITE_OPERATIONS = ("upsert", "insert", "delete")
-SERVICE_OPERATIONS = ("rollback", "restore", "savepoint", "savepoint_delete", "clean", "archive")
+PREVIEW_MODES = ("snapshot", "as_of", "incremental", "read_optimized")
+SERVICE_OPERATIONS = ("rollback", "restore", "savepoint", "savepoint_delete", "clean", "archive", "compaction")
 ROLE_FOR = {
     **dict.fromkeys(WRITE_OPERATIONS, Role.OPERATOR),
     "rollback": Role.ADMIN,
@@ -24,6 +25,7 @@ ROLE_FOR = {
     "savepoint_delete": Role.OPERATOR,
     "clean": Role.OPERATOR,
     "archive": Role.OPERATOR,
+    "compaction": Role.OPERATOR,
     "preview": Role.VIEWER,
 }
 

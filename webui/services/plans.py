@@ -18,6 +18,7 @@ from typing import Any
 from engine.errors import EngineError
 from engine.timeline.instant import is_valid_instant_time
 from webui.models import Role, TableEntry
+from webui.services import compactions
 from webui.services.snapshot import TableSnapshot
 from webui.services.tables import open_meta
 
@@ -29,7 +30,10 @@ SERVICES: dict[str, tuple[Role, bool, str]] = {
     "savepoint_delete": (Role.OPERATOR, True, "Delete a savepoint"),
     "clean": (Role.OPERATOR, False, "Clean old file versions"),
     "archive": (Role.OPERATOR, False, "Archive old instants"),
+    "compaction": (Role.OPERATOR, False, "Compact merge-on-read file slices"),
 }
+# services whose instant may be given (compaction: run that pending plan) or left out
+OPTIONAL_INSTANT = frozenset({"compaction"})
 
 
 class PlanError(ValueError):
@@ -82,8 +86,8 @@ def clean_params(operation: str, raw: dict[str, Any]) -> dict[str, Any]:
         raise PlanError(f"unknown table service {operation!r}", 404)
     _role, takes_instant, _title = SERVICES[operation]
     params: dict[str, Any] = {}
-    if takes_instant:
-        instant = str(raw.get("instant") or "").strip()
+    instant = str(raw.get("instant") or "").strip()
+    if takes_instant or (operation in OPTIONAL_INSTANT and instant):
         if not is_valid_instant_time(instant):
             raise PlanError(f"instant must be an instant time yyyyMMddHHmmssSSS, got {instant!r}")
         params["instant"] = instant
@@ -110,7 +114,40 @@ def _dry_run(entry: TableEntry, operation: str, params: dict[str, Any]) -> Any:
         return m.delete_savepoint(params["instant"], dry_run=True)
     if operation == "clean":
         return m.clean(dry_run=True)
+    if operation == "compaction":
+        return _compaction_dry_run(m, params.get("instant"))
     return m.archive(dry_run=True)
+
+
+@dataclass(frozen=True)
+class CompactionDryRun:
+    """What a compaction job will do: run pending plans as they are (`mode` "pending"), or
+    schedule a new one (`mode` "schedule"; its instant is chosen when it runs)."""
+
+    mode: str
+    plans: list[Any]  # engine CompactionPlan
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"mode": self.mode, "plans": [p.to_dict() for p in self.plans]}
+
+
+def _compaction_dry_run(m: Any, instant: str | None) -> CompactionDryRun:
+    """What `Maintenance.run_compaction(instant)` will do: run that pending plan; without an
+    instant, run every pending plan (oldest first), or with none pending schedule one of every
+    slice with log files (`schedule_compaction(dry_run=True)`)."""
+    pending = m.compaction_plans()
+    if instant:
+        chosen = [p for p in pending if p.instant == instant]
+        if not chosen:
+            inst = m.meta.timeline().get(instant)
+            if inst is not None and inst.is_completed:
+                raise PlanError(f"compaction {instant} is already completed", 409)
+            raise PlanError(f"no pending compaction {instant} on this table", 404)
+        return CompactionDryRun("pending", chosen[:1])
+    if pending:
+        return CompactionDryRun("pending", list(pending))
+    plan = m.schedule_compaction(dry_run=True)
+    return CompactionDryRun("schedule", [plan] if plan is not None else [])
 
 
 def preview(entry: TableEntry, operation: str, raw_params: dict[str, Any]) -> Preview:
@@ -140,7 +177,14 @@ def confirm(entry: TableEntry, operation: str, raw_params: dict[str, Any], finge
             "nothing was done. Review the new plan below.", fresh)
     if fresh.hash != shown_hash:
         raise StalePlanError("the plan is not the one that was shown; nothing was done. Review the new plan below.", fresh)
-    return fresh
+    return runnable(fresh)
+
+
+def runnable(p: Preview) -> Preview:
+    """`p`, unless it is a job with nothing to do that should not be queued (compaction)."""
+    if p.operation == "compaction" and p.summary["nothing_to_do"]:
+        raise PlanError("nothing to compact: no file slice has log files", 409)
+    return p
 
 
 # ---- what is at stake ----------------------------------------------------------------------
@@ -195,7 +239,40 @@ def summarize(snap: TableSnapshot, operation: str, params: dict[str, Any], resul
         out["notes"].append(f"clean will keep these {len(files)} base file(s) while the savepoint exists")
     elif operation == "savepoint_delete":
         out["notes"].append(f"the savepoint at {params['instant']} will be removed; clean may then delete its files")
+    elif operation == "compaction":
+        _summarize_compaction(snap, result, out)
     out["bytes"] = sum(f["size"] or 0 for f in out["files"])
     out["file_count"] = len(out["files"])
-    out["nothing_to_do"] = operation in ("clean", "archive") and not out["files"] and not out["instants"]
+    out["nothing_to_do"] = operation in ("clean", "archive", "compaction") and not out["files"] and not out["instants"]
     return out
+
+
+def _summarize_compaction(snap: TableSnapshot, result: CompactionDryRun, out: dict[str, Any]) -> None:
+    sizes = _sizes(snap)
+    ops: list[dict[str, Any]] = []
+    for plan in result.plans:
+        inst = snap.timeline.get(plan.instant) if plan.instant else None
+        if inst is not None:
+            out["instants"].append({"time": inst.time, "action": inst.action.value, "state": inst.state.value,
+                                    "totals": None})
+        for o, op in zip(compactions.plan_doc(snap, plan, None)["operations"], plan.operations, strict=True):
+            ops.append({**o, "instant": plan.instant or None})
+            if op.base_path:
+                out["files"].append({"path": op.base_path, "size": o["base_size"]})
+            out["files"] += [{"path": lp, "size": sizes.get(lp)} for lp in op.log_paths]
+    out["operations"] = ops
+    out["slices"] = len(ops)
+    out["log_files"] = sum(len(o["log_files"]) for o in ops)
+    out["log_bytes"] = sum(o["log_bytes"] for o in ops)
+    out["base_bytes"] = sum(o["base_size"] or 0 for o in ops)
+    if result.mode == "pending" and result.plans:
+        names = ", ".join(p.instant for p in result.plans)
+        out["notes"].append(f"Runs the pending compaction plan(s) {names} (oldest first) as planned; no new "
+                            "compaction is scheduled now (preview again afterwards).")
+    elif ops:
+        out["notes"].append("Schedules a compaction of every file slice with log files (its instant is chosen when "
+                            "the job starts) and runs it in the job runner's Spark session.")
+    if ops:
+        out["notes"].append("Each slice's base file and log files are merged into a new base file at the compaction "
+                            "instant; records keep their commit times. Writers can keep writing meanwhile. The old "
+                            "files stay for older snapshots until a clean.")

@@ -4,7 +4,9 @@
 instant file names) keys a per-process cache of what is expensive to rebuild: the
 file-system view and the parsed commit metadata. Completed commit files never change, so a
 commit's parsed metadata is cached by (table, file name) for good; the view changes only with
-the timeline (a write, clean or rollback always adds or removes an instant file).
+the timeline (a write, clean or rollback always adds or removes an instant file). Derived
+values are kept once per (table, kind): a new fingerprint replaces the old value, so a table
+written often does not fill the cache with stale views.
 """
 
 from __future__ import annotations
@@ -25,9 +27,9 @@ from engine.timeline.timeline import Timeline
 
 _LOCK = threading.Lock()
 _COMMITS: OrderedDict[tuple[str, str], CommitMetadata] = OrderedDict()
-_VIEWS: OrderedDict[tuple[str, str], Any] = OrderedDict()
+_VIEWS: OrderedDict[tuple[str, str], tuple[str, Any]] = OrderedDict()  # (table, kind) -> (fingerprint, value)
 MAX_COMMITS = 20_000
-MAX_VIEWS = 32
+MAX_VIEWS = 256
 
 
 _INSTANT_FILE = re.compile(r"^\d{17}\.")
@@ -60,15 +62,8 @@ class TableSnapshot:
         )
         mtimes = {f.name: f.mtime_ms for f in files if f.mtime_ms is not None}
         fingerprint = fingerprint_of(names, has_archive)
-        key = (meta.storage.base_uri, f"{fingerprint}:timeline")
-        with _LOCK:
-            timeline = _VIEWS.get(key)
-        if timeline is None:  # parse the listing only when it changed
-            timeline = Timeline.from_file_names(names, has_archive)
-            with _LOCK:
-                _VIEWS[key] = timeline
-                while len(_VIEWS) > MAX_VIEWS:
-                    _VIEWS.popitem(last=False)
+        timeline = _cached(meta.storage.base_uri, fingerprint, "timeline",
+                           lambda: Timeline.from_file_names(names, has_archive))  # parsed only when it changed
         return cls(meta, timeline, fingerprint, mtimes)
 
     @property
@@ -92,17 +87,7 @@ class TableSnapshot:
 
     def cached(self, what: str, build: Any) -> Any:
         """A value derived from this timeline (and the files it makes visible), built once."""
-        key = (self.base, f"{self.fingerprint}:{what}")
-        with _LOCK:
-            if key in _VIEWS:
-                _VIEWS.move_to_end(key)
-                return _VIEWS[key]
-        value = build()
-        with _LOCK:
-            _VIEWS[key] = value
-            while len(_VIEWS) > MAX_VIEWS:
-                _VIEWS.popitem(last=False)
-        return value
+        return _cached(self.base, self.fingerprint, what, build)
 
     def view(self) -> FileSystemView:
         return self.cached("view", lambda: self.meta.file_system_view(self.timeline))
@@ -114,6 +99,22 @@ class TableSnapshot:
         from engine.timeline.instant import State
 
         return self.mtimes.get(instant.with_state(State.REQUESTED).file_name)
+
+
+def _cached(base: str, fingerprint: str, what: str, build: Any) -> Any:
+    key = (base, what)
+    with _LOCK:
+        found = _VIEWS.get(key)
+        if found is not None and found[0] == fingerprint:
+            _VIEWS.move_to_end(key)
+            return found[1]
+    value = build()
+    with _LOCK:
+        _VIEWS[key] = (fingerprint, value)
+        _VIEWS.move_to_end(key)
+        while len(_VIEWS) > MAX_VIEWS:
+            _VIEWS.popitem(last=False)
+    return value
 
 
 def clear_cache() -> None:

@@ -20,7 +20,7 @@ from webui.paths import PathNotAllowedError, check_table_name, default_table_pat
 
 INDEX_CHOICES = sorted(i.value for i in AVAILABLE_INDEXES)
 DEFAULT_INDEX_NAME = DEFAULT_INDEX.value
-TABLE_TYPES = ["COPY_ON_WRITE"]
+TABLE_TYPES = ["COPY_ON_WRITE", "MERGE_ON_READ"]
 
 
 class RegistryError(ValueError):
@@ -123,6 +123,8 @@ def create_table(spec: NewTable, actor: User | None) -> TableEntry:
     _check_unique(spec.name, path)
     if not (spec.record_key or "").strip():
         raise RegistryError("a record key field is required")
+    if spec.table_type not in TABLE_TYPES:
+        raise RegistryError(f"table_type must be {' or '.join(TABLE_TYPES)}, got {spec.table_type!r}")
     try:
         config = new_table_config(
             name=spec.name,
