@@ -6,6 +6,7 @@
 Systems (each starts from the same base table, set up untimed; only the upsert is timed):
 
 - ours     engine `Table.upsert(spark_df)` on a COPY_ON_WRITE table loaded with `bulk_insert`
+- mor      the same on a MERGE_ON_READ table (updates go to log files; no compaction in the clock)
 - delta    deltalake (delta-rs) `DeltaTable.merge(...)` update-all / insert-all on `t.id = s.id`
 - iceberg  pyiceberg `Table.upsert(batch, join_cols=["id"])` on a SQL (sqlite) catalog
 - reload   pyarrow full rewrite: read the whole table, drop the batch's keys, append the batch,
@@ -41,7 +42,8 @@ if __package__ in (None, ""):  # `python bench/upsert.py`
 
 from bench.data import PARTITION_FIELD, PRECOMBINE_FIELD, RECORD_KEY, WORKLOADS, Workload, make_workload  # noqa: E402
 
-SYSTEMS = ("ours", "delta", "iceberg", "reload")
+SYSTEMS = ("ours", "mor", "delta", "iceberg", "reload")
+TABLE_TYPES = {"ours": "COPY_ON_WRITE", "mor": "MERGE_ON_READ"}
 MB = 1024 * 1024
 OURS_OPTIONS = {"hoodie.parquet.max.file.size": 128 * MB}
 DAY_PARTITIONING = ds.partitioning(pa.schema([(PARTITION_FIELD, pa.string())]), flavor="hive")
@@ -77,9 +79,13 @@ class Ours:
         do not land on the first measured run (the peers are native code without a warm-up)."""
         t0 = time.perf_counter()
         full = make_workload("recent", 2_000, 200, seed=7)
-        recent = full.base.filter(pc.field(PARTITION_FIELD) >= min(full.batch.column(PARTITION_FIELD).to_pylist()))
+        recent = full.base.filter(
+            pc.field(PARTITION_FIELD) >= min(full.batch.column(PARTITION_FIELD).to_pylist())
+        )
         # only the last days (3 file groups + "today"), so the warm-up stays a few seconds long
-        wl = Workload("warmup", recent.num_rows, recent, full.batch, full.updates, full.inserts, full.batch_ts_min, 7)
+        wl = Workload(
+            "warmup", recent.num_rows, recent, full.batch, full.updates, full.inserts, full.batch_ts_min, 7
+        )
         progress, self.progress = self.progress, False
         try:
             base = str(work / "warmup-base.parquet")
@@ -145,7 +151,7 @@ class Ours:
 
         return emit
 
-    def run(self, wl: Workload, base_parquet: str, work: Path) -> Run:
+    def run(self, wl: Workload, base_parquet: str, work: Path, table_type: str = "COPY_ON_WRITE") -> Run:
         from pyspark import StorageLevel
         from pyspark.sql import functions as F
 
@@ -160,6 +166,7 @@ class Ours:
             record_key=RECORD_KEY,
             partition_fields=PARTITION_FIELD,
             precombine_field=PRECOMBINE_FIELD,
+            table_type=table_type,
         )
         loaded = table.bulk_insert(
             self.spark.read.parquet(base_parquet), options=OURS_OPTIONS, progress=self._printer("bulk_insert")
@@ -199,12 +206,21 @@ class Ours:
                 "write_result": res.to_dict() | {"partitions": len(res.partitions)},
                 "bulk_insert_files": loaded.files_written,
                 "bulk_insert_seconds": loaded.seconds,
+                "table_type": table_type,
+                "log_files_written": _log_files(table, res.instant),
                 **({"stages": stages} if stages is not None else {}),
             },
         )
 
     def stop(self) -> None:
         self.spark.stop()
+
+
+def _log_files(table, instant: str | None) -> int | None:
+    if instant is None:
+        return None
+    stats = table.commit_metadata(instant).partition_to_write_stats.values()
+    return sum(1 for group in stats for st in group if ".log." in st.path)
 
 
 def run_delta(wl: Workload, work: Path) -> Run:
@@ -267,7 +283,9 @@ def run_iceberg(wl: Workload, work: Path) -> Run:
         seconds=seconds,
         setup_seconds=setup,
         rows_after=table.scan().count(),
-        batch_rows_visible=table.scan(row_filter=GreaterThanOrEqual(PRECOMBINE_FIELD, wl.batch_ts_min)).count(),
+        batch_rows_visible=table.scan(
+            row_filter=GreaterThanOrEqual(PRECOMBINE_FIELD, wl.batch_ts_min)
+        ).count(),
         files_written=added,
         extra={
             "rows_updated": result.rows_updated,
@@ -344,19 +362,19 @@ def _fmt(value, spec: str = "") -> str:
 
 def print_table(results: dict) -> None:
     head = (
-        f"{'workload':<9} {'system':<8} {'seconds':>9} {'ours/peer':>9} {'files':>6} "
+        f"{'workload':<9} {'system':<8} {'seconds':>9} {'vs delta':>9} {'files':>6} "
         f"{'rows after':>11} {'batch seen':>10}  check"
     )
     print()
     print(head)
     print("-" * len(head))
     for wname, w in results["workloads"].items():
-        ours = w["systems"].get("ours", {}).get("seconds")
+        delta = w["systems"].get("delta", {}).get("seconds")
         for sname, s in w["systems"].items():
             if "error" in s:
                 print(f"{wname:<9} {sname:<8} {'FAILED':>9}  {s['error'][:70]}")
                 continue
-            ratio = None if sname == "ours" or ours is None else ours / s["seconds"]
+            ratio = None if sname == "delta" or not delta else s["seconds"] / delta
             check = "ok" if s["ok"] else "MISMATCH"
             print(
                 f"{wname:<9} {sname:<8} {s['seconds']:>9.2f} {_fmt(ratio, '.2f'):>9} "
@@ -368,7 +386,10 @@ def print_table(results: dict) -> None:
             f"{d['inserts']:,} inserts over {d['batch_days']} day(s); expect {d['expected_rows_after']:,} rows after)"
         )
     print()
-    print("seconds: best of --repeat, upsert only; ours/peer > 1 means ours is slower; files: data files written")
+    print(
+        "seconds: best of --repeat, upsert only; vs delta = seconds / delta-rs MERGE seconds (> 1: slower "
+        "than delta-rs); files: data files written (mor: base + log files)"
+    )
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -404,7 +425,11 @@ def main(argv: list[str] | None = None) -> int:
 
     root = Path(args.workdir) if args.workdir else Path(tempfile.mkdtemp(prefix="bench-upsert-"))
     root.mkdir(parents=True, exist_ok=True)
-    ours = Ours(args.master, args.driver_memory, args.progress, args.stages) if "ours" in systems else None
+    ours = (
+        Ours(args.master, args.driver_memory, args.progress, args.stages)
+        if any(s in TABLE_TYPES for s in systems)
+        else None
+    )
     warmup_s = None
     if ours is not None and not args.no_warmup:
         warm = root / "warmup"
@@ -427,7 +452,10 @@ def main(argv: list[str] | None = None) -> int:
         },
         "host": {"platform": platform.platform(), "cpus": os.cpu_count(), "load_avg_start": os.getloadavg()},
         "versions": _versions(),
-        "ours_options": {"write": OURS_OPTIONS, "table": {"type": "COPY_ON_WRITE", "index": "SIMPLE"}},
+        "ours_options": {
+            "write": OURS_OPTIONS,
+            "table": {"ours": "COPY_ON_WRITE", "mor": "MERGE_ON_READ", "index": "SIMPLE"},
+        },
         "spark_conf": ours.spark_conf() if ours else None,
         "peer_settings": {
             "delta": "write_deltalake(partition_by=[day]) defaults; merge predicate t.id = s.id, streamed_exec default",
@@ -461,8 +489,8 @@ def main(argv: list[str] | None = None) -> int:
                     work = root / f"{wname}-{sname}-{k}"
                     work.mkdir()
                     try:
-                        if sname == "ours":
-                            run = ours.run(wl, base_parquet, work)
+                        if sname in TABLE_TYPES:
+                            run = ours.run(wl, base_parquet, work, TABLE_TYPES[sname])
                         elif sname == "delta":
                             run = run_delta(wl, work)
                         elif sname == "iceberg":
@@ -476,7 +504,10 @@ def main(argv: list[str] | None = None) -> int:
                     finally:
                         shutil.rmtree(work, ignore_errors=True)
                     runs.append(run)
-                    ok = run.rows_after == wl.expected_rows_after and run.batch_rows_visible == wl.batch.num_rows
+                    ok = (
+                        run.rows_after == wl.expected_rows_after
+                        and run.batch_rows_visible == wl.batch.num_rows
+                    )
                     print(
                         f"   {sname:<8} run {k + 1}/{args.repeat}: upsert {run.seconds:7.2f}s "
                         f"(setup {run.setup_seconds:.1f}s) files={_fmt(run.files_written)} "
@@ -515,12 +546,13 @@ def main(argv: list[str] | None = None) -> int:
             if len(set(rows_seen.values())) > 1:
                 mismatch = True
                 _loud(f"{wname}: systems disagree on the row count after the upsert: {rows_seen}")
-            if "ours" in s and "seconds" in s["ours"]:
-                wres["ratios_ours_over_peer"] = {
-                    n: round(s["ours"]["seconds"] / v["seconds"], 3)
-                    for n, v in s.items()
-                    if n != "ours" and "seconds" in v and v["seconds"] > 0
-                }
+            for mine in TABLE_TYPES:
+                if mine in s and "seconds" in s[mine]:
+                    wres[f"ratios_{mine}_over_peer"] = {
+                        n: round(s[mine]["seconds"] / v["seconds"], 3)
+                        for n, v in s.items()
+                        if n not in TABLE_TYPES and "seconds" in v and v["seconds"] > 0
+                    }
             shutil.rmtree(data_dir, ignore_errors=True)
             del wl
             gc.collect()
