@@ -6,7 +6,10 @@
 Systems (each starts from the same base table, set up untimed; only the upsert is timed):
 
 - ours     engine `Table.upsert(spark_df)` on a COPY_ON_WRITE table loaded with `bulk_insert`
-- mor      the same on a MERGE_ON_READ table (updates go to log files; no compaction in the clock)
+- mor      the same on a MERGE_ON_READ table (BLOOM index: file groups that take inserts as
+           small files are rewritten, as Apache Hudi does; the others get log files)
+- mor-rli  MERGE_ON_READ with the RECORD index (log files are indexed: updates and inserts
+           both go to log files); no compaction in the clock for either
 - delta    deltalake (delta-rs) `DeltaTable.merge(...)` update-all / insert-all on `t.id = s.id`
 - iceberg  pyiceberg `Table.upsert(batch, join_cols=["id"])` on a SQL (sqlite) catalog
 - reload   pyarrow full rewrite: read the whole table, drop the batch's keys, append the batch,
@@ -42,8 +45,13 @@ if __package__ in (None, ""):  # `python bench/upsert.py`
 
 from bench.data import PARTITION_FIELD, PRECOMBINE_FIELD, RECORD_KEY, WORKLOADS, Workload, make_workload  # noqa: E402
 
-SYSTEMS = ("ours", "mor", "delta", "iceberg", "reload")
-TABLE_TYPES = {"ours": "COPY_ON_WRITE", "mor": "MERGE_ON_READ"}
+SYSTEMS = ("ours", "mor", "mor-rli", "delta", "iceberg", "reload")
+# our systems: (table type, index); BLOOM is the engine's default index (Apache Hudi's too)
+TABLE_TYPES = {
+    "ours": ("COPY_ON_WRITE", "BLOOM"),
+    "mor": ("MERGE_ON_READ", "BLOOM"),
+    "mor-rli": ("MERGE_ON_READ", "RECORD"),
+}
 MB = 1024 * 1024
 OURS_OPTIONS = {"hoodie.parquet.max.file.size": 128 * MB}
 DAY_PARTITIONING = ds.partitioning(pa.schema([(PARTITION_FIELD, pa.string())]), flavor="hive")
@@ -151,7 +159,14 @@ class Ours:
 
         return emit
 
-    def run(self, wl: Workload, base_parquet: str, work: Path, table_type: str = "COPY_ON_WRITE") -> Run:
+    def run(
+        self,
+        wl: Workload,
+        base_parquet: str,
+        work: Path,
+        table_type: str = "COPY_ON_WRITE",
+        index: str = "BLOOM",
+    ) -> Run:
         from pyspark import StorageLevel
         from pyspark.sql import functions as F
 
@@ -167,6 +182,7 @@ class Ours:
             partition_fields=PARTITION_FIELD,
             precombine_field=PRECOMBINE_FIELD,
             table_type=table_type,
+            index=index,
         )
         loaded = table.bulk_insert(
             self.spark.read.parquet(base_parquet), options=OURS_OPTIONS, progress=self._printer("bulk_insert")
@@ -207,6 +223,7 @@ class Ours:
                 "bulk_insert_files": loaded.files_written,
                 "bulk_insert_seconds": loaded.seconds,
                 "table_type": table_type,
+                "index": index,
                 "log_files_written": _log_files(table, res.instant),
                 **({"stages": stages} if stages is not None else {}),
             },
@@ -454,7 +471,7 @@ def main(argv: list[str] | None = None) -> int:
         "versions": _versions(),
         "ours_options": {
             "write": OURS_OPTIONS,
-            "table": {"ours": "COPY_ON_WRITE", "mor": "MERGE_ON_READ", "index": "SIMPLE"},
+            "table": {k: {"type": t, "index": i} for k, (t, i) in TABLE_TYPES.items()},
         },
         "spark_conf": ours.spark_conf() if ours else None,
         "peer_settings": {
@@ -490,7 +507,7 @@ def main(argv: list[str] | None = None) -> int:
                     work.mkdir()
                     try:
                         if sname in TABLE_TYPES:
-                            run = ours.run(wl, base_parquet, work, TABLE_TYPES[sname])
+                            run = ours.run(wl, base_parquet, work, *TABLE_TYPES[sname])
                         elif sname == "delta":
                             run = run_delta(wl, work)
                         elif sname == "iceberg":
