@@ -35,7 +35,7 @@ unit: setup
 run: setup  ## the admin console + its job runner on local Spark, ./lakehouse and SQLite (Ctrl-C stops both)
 	$(VENV)/bin/hoodie-console run
 
-demo: setup  ## the engine's end-to-end demo (no console)
+demo: setup  ## a guided walk through a trips table (load, upsert, delete, incremental, time travel, rollback, clean) with console links
 	$(PY) -m engine.demo
 
 console: setup  ## the console alone under gunicorn (run `make worker` beside it)

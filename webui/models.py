@@ -174,6 +174,9 @@ class Worker(db.Model):
     id: Mapped[str] = mapped_column(sa.String(128), primary_key=True)
     host: Mapped[str] = mapped_column(sa.String(255))
     pid: Mapped[int]
+    # the process's identity beyond its pid (`webui.jobs.claim.process_start`): boot id + start
+    # time, so that a pid reused after a restart is not mistaken for the runner that had it
+    process_start: Mapped[str | None] = mapped_column(sa.String(64), default=None)
     started_at: Mapped[datetime] = mapped_column(default=utcnow)
     heartbeat_at: Mapped[datetime] = mapped_column(default=utcnow)
     stopped: Mapped[bool] = mapped_column(default=False)

@@ -140,6 +140,9 @@ def test_healthchecks_and_start_order(config, tmp_path):
     assert s["spark-worker"]["healthcheck"]["test"] == [
         "CMD", "stack-health", "http", "http://127.0.0.1:8081/json/", "--json", "masterurl=spark://spark-master:7077"]
     assert s["console"]["healthcheck"]["test"] == ["CMD", "stack-health", "http", "http://127.0.0.1:8000/healthz"]
+    # the worker: its runner beats in the database (hoodie-console worker-health), its services answer
+    assert s["worker"]["healthcheck"]["test"] == [
+        "CMD-SHELL", "hoodie-console worker-health && stack-health tcp spark-master:7077 postgres:5432 hbase:9090 minio:9000"]
     assert s["hbase"]["healthcheck"]["test"] == ["CMD", "/usr/local/bin/healthcheck.sh"]
     assert s["minio"]["healthcheck"]["test"] == ["CMD", "mc", "ready", "local"]
 

@@ -40,6 +40,9 @@ NOT_SET_IN_STACK = {
     "CONSOLE_PORT": "the port of `hoodie-console run` (make run); in the stack gunicorn's -b sets it, and "
                     "CONSOLE_PORT in .env is the published host port, never passed into a container",
     "CONSOLE_NEW_PASSWORD": "input of `hoodie-console create-user`",
+    "CONSOLE_URL": "the console's address as tests/stack and the demo's printed links see it: set for "
+                   "stack-test only; elsewhere the demo prints http://127.0.0.1:$CONSOLE_PORT (default 8000), "
+                   "what a browser on the host opens",
     "CONSOLE_TEST_HOLD_AT": "console tests only",
 }
 # lines that read variables through a name the line does not spell; their names come from the module

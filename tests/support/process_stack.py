@@ -18,6 +18,11 @@ Values (bucket, keys, console login) are read from `.env.example`, whose default
 file shares (tests/stack_config checks they agree). Every process is bounded: start-up steps
 time out, the command gets --timeout seconds, and everything is stopped on the way out.
 
+What `docker compose kill worker` / `docker compose start worker` do to the stack, a small HTTP
+server on 127.0.0.1 does to these processes (`STACK_CONTROL_URL`, used through
+tests/support/stack_control.py): `POST /services/worker/kill` SIGKILLs the job runner's process
+group (the runner, its JVM, its Python workers), `POST /services/worker/start` starts a new one.
+
     python -m tests.support.process_stack [--timeout S] [--no-console] -- COMMAND [ARG...]
 """
 
@@ -25,6 +30,7 @@ from __future__ import annotations
 
 import argparse
 import importlib.util
+import json
 import logging
 import os
 import shutil
@@ -32,15 +38,17 @@ import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import urllib.error
 import urllib.request
 from collections.abc import Iterator, Mapping
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
-from tests.support.spark_cluster import free_port, spark_cluster, stop_process_group
+from tests.support.spark_cluster import free_port, spark_cluster, stop_process_group, wait_group_gone
 
 REPO = Path(__file__).resolve().parents[2]
 START_TIMEOUT = 120.0
@@ -177,24 +185,93 @@ def _http_ok(url: str) -> bool:
 
 @dataclass
 class Processes:
-    """Long-running children, each in its own process group with its log in `root`."""
+    """Long-running children, each in its own process group with its log in `root`; each can be
+    killed and started again (as `docker compose kill` / `start` do to a service)."""
 
     root: Path
     procs: dict[str, subprocess.Popen] = field(default_factory=dict)
+    specs: dict[str, tuple[list[str], dict[str, str]]] = field(default_factory=dict)
+    lock: threading.Lock = field(default_factory=threading.Lock)
 
     def start(self, name: str, args: list[str], env: Mapping[str, str]) -> subprocess.Popen:
-        with (self.root / f"{name}.log").open("wb") as log:
+        mode = "ab" if name in self.specs else "wb"  # a restart appends to the service's log
+        with (self.root / f"{name}.log").open(mode) as log:
             proc = subprocess.Popen(args, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
                                     cwd=self.root, env=dict(env), start_new_session=True)
         self.procs[name] = proc
+        self.specs[name] = (list(args), dict(env))
         return proc
 
     def log(self, name: str) -> Path:
         return self.root / f"{name}.log"
 
+    def kill(self, name: str) -> int:
+        """SIGKILL the service's whole process group and reap it; its pid."""
+        with self.lock:
+            proc = self.procs[name]
+            if proc.poll() is None:
+                try:
+                    os.killpg(proc.pid, signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
+                proc.wait(30)
+                wait_group_gone(proc.pid, 10.0)  # its JVM and Python workers too, as a killed container
+            return proc.pid
+
+    def start_again(self, name: str) -> tuple[int, bool]:
+        """Start the service if it is not running (as `docker compose start`); (pid, started)."""
+        with self.lock:
+            proc = self.procs[name]
+            if proc.poll() is None:
+                return proc.pid, False
+            args, env = self.specs[name]
+            return self.start(name, args, env).pid, True
+
     def stop(self) -> None:
         for name in reversed(list(self.procs)):
             stop_process_group(self.procs.pop(name), grace=15.0)
+
+
+class ControlServer:
+    """`POST /services/<name>/kill|start` on 127.0.0.1 for the stack's long-running processes
+    (tests/support/stack_control.py is the client). Answers JSON: {service, pid, started}."""
+
+    def __init__(self, processes: Processes) -> None:
+        procs = processes
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self) -> None:  # noqa: N802 (http.server's name)
+                parts = self.path.strip("/").split("/")
+                if len(parts) != 3 or parts[0] != "services" or parts[2] not in ("kill", "start"):
+                    return self._answer(404, {"error": f"no such control: {self.path}"})
+                name, verb = parts[1], parts[2]
+                if name not in procs.procs:
+                    return self._answer(404, {"error": f"no such service: {name}"})
+                if verb == "kill":
+                    return self._answer(200, {"service": name, "pid": procs.kill(name), "started": False})
+                pid, started = procs.start_again(name)
+                return self._answer(200, {"service": name, "pid": pid, "started": started})
+
+            def _answer(self, status: int, doc: dict) -> None:
+                body = json.dumps(doc).encode()
+                self.send_response(status)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            def log_message(self, *_args: object) -> None:  # quiet
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
+        self.thread = threading.Thread(target=self.server.serve_forever, name="stack-control", daemon=True)
+        self.thread.start()
+
+    def stop(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+        self.thread.join(timeout=10)
 
 
 def start_console(env: dict[str, str], processes: Processes, timeout: float = START_TIMEOUT) -> str:
@@ -271,6 +348,9 @@ def process_stack(with_console: bool | None = None, timeout: float = START_TIMEO
             processes = Processes(root)
             stack.callback(processes.stop)
             env["CONSOLE_URL"] = start_console({**os.environ, **env}, processes, timeout)
+            control = ControlServer(processes)
+            stack.callback(control.stop)
+            env["STACK_CONTROL_URL"] = control.url
         yield env
 
 

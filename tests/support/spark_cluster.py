@@ -136,7 +136,7 @@ def stop_process_group(proc: subprocess.Popen, grace: float = 20.0) -> None:
         except subprocess.TimeoutExpired:
             continue
         # the leader is gone; give its children (executors, python daemons) time to follow
-        _wait_group_gone(pgid, wait)
+        wait_group_gone(pgid, wait)
         break
     try:  # stragglers that outlived the leader
         os.killpg(pgid, signal.SIGKILL)
@@ -150,7 +150,7 @@ def stop_process_group(proc: subprocess.Popen, grace: float = 20.0) -> None:
         pass
 
 
-def _wait_group_gone(pgid: int, timeout: float) -> None:
+def wait_group_gone(pgid: int, timeout: float) -> None:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         try:

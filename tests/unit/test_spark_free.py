@@ -16,7 +16,8 @@ import engine
 # modules that run Spark at import time by design (DataFrames, sessions, the write pipeline)
 SPARK_MODULES = {
     "engine.api",
-    "engine.demo",
+    "engine.demo.__main__",
+    "engine.demo.tour",
     "engine.index.spark_tagging",
     "engine.read.lookup",
     "engine.read.reader",

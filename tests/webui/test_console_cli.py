@@ -4,6 +4,7 @@ admin (from the environment, or a one-time password printed once), and settings 
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -79,3 +80,38 @@ def test_settings_defaults_and_roots():
     text = repr(with_admin)
     assert "very-secret-key" not in text and "admin-pw-123" not in text and "db-pw-456" not in text
     assert split_roots("./lakehouse") == [os.path.abspath("./lakehouse")]
+
+
+def test_worker_health_follows_this_hosts_runner_in_the_database(tmp_path):
+    """`hoodie-console worker-health` (the worker container's healthcheck): exit 1 until a runner
+    of this host that runs (pid and start time) has beaten within --max-age, then 0."""
+    import socket
+    from datetime import UTC, datetime, timedelta
+
+    from webui.jobs.claim import process_start
+
+    db_path = tmp_path / "c.db"
+    env = _env(tmp_path, DATABASE_URL=f"sqlite:///{db_path}", CONSOLE_SECRET_KEY="k")
+    assert _run(["db", "upgrade"], env).returncode == 0
+    host = socket.gethostname()
+    none = _run(["worker-health"], env)
+    assert (none.returncode, none.stderr.strip()) == (1, f"no live job runner of host {host} in the database")
+
+    engine = sa.create_engine(f"sqlite:///{db_path}")
+    now = datetime.now(UTC).replace(tzinfo=None)
+    insert = sa.text("INSERT INTO workers (id, host, pid, process_start, started_at, heartbeat_at, stopped) "
+                     "VALUES (:id, :host, :pid, :start, :at, :beat, 0)")
+    with engine.begin() as conn:  # a runner whose pid is ours but whose process is not: a restart
+        conn.execute(insert, {"id": "before-restart", "host": host, "pid": os.getpid(), "start": "other-boot:1",
+                              "at": now - timedelta(minutes=2), "beat": now})
+    stale = _run(["worker-health"], env)
+    assert (stale.returncode, stale.stderr.strip()) == (1, f"no live job runner of host {host} in the database")
+    with engine.begin() as conn:  # this process, 40 s silent
+        conn.execute(insert, {"id": "silent", "host": host, "pid": os.getpid(), "start": process_start(os.getpid()),
+                              "at": now - timedelta(minutes=1), "beat": now - timedelta(seconds=40)})
+    silent = _run(["worker-health"], env)  # (each run takes a second or two: 40 s and a little)
+    assert silent.returncode == 1
+    assert re.fullmatch(r"job runner silent runs but its last heartbeat is 4[0-9]s old", silent.stderr.strip())
+    relaxed = _run(["worker-health", "--max-age", "60"], env)
+    assert relaxed.returncode == 0 and re.fullmatch(r"job runner silent beat 4[0-9]s ago", relaxed.stdout.strip())
+    engine.dispose()

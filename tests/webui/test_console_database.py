@@ -49,7 +49,10 @@ def test_schema_comes_from_the_migrations(app):
         names = set(sa.inspect(db.engine).get_table_names())
         version = db.session.execute(sa.text("SELECT version_num FROM alembic_version")).scalar_one()
     assert names == {"alembic_version", "api_tokens", "audit_log", "jobs", "tables", "uploads", "users", "workers"}
-    assert version == "0001"
+    assert version == "0002"
+    with app.app_context():
+        worker_columns = [c["name"] for c in sa.inspect(db.engine).get_columns("workers")]
+    assert worker_columns == ["id", "host", "pid", "started_at", "heartbeat_at", "stopped", "process_start"]
 
 
 def test_audit_rows_cannot_be_changed_below_the_orm(app):
@@ -120,3 +123,38 @@ def test_dead_runner_jobs_fail_and_queued_jobs_survive(app):
     assert jobs[ids[1]][0] == "failed" and jobs[ids[1]][1].startswith("its job runner silent stopped beating at ")
     assert jobs[ids[2]] == ("queued", None)
     assert jobs[alive_job] == ("running", None)
+
+
+def test_a_pid_reused_after_a_restart_does_not_keep_a_dead_runners_job(app):
+    """A restarted container runs its runner under its predecessor's pid on the same host name:
+    the live pid belongs to another process (here: this one), so the job fails at once, without
+    waiting for the heartbeat to go stale; the process that really has the pid keeps its job."""
+    import socket
+
+    from webui.extensions import db
+    from webui.jobs.claim import claim_next, fail_orphans, process_start
+    from webui.models import Job, Worker, utcnow
+
+    me, host = os.getpid(), socket.gethostname()
+    mine = process_start(me)
+    assert mine is not None and mine.count(":") == 1
+    boot, ticks = mine.split(":")
+    ids = _queue(app, 2)
+    with app.app_context():
+        db.session.add(Worker(id="predecessor", host=host, pid=me, process_start=f"{boot}:{int(ticks) - 1}",
+                              heartbeat_at=utcnow()))
+        db.session.add(Worker(id="the-real-one", host=host, pid=me, process_start=mine, heartbeat_at=utcnow()))
+        db.session.commit()
+        assert claim_next(db.session, "predecessor") == ids[0]
+        assert claim_next(db.session, "the-real-one") == ids[1]
+        assert fail_orphans(db.session, me="successor") == [ids[0]]
+        jobs = {j.id: (j.state, j.error) for j in db.session.scalars(sa.select(Job))}
+    assert jobs[ids[0]][0] == "failed" and jobs[ids[0]][1].startswith(
+        f"its job runner predecessor (pid {me}, now another process) died while the job was running.")
+    assert jobs[ids[1]] == ("running", None)
+
+
+def test_process_start_is_none_for_a_pid_nobody_has():
+    from webui.jobs.claim import process_start
+
+    assert process_start(2**22 + 7) is None

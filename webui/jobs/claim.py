@@ -1,4 +1,5 @@
-"""Claiming queued jobs atomically, and failing the jobs of runners that died (no Spark here).
+"""Claiming queued jobs atomically, failing the jobs of runners that died, and the liveness of
+this host's runner for a container healthcheck (no Spark here).
 
 PostgreSQL: `SELECT ... FOR UPDATE SKIP LOCKED` picks the oldest queued row no other runner
 holds, then it is marked running in the same transaction. SQLite has no row locks: the
@@ -54,6 +55,26 @@ def claim_next(session: Session, worker_id: str) -> int | None:
     return None
 
 
+def process_start(pid: int) -> str | None:
+    """`<boot id>:<start time>` of process `pid` (Linux /proc; None elsewhere or if it is gone).
+
+    A pid names a process only until it exits: a restarted container runs its job runner under
+    the pid its predecessor had, on the same host name. The start time (clock ticks since boot,
+    field 22 of /proc/<pid>/stat) tells the two apart; the boot id, processes of two boots."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            stat = f.read().decode("ascii", "replace")
+        with open("/proc/sys/kernel/random/boot_id") as f:
+            boot = f.read().strip()
+    except OSError:
+        return None
+    # the command name (field 2) is in parentheses and may hold spaces: split after the last ')'
+    fields = stat[stat.rfind(")") + 2:].split()
+    if len(fields) < 20:
+        return None
+    return f"{boot}:{fields[19]}"
+
+
 def _pid_alive(pid: int) -> bool:
     try:
         os.kill(pid, 0)
@@ -64,11 +85,24 @@ def _pid_alive(pid: int) -> bool:
     return True
 
 
+def _died_here(worker: Worker, host: str) -> str | None:
+    """Why `worker`, a runner of this host, is known dead; None if it may live (or is elsewhere)."""
+    if worker.host != host:
+        return None
+    if not _pid_alive(worker.pid):
+        return f"its job runner {worker.id} (pid {worker.pid}) died"
+    if worker.process_start and process_start(worker.pid) != worker.process_start:
+        return f"its job runner {worker.id} (pid {worker.pid}, now another process) died"
+    return None
+
+
 def fail_orphans(session: Session, me: str | None = None) -> list[int]:
     """Mark `running` jobs whose runner is gone as failed, with the reason; returns their ids.
 
-    A runner is gone when its process no longer exists on this host, or when its heartbeat
-    is older than STALE_AFTER. Queued jobs are left alone: they survive restarts."""
+    A runner is gone when its process no longer exists on this host (no process has its pid, or
+    the one that has it started at another time than the runner's: a pid reused after a
+    restart), or when its heartbeat is older than STALE_AFTER. Queued jobs are left alone: they
+    survive restarts."""
     host = socket.gethostname()
     now = utcnow()
     failed: list[int] = []
@@ -79,8 +113,8 @@ def fail_orphans(session: Session, me: str | None = None) -> list[int]:
         worker = session.get(Worker, job.worker_id) if job.worker_id else None
         if worker is None:
             reason = f"its job runner {job.worker_id or '(unknown)'} is gone"
-        elif worker.host == host and not _pid_alive(worker.pid):
-            reason = f"its job runner {worker.id} (pid {worker.pid}) died"
+        elif (died := _died_here(worker, host)) is not None:
+            reason = died
         elif worker.stopped:
             reason = f"its job runner {worker.id} stopped"
         elif now - worker.heartbeat_at > STALE_AFTER:
@@ -99,3 +133,21 @@ def fail_orphans(session: Session, me: str | None = None) -> list[int]:
             failed.append(job.id)
     session.commit()
     return failed
+
+
+def local_runner_health(session: Session, max_age: timedelta = STALE_AFTER) -> tuple[bool, str]:
+    """Whether a job runner of this host lives and beats in the database (`hoodie-console
+    worker-health`, the worker container's healthcheck): its process runs (pid and start time)
+    and its last heartbeat is at most `max_age` old. Returns (healthy, what was seen)."""
+    host = socket.gethostname()
+    now = utcnow()
+    workers = session.scalars(sa.select(Worker).where(Worker.host == host, Worker.stopped.is_(False))
+                              .order_by(Worker.started_at.desc()))
+    for worker in workers:
+        if _died_here(worker, host) is not None:
+            continue
+        age = (now - worker.heartbeat_at).total_seconds()
+        if age > max_age.total_seconds():
+            return False, f"job runner {worker.id} runs but its last heartbeat is {age:.0f}s old"
+        return True, f"job runner {worker.id} beat {age:.0f}s ago"
+    return False, f"no live job runner of host {host} in the database"

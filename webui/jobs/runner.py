@@ -26,7 +26,7 @@ from flask import Flask
 
 from engine.errors import EngineError
 from webui.extensions import db
-from webui.jobs.claim import claim_next, fail_orphans
+from webui.jobs.claim import claim_next, fail_orphans, process_start
 from webui.jobs.operations import JobRefused, Operations
 from webui.jobs.progress import JobCancelled, JobReporter
 from webui.models import Job, JobState, Upload, User, Worker, utcnow
@@ -60,7 +60,8 @@ class Runner:
     def register(self) -> list[int]:
         with self.app.app_context():
             db.session.add(Worker(id=self.worker_id, host=socket.gethostname(), pid=os.getpid(),
-                                  started_at=utcnow(), heartbeat_at=utcnow()))
+                                  process_start=process_start(os.getpid()), started_at=utcnow(),
+                                  heartbeat_at=utcnow()))
             db.session.commit()
             failed = fail_orphans(db.session, me=self.worker_id)
             for job_id in failed:
