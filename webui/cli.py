@@ -117,10 +117,14 @@ def worker_health_command(max_age: float) -> None:
 @click.option("--debug", is_flag=True)
 def serve_command(host: str, port: int | None, debug: bool) -> None:
     """Run the development server (use gunicorn 'webui:create_app()' in production)."""
+    from werkzeug.serving import run_simple
+
     from webui.config import Settings
 
     app = _create_app()
-    app.run(host=host, port=port or Settings.from_env().port, debug=debug, use_reloader=False)
+    # not app.run(): under a FlaskGroup (FLASK_RUN_FROM_CLI is set) Flask ignores app.run() and
+    # returns at once, so `hoodie-console serve` exited without serving
+    run_simple(host, port or Settings.from_env().port, app, use_debugger=debug, use_reloader=False, threaded=True)
 
 
 @main.command("run")

@@ -115,3 +115,41 @@ def test_worker_health_follows_this_hosts_runner_in_the_database(tmp_path):
     relaxed = _run(["worker-health", "--max-age", "60"], env)
     assert relaxed.returncode == 0 and re.fullmatch(r"job runner silent beat 4[0-9]s ago", relaxed.stdout.strip())
     engine.dispose()
+
+
+def test_serve_answers_healthz_and_the_login_page(tmp_path):
+    """`hoodie-console serve` really serves (it used to return at once: Flask ignores app.run()
+    under its own CLI)."""
+    import socket
+    import time
+    import urllib.error
+    import urllib.request
+
+    env = _env(tmp_path, DATABASE_URL=f"sqlite:///{tmp_path / 'c.db'}")
+    assert _run(["db", "upgrade"], env).returncode == 0
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    proc = subprocess.Popen([sys.executable, "-m", "webui.cli", "serve", "--port", str(port)], env=env, cwd=str(REPO),
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    try:
+        deadline = time.monotonic() + 60
+        status = None
+        while time.monotonic() < deadline and proc.poll() is None:
+            try:
+                with urllib.request.urlopen(f"http://127.0.0.1:{port}/login", timeout=5) as resp:
+                    status, body = resp.status, resp.read().decode()
+                break
+            except (urllib.error.URLError, ConnectionError):
+                time.sleep(0.3)
+        assert proc.poll() is None, f"serve exited with {proc.returncode}: {proc.stdout.read() if proc.stdout else ''}"
+        assert status == 200 and "<form" in body
+        try:
+            urllib.request.urlopen(f"http://127.0.0.1:{port}/healthz", timeout=5)
+            health = 200
+        except urllib.error.HTTPError as exc:  # 503 without a job runner: still an answer
+            health = exc.code
+        assert health in (200, 503)
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
