@@ -76,7 +76,7 @@ def scan_latest(
     return scan_slices(spark, meta.storage, [SliceFiles.from_slice(s) for s in slices], schema, how, keys=keys)
 
 
-def _check_as_of(timeline: Timeline, as_of: str | None) -> str | None:
+def _check_as_of(timeline: Timeline, as_of: str | None, meta: MetaClient | None = None) -> str | None:
     if as_of is None:
         return None
     as_of = _check_instant(as_of, "as_of")
@@ -84,6 +84,17 @@ def _check_as_of(timeline: Timeline, as_of: str | None) -> str | None:
         raise InstantNotFoundError(
             f"as_of {as_of} is before the first instant of the table ({timeline.first_time or 'none'})"
         )
+    if meta is not None and not any(sp.time == as_of for sp in timeline.savepoints):
+        from engine.services.clean import last_earliest_retained
+
+        retained = last_earliest_retained(meta, timeline)
+        if retained is not None and as_of < retained:
+            # the snapshot may have lost file versions to that clean: refuse rather than return a
+            # silently partial table (savepointed instants stay readable)
+            raise InstantNotFoundError(
+                f"as_of {as_of} is older than the earliest commit the cleaner retains ({retained}): its "
+                "snapshot's older file versions may be deleted; savepoint a commit to keep it readable"
+            )
     return as_of
 
 
@@ -93,7 +104,7 @@ def read_snapshot(
     """The latest slice of every file group among completed instants (at or before `as_of`);
     `read_optimized`: base files only (merge-on-read log files are not read)."""
     timeline = meta.timeline()
-    as_of = _check_as_of(timeline, as_of)
+    as_of = _check_as_of(timeline, as_of, meta)
     schema = table_schema_or_empty(meta, timeline)
     slices = meta.file_system_view(timeline, as_of=as_of).latest_slices()
     if read_optimized:

@@ -240,6 +240,13 @@ def test_clean_keep_latest_commits_keeps_the_retained_snapshots_readable(spark, 
     assert _versions(t, "paris") == instants[3:]
     for inst in instants[3:]:  # time travel inside the retention window still works
         assert data_of(t, inst) == states[inst] == oracle(t, inst)
+    # before it, the cleaned snapshot is refused (it used to read 0 rows), the table untouched
+    before = data_files(t)
+    for inst in instants[:3]:
+        with pytest.raises(InstantNotFoundError, match=f"as_of {inst} is older than the earliest commit the "
+                                                       f"cleaner retains \\({instants[3]}\\)"):
+            t.read(as_of=inst)
+    assert data_files(t) == before
     # so does an incremental read of the commits in the window
     incr = sorted((r["id"], r["name"], r["city"], r["ts"]) for r in rows(t.read_incremental(instants[2])))
     assert incr == [(1, "v4", "paris", 4)]
@@ -247,6 +254,20 @@ def test_clean_keep_latest_commits_keeps_the_retained_snapshots_readable(spark, 
     cm = read_avro(t.meta, Instant(res.instant, Action.CLEAN, State.COMPLETED), "HoodieCleanMetadata")
     assert cm["earliestCommitToRetain"] == instants[3] and cm["totalFilesDeleted"] == 3
     assert m.clean() is None  # nothing left to clean: no instant written
+
+
+def test_time_travel_to_a_savepoint_the_cleaner_passed_still_reads(spark, tmp_path):
+    t = make(spark, tmp_path)
+    instants = [upsert(t, spark, [(1, f"v{i}", "paris", i)]).instant for i in range(4)]
+    t.maintenance.create_savepoint(instants[0])
+    from engine.services.maintenance import Maintenance
+
+    Maintenance(t.meta, {**MANUAL, "hoodie.cleaner.policy": "KEEP_LATEST_COMMITS",
+                         "hoodie.cleaner.commits.retained": "1"}).clean()
+    assert data_of(t, instants[0]) == [(1, "v0", "paris", 0)] == oracle(t, instants[0])
+    with pytest.raises(InstantNotFoundError, match="older than the earliest commit the cleaner retains"):
+        t.read(as_of=instants[1])
+    assert data_of(t, instants[3]) == [(1, "v3", "paris", 3)]
 
 
 def data_of(table: Table, as_of: str) -> list[tuple]:
