@@ -34,7 +34,7 @@ RUN groupadd --system --gid 10001 hoodie \
  && mkdir -p /opt/spark-work \
  && chown hoodie:hoodie /opt/spark-work
 
-# Everything of the context but the tests (the console's webui/ too, once it exists).
+# Everything of the context but the tests (engine/, webui/, ...).
 FROM base AS source
 COPY . /src
 RUN rm -rf /src/tests

@@ -414,7 +414,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--rows", type=int, default=1_000_000, help="rows in the base table (default 1,000,000)")
     ap.add_argument("--batch", type=int, default=100_000, help="rows in the upsert batch (default 100,000)")
     ap.add_argument("--workloads", default=",".join(WORKLOADS), help="comma list of: uniform,recent")
-    ap.add_argument("--systems", default=",".join(SYSTEMS), help="comma list of: ours,delta,iceberg,reload")
+    ap.add_argument("--systems", default=",".join(SYSTEMS), help="comma list of: ours,mor,mor-rli,delta,iceberg,reload")
     ap.add_argument("--repeat", type=int, default=1, help="best of K runs, tables re-created each run")
     ap.add_argument("--json", default=None, help="result file (default bench/results/upsert-<rows>.json)")
     ap.add_argument("--master", default="local[*]", help="Spark master for ours (default local[*])")

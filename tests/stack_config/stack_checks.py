@@ -5,8 +5,8 @@
 - `check_*`: pure functions over that rendering (or a Dockerfile's text) returning the list
   of problems found; the tests assert they return [] for the repository's files and the
   exact problems for deliberately broken copies.
-- `env_reads`: the environment variables the engine (and the console, once `webui/` exists)
-  reads, found in the source.
+- `env_reads`: the environment variables the engine and the console (`webui/`) read, found
+  in the source.
 """
 
 from __future__ import annotations

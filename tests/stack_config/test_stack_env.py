@@ -1,8 +1,7 @@
 """Every environment variable the code reads is set for the services that need it, and the
 values agree across services (the keys minio-init creates are the keys the engine uses, ...).
 
-The variables are found in the source: each line of engine/ (and webui/, once the console
-lands) that touches the environment must read a named variable, alias os.environ, or be one of
+The variables are found in the source: each line of engine/ and webui/ that touches the environment must read a named variable, alias os.environ, or be one of
 the indirect reads listed here; a new variable fails these tests until it is classified below.
 """
 
