@@ -7,11 +7,10 @@ from collections.abc import Iterator
 import pyarrow as pa
 from pyspark.taskcontext import TaskContext
 
-from engine.data.columns import FILE_ID_COL, KEY_COL, PART_COL
 from engine.table.file_names import write_token
+from engine.write.assign import assign_buckets
 from engine.write.file_writer import BucketWrite, WriteContext, write_bucket
 from engine.write.log_writer import AppendContext, append_bucket
-from engine.write.planner import bucket_for_insert
 
 BUCKET_COL = "__hoodie_bucket"
 
@@ -45,12 +44,8 @@ def task_context() -> TaskContext:
 
 
 def assign_buckets_task(updates_idx: dict, ranges: dict, offsets: dict):
-    """Bucket of every record: its file group's bucket, or (inserts) by insert number.
-
-    Insert numbers count a partition path's inserts across Spark partitions (`offsets`), and
-    within a Spark partition follow the record key order, not the arrival order: if Spark
-    recomputes a lost partition, every record gets the same bucket again.
-    """
+    """Bucket of every record: its file group's bucket, or (inserts) by insert number
+    (`engine.write.assign.assign_buckets`, which says how insert numbers are counted)."""
 
     def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         sp = task_context().partitionId()
@@ -58,24 +53,8 @@ def assign_buckets_task(updates_idx: dict, ranges: dict, offsets: dict):
         if not received:
             return
         table = pa.Table.from_batches(received)
-        parts = table.column(PART_COL).to_pylist()
-        fids = table.column(FILE_ID_COL).to_pylist()
-        keys = table.column(KEY_COL).to_pylist()
-        out = [0] * table.num_rows
-        inserts = []
-        for i, (part, fid) in enumerate(zip(parts, fids, strict=True)):
-            if fid is not None:
-                out[i] = updates_idx[(part, fid)]
-            else:
-                inserts.append(i)
-        inserts.sort(key=lambda i: (parts[i], keys[i]))
-        counters: dict[str, int] = {}
-        for i in inserts:
-            part = parts[i]
-            n = counters.get(part, 0)
-            counters[part] = n + 1
-            out[i] = bucket_for_insert(ranges[part], offsets[(sp, part)] + n)
-        yield from table.append_column(BUCKET_COL, pa.array(out, pa.int32())).to_batches()
+        buckets = assign_buckets(table, sp, updates_idx, ranges, offsets)
+        yield from table.append_column(BUCKET_COL, buckets).to_batches()
 
     return run
 
