@@ -43,3 +43,31 @@ def hbase_thrift() -> Iterator[tuple[str, int]]:
 
     with hbase_server() as address:
         yield address
+
+
+@pytest.fixture
+def hbase_options(hbase_thrift):
+    """A function giving the write options of a fresh HBase index table on `hbase_thrift` (one new
+    table per call); the tables made are dropped after the test."""
+    import uuid
+
+    import happybase
+
+    host, port = hbase_thrift
+    made: list[str] = []
+
+    def options() -> dict[str, str]:
+        name = f"t_{uuid.uuid4().hex[:10]}"
+        made.append(name)
+        return {"hoodie.index.hbase.thrift.host": host, "hoodie.index.hbase.thrift.port": str(port),
+                "hoodie.index.hbase.table": name}
+
+    yield options
+    conn = happybase.Connection(host, port, autoconnect=True)
+    try:
+        existing = conn.tables()
+        for name in made:
+            if name.encode() in existing:
+                conn.delete_table(name, disable=True)
+    finally:
+        conn.close()

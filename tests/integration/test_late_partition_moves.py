@@ -17,9 +17,7 @@ import os
 import random
 import shutil
 import tempfile
-import uuid
 
-import happybase
 import pytest
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
@@ -36,28 +34,6 @@ GLOBAL_INDEXES = ["GLOBAL_SIMPLE", "GLOBAL_BLOOM", "HBASE", "RECORD"]
 MANUAL = {"hoodie.clean.automatic": "false", "hoodie.archive.automatic": "false"}
 # random sequences per index and setting (one in CI: each is ~20 s of Spark writes; more locally)
 EXAMPLES = int(os.environ.get("HOODIE_PROPERTY_EXAMPLES", "1"))
-
-
-@pytest.fixture
-def hbase_options(hbase_thrift):
-    host, port = hbase_thrift
-    made: list[str] = []
-
-    def options() -> dict[str, str]:
-        name = f"late_{uuid.uuid4().hex[:10]}"
-        made.append(name)
-        return {"hoodie.index.hbase.thrift.host": host, "hoodie.index.hbase.thrift.port": str(port),
-                "hoodie.index.hbase.table": name}
-
-    yield options
-    conn = happybase.Connection(host, port, autoconnect=True)
-    try:
-        existing = conn.tables()
-        for name in made:
-            if name.encode() in existing:
-                conn.delete_table(name, disable=True)
-    finally:
-        conn.close()
 
 
 def make(spark, path: str, index: str) -> Table:

@@ -13,9 +13,7 @@ import os
 import random
 import shutil
 import tempfile
-import uuid
 
-import happybase
 import pytest
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
@@ -31,28 +29,6 @@ SCHEMA = "id int, name string, city string, ts long"
 INDEXES = ["SIMPLE", "BLOOM", "GLOBAL_SIMPLE", "GLOBAL_BLOOM", "HBASE", "RECORD"]
 EXAMPLES = int(os.environ.get("HOODIE_PROPERTY_EXAMPLES", "1"))
 CITIES = ("oslo", "lima", "rome")
-
-
-@pytest.fixture
-def hbase_options(hbase_thrift):
-    host, port = hbase_thrift
-    made: list[str] = []
-
-    def options() -> dict[str, str]:
-        name = f"mor_{uuid.uuid4().hex[:10]}"
-        made.append(name)
-        return {"hoodie.index.hbase.thrift.host": host, "hoodie.index.hbase.thrift.port": str(port),
-                "hoodie.index.hbase.table": name}
-
-    yield options
-    conn = happybase.Connection(host, port, autoconnect=True)
-    try:
-        existing = conn.tables()
-        for name in made:
-            if name.encode() in existing:
-                conn.delete_table(name, disable=True)
-    finally:
-        conn.close()
 
 
 class Model:
