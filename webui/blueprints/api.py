@@ -189,9 +189,6 @@ def cancel_job(job_id: int):  # type: ignore[no-untyped-def]
     job = jobs.get(job_id)
     actor = current_actor()
     changed = jobs.request_cancel(actor, job)  # type: ignore[arg-type]
-    if changed and job.operation != "preview":
-        audit.record(actor, "job.cancel", "requested", table=job.table.name if job.table else None,
-                     params={"operation": job.operation}, job_id=job.id)
     return jsonify(jobs.describe(job)), 202 if changed else 200
 
 

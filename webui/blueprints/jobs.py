@@ -7,7 +7,7 @@ from flask import Blueprint, flash, jsonify, redirect, render_template, url_for
 from webui.auth import current_actor, requires
 from webui.forms import ActionForm, PreviewForm
 from webui.models import Role
-from webui.services import audit, jobs, tables
+from webui.services import jobs, tables
 
 bp = Blueprint("jobs", __name__)
 
@@ -23,9 +23,8 @@ def list_jobs():  # type: ignore[no-untyped-def]
 def job_page(job_id: int):  # type: ignore[no-untyped-def]
     job = jobs.get(job_id)
     actor = current_actor()
-    can_cancel = actor is not None and actor.can(jobs.ROLE_FOR.get(job.operation, Role.ADMIN)) and (
-        job.created_by == actor.id or actor.can(Role.ADMIN))
-    return render_template("job.html", job=job, doc=jobs.describe(job), form=ActionForm(), can_cancel=can_cancel)
+    return render_template("job.html", job=job, doc=jobs.describe(job), form=ActionForm(),
+                           can_cancel=jobs.may_cancel(actor, job))
 
 
 @bp.get("/jobs/<int:job_id>/status")
@@ -40,9 +39,6 @@ def cancel(job_id: int):  # type: ignore[no-untyped-def]
     job = jobs.get(job_id)
     actor = current_actor()
     changed = jobs.request_cancel(actor, job)  # type: ignore[arg-type]
-    if changed and job.operation != "preview":
-        audit.record(actor, "job.cancel", "requested", table=job.table.name if job.table else None,
-                     params={"operation": job.operation}, job_id=job.id)
     flash("Cancellation requested." if changed else "The job had already finished.", "info")
     return redirect(url_for("jobs.job_page", job_id=job_id))
 

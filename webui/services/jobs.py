@@ -62,12 +62,18 @@ def may_see(actor: User, job: Job) -> bool:
     return actor.can(Role.VIEWER)
 
 
-def request_cancel(actor: User, job: Job) -> bool:
-    """Ask the runner to cancel `job`: needs the job's own role, and to be its creator or an admin.
-    A queued job is cancelled at once; a running one when the runner sees the request."""
-    if not actor.can(ROLE_FOR.get(job.operation, Role.ADMIN)) or not (
+def may_cancel(actor: User | None, job: Job) -> bool:
+    """Whether `actor` may cancel `job`: the job's own role, and its creator or an admin."""
+    return actor is not None and actor.can(ROLE_FOR.get(job.operation, Role.ADMIN)) and (
         job.created_by == actor.id or actor.can(Role.ADMIN)
-    ):
+    )
+
+
+def request_cancel(actor: User, job: Job) -> bool:
+    """Ask the runner to cancel `job` (see `may_cancel`), audited unless it is a preview. A queued
+    job is cancelled at once; a running one when the runner sees the request. False when the job
+    had already finished."""
+    if not may_cancel(actor, job):
         raise Forbidden("only the job's creator (with its role) or an admin can cancel it")
     if job.state_enum.finished:
         return False
@@ -84,6 +90,11 @@ def request_cancel(actor: User, job: Job) -> bool:
         )
     db.session.commit()
     db.session.refresh(job)
+    if job.operation != "preview":
+        from webui.services import audit
+
+        audit.record(actor, "job.cancel", "requested", table=job.table.name if job.table else None,
+                     params={"operation": job.operation}, job_id=job.id)
     return True
 
 
