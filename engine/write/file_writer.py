@@ -89,11 +89,13 @@ class WriteOutcome:
         return dict(self.__dict__)
 
 
-def _with_meta(rows: pa.Table, ctx: WriteContext, file_name: str, seq_prefix: str, seq_start: int) -> pa.Table:
+def with_meta_columns(rows: pa.Table, ctx: WriteContext, file_name: str, seq_prefix: str) -> pa.Table:
+    """`rows` as `ctx.schema` types them, with this write's meta columns (commit time, seqno
+    `<seq_prefix><n>`, key, partition, `file_name`); columns the rows lack are null."""
     n = rows.num_rows
     meta = {
         COMMIT_TIME_COL: pa.array([ctx.instant] * n, pa.string()),
-        COMMIT_SEQNO_COL: pa.array([f"{seq_prefix}{i}" for i in range(seq_start, seq_start + n)], pa.string()),
+        COMMIT_SEQNO_COL: pa.array([f"{seq_prefix}{i}" for i in range(n)], pa.string()),
         RECORD_KEY_COL: rows.column(KEY_COL).cast(pa.string()),
         PARTITION_PATH_COL: rows.column(PART_COL).cast(pa.string()),
         FILE_NAME_COL: pa.array([file_name] * n, pa.string()),
@@ -175,7 +177,7 @@ def write_bucket(
         kept = _renamed(old.filter(keep), ctx, file_name)
     else:
         kept = ctx.schema.empty_table()
-    fresh = _with_meta(upserts, ctx, file_name, seq_prefix, 0)
+    fresh = with_meta_columns(upserts, ctx, file_name, seq_prefix)
     num_inserts = fresh.num_rows - num_updates
     out = pa.concat_tables([kept, fresh])
     written = write_base_file(ctx, path, out)

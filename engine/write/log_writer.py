@@ -27,10 +27,6 @@ import pyarrow.compute as pc
 
 from engine import failpoints
 from engine.constants import (
-    COMMIT_SEQNO_COL,
-    COMMIT_TIME_COL,
-    FILE_NAME_COL,
-    PARTITION_PATH_COL,
     RECORD_KEY_COL,
 )
 from engine.data.columns import KEY_COL, OP_COL, OP_DELETE, OP_UPSERT, PART_COL
@@ -38,7 +34,7 @@ from engine.data.log_block import encode_avro_data_block, encode_delete_block, e
 from engine.data.log_file import next_log_version, write_log_file
 from engine.data.slice_reader import MergeMode, slice_keys, slice_ordering
 from engine.table.file_names import join_path, log_file_name, parse_log_file_name
-from engine.write.file_writer import BucketWrite, WriteContext, WriteOutcome, accept_newer
+from engine.write.file_writer import BucketWrite, WriteContext, WriteOutcome, accept_newer, with_meta_columns
 
 LOG_BLOCK_FORMATS = ("parquet", "avro")
 
@@ -149,25 +145,8 @@ def _count_in(keys: pa.ChunkedArray, value_set: pa.Array) -> int:
 def _log_records(rows: pa.Table, ctx: WriteContext, file_id: str, seq_prefix: str) -> pa.Table:
     """The records as a log data block holds them: meta columns first (`_hoodie_file_name` is the
     bare file id in log records, as Apache Hudi writes it), then the data columns of the schema."""
-    n = rows.num_rows
-    meta = {
-        COMMIT_TIME_COL: pa.array([ctx.instant] * n, pa.string()),
-        COMMIT_SEQNO_COL: pa.array([f"{seq_prefix}{i}" for i in range(n)], pa.string()),
-        RECORD_KEY_COL: rows.column(KEY_COL).cast(pa.string()),
-        PARTITION_PATH_COL: rows.column(PART_COL).cast(pa.string()),
-        FILE_NAME_COL: pa.array([file_id] * n, pa.string()),
-    }
-    arrays = []
-    for f in ctx.schema:
-        if f.name in meta:
-            arrays.append(meta[f.name])
-        elif f.name in rows.column_names:
-            col = rows.column(f.name)
-            arrays.append(col if col.type == f.type else col.cast(f.type))
-        else:
-            arrays.append(pa.nulls(n, type=f.type))
-    out = pa.Table.from_arrays(arrays, schema=ctx.schema)
-    return out.take(pc.sort_indices(out.column(RECORD_KEY_COL))) if n > 1 else out
+    out = with_meta_columns(rows, ctx, file_id, seq_prefix)
+    return out.take(pc.sort_indices(out.column(RECORD_KEY_COL))) if out.num_rows > 1 else out
 
 
 __all__ = ["LOG_BLOCK_FORMATS", "AppendContext", "append_bucket"]
