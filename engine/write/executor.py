@@ -46,13 +46,14 @@ from engine.table.schema import (
 from engine.timeline.instant import Action
 from engine.timeline.timeline import CommittedInstants, Timeline
 from engine.write import commit as commit_protocol
+from engine.write.bucket_column import bucket_column, needs_numbering
+from engine.write.existing import existing_files
 from engine.write.file_writer import BucketWrite, WriteContext
 from engine.write.keygen import KeySpec
 from engine.write.log_writer import AppendContext
 from engine.write.operation import Operation, WriteResult
 from engine.write.planner import (
     Bucket,
-    ExistingFile,
     MergeOnReadRules,
     PartitionWorkload,
     WritePlan,
@@ -62,6 +63,7 @@ from engine.write.planner import (
 from engine.write.prepare import (
     ORDER_COL,
     BatchSummary,
+    count_batch,
     dedupe,
     delete_columns,
     op_expr,
@@ -72,12 +74,12 @@ from engine.write.prepare import (
 from engine.write.schema_check import resolve_write_schema
 from engine.write.tagging import (
     MOVED_COL,
-    SP_COL,
     STALE_COL,
     check_pending_clustering,
     mark_stale,
     order_check,
     profile,
+    profile_columns,
     relocate,
 )
 from engine.write.tasks import BUCKET_COL, OUTCOME_SCHEMA, assign_buckets_task, write_bucket_task
@@ -118,6 +120,8 @@ class _Batch:
     pc_field: str | None  # the precombine field, when the input has it
     timeline: Timeline
     view: FileSystemView
+    # the profile's count rows, when preparing counted them (operations that neither tag nor dedupe)
+    counts: list | None = None
 
 
 @dataclass
@@ -197,10 +201,20 @@ class WriteJob:
             F.monotonically_increasing_id().alias(ORDER_COL),
         ).persist(StorageLevel.MEMORY_AND_DISK)
         cached.append(prepared)
+        view = self.meta.file_system_view(timeline)
+        if not self.operation.tags and not self._combine():
+            # nothing to look up or de-duplicate: one job counts the batch, which is both its
+            # summary and the planner's profile (no keys collected, no second cached copy)
+            records = prepared.withColumn(OP_COL, op_expr(False, prepared.columns)).withColumn(
+                FILE_ID_COL, F.lit(None).cast("string")
+            )
+            summary, counts = count_batch(records, profile_columns(records))
+            self._check_keys(spec, summary)
+            if summary.total == 0:
+                return None
+            return _Batch(records, summary, write_schema, pc_field, timeline, view, counts)
         summary = summarize(prepared)
-        if summary.bad:
-            fields = ", ".join(spec.record_key_fields)
-            raise InvalidInputError(f"{summary.bad} input record(s) have a null or empty record key ({fields})")
+        self._check_keys(spec, summary)
         if summary.total == 0:
             return None
         records = prepared
@@ -209,7 +223,13 @@ class WriteJob:
         if self._combine() and summary.may_have_duplicates(dedupe_by):
             records = dedupe(records, pc_field, dedupe_by)
         records = records.withColumn(OP_COL, op_expr(self.is_delete, records.columns))
-        return _Batch(records, summary, write_schema, pc_field, timeline, self.meta.file_system_view(timeline))
+        return _Batch(records, summary, write_schema, pc_field, timeline, view)
+
+    @staticmethod
+    def _check_keys(spec: KeySpec, summary: BatchSummary) -> None:
+        if summary.bad:
+            fields = ", ".join(spec.record_key_fields)
+            raise InvalidInputError(f"{summary.bad} input record(s) have a null or empty record key ({fields})")
 
     def _tag(self, batch: _Batch, cached: list[DataFrame]) -> tuple[DataFrame, TagContext]:
         """Look the keys up in the index, decide event-time ordering where it must be decided before
@@ -219,6 +239,8 @@ class WriteJob:
         tag_ctx = TagContext(
             batch.records.sparkSession, self.meta, batch.view, summary.partitions, incoming, slice_merge(self.meta, batch.timeline, batch.view)
         )
+        if batch.counts is not None:  # counted while preparing: the cached input is read as it is
+            return batch.records, tag_ctx
         if not self.operation.tags:
             tagged = batch.records.withColumn(FILE_ID_COL, F.lit(None).cast("string"))
         else:
@@ -245,8 +267,10 @@ class WriteJob:
     def _profile(self, batch: _Batch, tagged: DataFrame, cached: list[DataFrame]) -> tuple[DataFrame, _Profile]:
         """Count records per (partition, file group, operation): the planner's input."""
         self.progress("profiling the workload")
-        group_cols = [PART_COL, FILE_ID_COL, OP_COL] + [c for c in (MOVED_COL, STALE_COL) if c in tagged.columns]
-        rows = tagged.groupBy(F.spark_partition_id().alias(SP_COL), *group_cols).count().collect()
+        if batch.counts is not None:
+            rows = batch.counts
+        else:
+            rows = tagged.groupBy(*profile_columns(tagged)).count().collect()
         # projections of the cached rows: the moved-row marks are counted, stale rows are not written
         if MOVED_COL in tagged.columns:
             tagged = tagged.drop(MOVED_COL)
@@ -264,7 +288,7 @@ class WriteJob:
         frozen = check_pending_clustering(self.meta, batch.timeline, prof.workloads)
         mor = self.meta.config.table_type is TableType.MERGE_ON_READ
         existing = {
-            p: [f for f in _existing_files(batch.view, p, mor) if (f.partition, f.file_id) not in frozen]
+            p: [f for f in existing_files(batch.view, p, mor) if (f.partition, f.file_id) not in frozen]
             for p in prof.workloads
         }  # a group a pending clustering rewrites is never a small file to pack into
         rules = (
@@ -397,12 +421,13 @@ class WriteJob:
             return [], None
         updates_idx, ranges = plan.lookup_tables()
         to_write = tagged.filter(F.col(FILE_ID_COL).isNotNull() | (F.col(OP_COL) == OP_UPSERT))
-        with_bucket_schema = from_arrow_schema(
-            to_arrow_schema(to_write.schema, timezone="UTC").append(pa.field(BUCKET_COL, pa.int32()))
-        )
-        assigned = to_write.mapInArrow(
-            assign_buckets_task(updates_idx, ranges, offsets), with_bucket_schema
-        )
+        if needs_numbering(ranges):  # a partition's inserts fill several buckets: number them in Python
+            with_bucket_schema = from_arrow_schema(
+                to_arrow_schema(to_write.schema, timezone="UTC").append(pa.field(BUCKET_COL, pa.int32()))
+            )
+            assigned = to_write.mapInArrow(assign_buckets_task(updates_idx, ranges, offsets), with_bucket_schema)
+        else:
+            assigned = to_write.withColumn(BUCKET_COL, bucket_column(updates_idx, ranges))
         ctx = WriteContext(
             storage=self.meta.storage,
             instant=instant,
@@ -452,39 +477,6 @@ class WriteJob:
             committed=CommittedInstants(timeline.completed_write_times, timeline.archived_before),
             block_format=self.config.log_block_format,
         )
-
-
-def _existing_files(view: FileSystemView, partition: str, mor: bool) -> list[ExistingFile]:
-    """The latest slice of each file group of `partition`, as the planner sees it."""
-    if not mor:
-        return [ExistingFile(b.partition, b.file_id, b.instant, b.path, b.size) for b in view.latest_base_files([partition])]
-    out = []
-    for g in view.groups_in(partition):
-        pending = view.compaction_pending_on(g.partition, g.file_id)
-        merged = g.merged_slice(pending)
-        if merged is None:
-            continue
-        base = merged.base_file
-        latest = g.latest_slice
-        # appends go to the slice a pending compaction started (its own log files), else to the latest
-        if pending is None:
-            target_logs = merged.log_files
-        else:
-            target_logs = latest.log_files if latest is not None and latest.base_instant == pending else ()
-        out.append(
-            ExistingFile(
-                g.partition,
-                g.file_id,
-                merged.base_instant,
-                base.path if base is not None else None,
-                base.size if base is not None else 0,
-                log_size=sum(lf.size for lf in merged.log_files),
-                log_names=tuple(lf.file_name for lf in target_logs),
-                log_base_instant=pending or merged.base_instant,
-                pending_compaction=pending is not None,
-            )
-        )
-    return out
 
 
 def _located(assigned: DataFrame, plan: WritePlan) -> DataFrame:

@@ -104,6 +104,24 @@ def summarize(prepared: DataFrame) -> BatchSummary:
     )
 
 
+def count_batch(records: DataFrame, group_cols: list[Column]) -> tuple[BatchSummary, list]:
+    """One job for a batch nothing is looked up for: its record count per `group_cols` (which
+    include the partition path), with the invalid keys counted alongside. The summary (no keys
+    collected) and the count rows, which carry `count` and `bad` columns."""
+    rows = (
+        records.groupBy(*group_cols)
+        .agg(F.count(F.lit(1)).alias("count"), F.sum(F.col(KEY_COL).isNull().cast("long")).alias("bad"))
+        .collect()
+    )
+    summary = BatchSummary(
+        total=sum(r["count"] for r in rows),
+        bad=sum(r["bad"] for r in rows),
+        partitions=sorted({r[PART_COL] for r in rows}),
+        keys=None,
+    )
+    return summary, rows
+
+
 IS_DELETED_COL = "_hoodie_is_deleted"
 
 
@@ -137,6 +155,7 @@ __all__ = [
     "IS_DELETED_COL",
     "ORDER_COL",
     "BatchSummary",
+    "count_batch",
     "dedupe",
     "delete_columns",
     "op_expr",

@@ -148,6 +148,13 @@ def mark_stale(
     )
 
 
+def profile_columns(tagged: DataFrame) -> list[Column]:
+    """What the profile counts by: the Spark partition (insert numbering per task), partition path,
+    file group, operation, and the moved/stale marks where tagging set them."""
+    marks = [c for c in (MOVED_COL, STALE_COL) if c in tagged.columns]
+    return [F.spark_partition_id().alias(SP_COL), F.col(PART_COL), F.col(FILE_ID_COL), F.col(OP_COL)] + [F.col(c) for c in marks]
+
+
 def profile(rows) -> tuple[dict[str, PartitionWorkload], dict, int, int, int]:
     """Workloads per partition, insert-number offsets per (spark partition, partition), absent
     deletes, input records kept by the dedupe, and records the stored ones won against (stale)."""
@@ -213,4 +220,4 @@ def check_pending_clustering(
     return frozen
 
 
-__all__ = ["MOVED_COL", "SP_COL", "STALE_COL", "check_pending_clustering", "mark_stale", "order_check", "profile", "relocate"]
+__all__ = ["MOVED_COL", "SP_COL", "STALE_COL", "check_pending_clustering", "mark_stale", "order_check", "profile", "profile_columns", "relocate"]

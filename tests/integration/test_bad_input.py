@@ -42,9 +42,13 @@ def assert_unchanged(table: Table, action, error: type[Exception], match: str):
     assert rows(table.read()) == snapshot
 
 
-def test_null_record_key(spark, table):
-    bad = spark.createDataFrame([(3, "c", "oslo", 1), (None, "x", "new-city", 1)], SCHEMA)
-    assert_unchanged(table, lambda: table.upsert(bad), InvalidInputError, r"1 input record\(s\) have a null or empty record key \(id\)")
+@pytest.mark.parametrize("operation, options", [
+    ("upsert", {}), ("insert", {}), ("bulk_insert", {}), ("bulk_insert", {"hoodie.combine.before.insert": "true"}),
+])
+def test_null_record_key(spark, table, operation, options):
+    bad = spark.createDataFrame([(3, "c", "oslo", 1), (None, "x", "new-city", 1), (None, "y", "rome", 1)], SCHEMA)
+    assert_unchanged(table, lambda: getattr(table, operation)(bad, options=options), InvalidInputError,
+                     r"2 input record\(s\) have a null or empty record key \(id\)")
 
 
 def test_empty_string_record_key(spark, tmp_path):

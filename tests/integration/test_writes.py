@@ -127,6 +127,58 @@ def test_insert_does_not_look_up_and_bulk_insert_opens_new_groups(spark, tmp_pat
     assert rows(t.read()) == oracle(t)
 
 
+@pytest.mark.parametrize("index", ["BLOOM", "RECORD"])
+def test_insert_operations_number_inserts_across_input_tasks(spark, tmp_path, index):
+    """insert and bulk_insert count the batch once while preparing it (nothing to look up): rows
+    from several input tasks and partitions fill several new file groups exactly once each, and
+    the RECORD index learns where every key went."""
+    t = make(spark, tmp_path, index=index, **({"record_index_buckets": 2} if index == "RECORD" else {}))
+    cities = ["paris", "rome", "oslo"]
+    batch = [(i, f"n{i}", cities[i % 3], 1) for i in range(3000)]
+    opts = {"hoodie.parquet.max.file.size": 20_000, "hoodie.parquet.small.file.limit": 0,
+            "hoodie.copyonwrite.record.size.estimate": 40}
+    r1 = t.bulk_insert(df(spark, batch).repartition(4), options=opts)
+    assert (r1.inserts, r1.updates, r1.input_records, r1.duplicates_dropped) == (3000, 0, 3000, 0)
+    groups = {c: len(t.file_system_view().groups_in(c)) for c in cities}
+    assert all(n > 1 for n in groups.values()), groups  # several new file groups per partition
+    assert r1.files_written == sum(groups.values())
+    more = [(3000 + i, f"m{i}", cities[i % 3], 1) for i in range(600)]
+    r2 = t.insert(df(spark, more).repartition(3), options=opts)
+    assert (r2.inserts, r2.input_records) == (600, 600)
+    got = rows(t.read())
+    assert sorted((r["id"], r["name"], r["city"]) for r in got) == sorted(
+        (i, n, c) for i, n, c, _ts in batch + more
+    )
+    assert got == oracle(t)
+    # an upsert of every key updates in place: the index (or bloom lookup) found each one
+    r3 = t.upsert(df(spark, [(i, f"u{i}", cities[i % 3], 2) for i in range(3600)]).repartition(2), options=opts)
+    assert (r3.inserts, r3.updates) == (0, 3600)
+    assert sorted((r["id"], r["name"]) for r in rows(t.read())) == [(i, f"u{i}") for i in range(3600)]
+
+
+def test_insert_keeps_in_batch_duplicates_unless_asked_to_combine(spark, tmp_path):
+    t = make(spark, tmp_path)
+    dup = [(1, "first", "paris", 1), (1, "second", "paris", 5), (2, "b", "rome", 1)]
+    r1 = t.insert(df(spark, dup))
+    assert (r1.inserts, r1.duplicates_dropped) == (3, 0)  # Apache Hudi: combine.before.insert=false
+    assert sorted((r["id"], r["name"]) for r in rows(t.read())) == [(1, "first"), (1, "second"), (2, "b")]
+    r2 = t.bulk_insert(df(spark, [(7, "x", "oslo", 1), (7, "y", "oslo", 9)]),
+                       options={"hoodie.combine.before.insert": "true"})
+    assert (r2.inserts, r2.duplicates_dropped) == (1, 1)
+    assert [(r["id"], r["name"]) for r in rows(t.read()) if r["id"] == 7] == [(7, "y")]
+    assert rows(t.read()) == oracle(t)
+
+
+def test_insert_of_is_deleted_rows_writes_only_the_live_ones(spark, tmp_path):
+    t = make(spark, tmp_path)
+    schema = SCHEMA + ", _hoodie_is_deleted boolean"
+    r = t.bulk_insert(df(spark, [(1, "a", "paris", 1, False), (2, "gone", "paris", 1, True),
+                                 (3, "c", "rome", 1, None)], schema))
+    assert (r.inserts, r.deletes, r.absent_deletes, r.input_records) == (2, 0, 1, 3)
+    assert sorted(r["id"] for r in rows(t.read())) == [1, 3]
+    assert rows(t.read()) == oracle(t)
+
+
 def test_delete_present_and_absent_keys(spark, tmp_path):
     t = make(spark, tmp_path)
     t.upsert(df(spark, [(1, "a", "paris", 1), (2, "b", "rome", 1), (3, "c", "paris", 1)]))

@@ -26,6 +26,7 @@ SPARK_MODULES = {
     "engine.spark.errors",
     "engine.spark.jobs",
     "engine.spark.session",
+    "engine.write.bucket_column",
     "engine.write.executor",
     "engine.write.prepare",
     "engine.write.tagging",
