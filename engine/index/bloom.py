@@ -25,7 +25,8 @@ from engine.constants import FOOTER_MAX_RECORD_KEY, FOOTER_MIN_RECORD_KEY
 from engine.data.base_file import read_footer
 from engine.data.keys import ANY_PARTITION, KEYS_SCHEMA, SliceMerge, keys_batch, live_keys
 from engine.index.base import Index, TagContext
-from engine.index.bloom_filter import bloom_filter_from_footer, encode_keys, hash_chain
+from engine.index.bloom_filter import bloom_filter_from_footer
+from engine.index.murmur import hash_chain_arrow
 from engine.index.simple import GlobalSimpleIndex, SimpleIndex
 from engine.storage import Storage
 
@@ -65,7 +66,7 @@ class _Chains:
         if key not in self.cache:
             keys = self.lookup.get(partition, self.lookup.get(ANY_PARTITION))
             assert keys is not None  # the caller found keys for this partition
-            self.cache[key] = hash_chain(encode_keys(keys.tolist()), num_hashes)
+            self.cache[key] = hash_chain_arrow(pa.array(keys, pa.string()), num_hashes)
         return self.cache[key]
 
 

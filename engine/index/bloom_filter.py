@@ -33,6 +33,7 @@ import numpy as np
 
 from engine.constants import FOOTER_BLOOM_FILTER, FOOTER_BLOOM_FILTER_TYPE
 from engine.errors import CorruptTableError, InvalidInputError
+from engine.index.murmur import Keys, _int32, _key_bytes, _positions, _positions_batch, key_chain, murmur_hash
 
 TYPE_SIMPLE = "SIMPLE"
 TYPE_DYNAMIC_V0 = "DYNAMIC_V0"
@@ -51,47 +52,7 @@ DEFAULT_MAX_ENTRIES = 100_000
 _VERSION = -1  # InternalFilter.VERSION: negative, to tell it from the old non-versioned format
 _HEADER = struct.Struct(">iibi")
 _INT = struct.Struct(">i")
-_M = 0x5BD1E995
-_MASK = 0xFFFFFFFF
 _LOG2_SQUARED = math.log(2) * math.log(2)
-
-
-def _int32(value: int) -> int:
-    value &= _MASK
-    return value - 0x1_0000_0000 if value & 0x8000_0000 else value
-
-
-def _sext8(byte: int) -> int:
-    return byte - 256 if byte > 127 else byte
-
-
-def murmur_hash(data: bytes, seed: int) -> int:
-    """Hadoop's ``MurmurHash.hash(data, data.length, seed)`` as a Java int (signed 32-bit).
-
-    This is Hadoop's MurmurHash2 variant, tail bytes and all: for 2 or 3 trailing bytes it
-    mixes them in the reverse order of the reference C code, and sign-extends each byte.
-    """
-    length = len(data)
-    h = (seed ^ length) & _MASK
-    len4 = length >> 2
-    for i in range(len4):
-        k = int.from_bytes(data[4 * i : 4 * i + 4], "little")
-        k = (k * _M) & _MASK
-        k ^= k >> 24
-        k = (k * _M) & _MASK
-        h = ((h * _M) & _MASK) ^ k
-    left = length - (len4 << 2)
-    if left:
-        if left >= 3:
-            h ^= (_sext8(data[length - 3]) << 16) & _MASK
-        if left >= 2:
-            h ^= (_sext8(data[length - 2]) << 8) & _MASK
-        h ^= _sext8(data[length - 1]) & _MASK
-        h = (h * _M) & _MASK
-    h ^= h >> 13
-    h = (h * _M) & _MASK
-    h ^= h >> 15
-    return _int32(h)
 
 
 def bit_size(num_entries: int, fpp: float) -> int:
@@ -113,84 +74,6 @@ def _sizing(num_entries: int, fpp: float) -> tuple[int, int]:
     if bits > 0x7FFF_FFFF:
         raise InvalidInputError(f"bloom filter of {bits} bits does not fit a Java int")
     return bits, num_hashes(bits, num_entries)
-
-
-def _key_bytes(key: str) -> bytes:
-    if key is None:
-        raise InvalidInputError("bloom filter key cannot be null")
-    data = key.encode("utf-8")
-    if not data:  # Hudi's HashFunction: "key length must be > 0"
-        raise InvalidInputError("bloom filter key cannot be empty")
-    return data
-
-
-def _positions(data: bytes, nb_hash: int, vector_size: int) -> list[int]:
-    """HashFunction.hash: the `nb_hash` bit positions of one key (pure Python)."""
-    out = []
-    h = 0
-    for _ in range(nb_hash):
-        h = murmur_hash(data, h)
-        out.append(abs(h) % vector_size)  # == Math.abs(h % size): Java's % truncates toward zero
-    return out
-
-
-def _positions_batch(keys: Sequence[bytes], nb_hash: int, vector_size: int) -> np.ndarray:
-    """The bit positions of many keys at once, shape ``(len(keys), nb_hash)``, int64."""
-    return hash_chain(keys, nb_hash) % np.int64(vector_size)
-
-
-def hash_chain(keys: Sequence[bytes], nb_hash: int) -> np.ndarray:
-    """``abs(h_i)`` of the chained murmur hashes of many keys, shape ``(len(keys), nb_hash)``.
-
-    Independent of the filter's bit count, so a lookup can hash its keys once and test them
-    against many files' filters (position = chain % vector size).
-
-    Keys are grouped by byte length so each group is a 2-D byte array; the block mixing
-    (``k *= m; k ^= k >>> 24; k *= m``) and the tail bytes do not depend on the seed, so they
-    are computed once per key and only the ``h`` chain runs ``nb_hash`` times.
-    """
-    out = np.empty((len(keys), nb_hash), dtype=np.int64)
-    by_length: dict[int, list[int]] = {}
-    for i, data in enumerate(keys):
-        by_length.setdefault(len(data), []).append(i)
-    m = np.uint32(_M)
-    for length, rows in by_length.items():
-        buf = np.frombuffer(b"".join(keys[i] for i in rows), dtype=np.uint8).reshape(len(rows), length)
-        len4 = length >> 2
-        words = np.ascontiguousarray(buf[:, : len4 * 4]).view("<u4").astype(np.uint32)
-        mixed = words * m
-        mixed ^= mixed >> np.uint32(24)
-        mixed *= m
-        blocks = [np.ascontiguousarray(mixed[:, j]) for j in range(len4)]
-        left = length - len4 * 4
-        tail: np.ndarray | None = None
-        if left:
-            # Java sign-extends each tail byte to an int before shifting it
-            extended = buf[:, len4 * 4 :].view(np.int8).astype(np.int32).view(np.uint32)
-            tail = np.zeros(len(rows), dtype=np.uint32)
-            for j in range(left):  # byte at len - left + j is shifted by 8 * (left - 1 - j)
-                tail ^= extended[:, j] << np.uint32(8 * (left - 1 - j))
-        idx = np.asarray(rows, dtype=np.int64)
-        seed = np.zeros(len(rows), dtype=np.uint32)
-        for r in range(nb_hash):
-            h = seed ^ np.uint32(length)
-            for block in blocks:
-                h *= m
-                h ^= block
-            if tail is not None:
-                h ^= tail
-                h *= m
-            h ^= h >> np.uint32(13)
-            h *= m
-            h ^= h >> np.uint32(15)
-            seed = h
-            out[idx, r] = np.abs(h.view(np.int32).astype(np.int64))
-    return out
-
-
-def encode_keys(keys: Iterable[str]) -> list[bytes]:
-    """Keys as the bytes the filters hash (UTF-8; null or empty keys are refused)."""
-    return [_key_bytes(k) for k in keys]
 
 
 class _BitRow:
@@ -300,11 +183,13 @@ class SimpleBloomFilter:
         """Add one key (its UTF-8 bytes)."""
         self._row.bits[self._row.positions(_key_bytes(key))] = True
 
-    def add_all(self, keys: Iterable[str]) -> None:
-        """Add many keys; same result as `add` on each, vectorised."""
-        encoded = [_key_bytes(k) for k in keys]
-        if encoded:
-            self._row.bits[self._row.positions_batch(encoded).ravel()] = True
+    def add_all(self, keys: Keys) -> None:
+        """Add many keys (Python strings or an Arrow string array); same result as `add` on each,
+        vectorised."""
+        self._row.check_hash()
+        chain = key_chain(keys, self._row.nb_hash)
+        if len(chain):
+            self._row.bits[(chain % np.int64(self._row.vector_size)).ravel()] = True
 
     def might_contain(self, key: str) -> bool:
         """False only if `key` was certainly never added."""
@@ -418,13 +303,15 @@ class DynamicBloomFilter:
         row = int(self._assign_rows(1)[0])
         self._rows[row].bits[pos] = True
 
-    def add_all(self, keys: Iterable[str]) -> None:
-        """Add keys in order; same result as `add` on each, vectorised."""
-        encoded = [_key_bytes(k) for k in keys]
-        if not encoded:
+    def add_all(self, keys: Keys) -> None:
+        """Add keys (Python strings or an Arrow string array) in order; same result as `add` on
+        each, vectorised."""
+        self._rows[0].check_hash()
+        chain = key_chain(keys, self.num_hashes)
+        if not len(chain):
             return
-        pos = self._rows[0].positions_batch(encoded)
-        rows = self._assign_rows(len(encoded))
+        pos = chain % np.int64(self.vector_size)
+        rows = self._assign_rows(len(chain))
         if len(self._rows) == 1:
             self._rows[0].bits[pos.ravel()] = True
             return
@@ -525,7 +412,7 @@ def footer_entries(bloom: BloomFilter) -> dict[str, str]:
 
 
 def build_for_keys(
-    keys: Iterable[str],
+    keys: Keys,
     num_entries: int = DEFAULT_NUM_ENTRIES,
     fpp: float = DEFAULT_FPP,
     max_entries: int = DEFAULT_MAX_ENTRIES,

@@ -218,7 +218,7 @@ def write_base_file(ctx: WriteContext, path: str, out: pa.Table) -> WrittenFile:
         footer[FOOTER_MIN_RECORD_KEY] = min_key
         footer[FOOTER_MAX_RECORD_KEY] = max_key
     # Hudi adds each key as its row is written, so the keys go in in output order
-    footer.update(footer_entries(build_for_keys(keys.to_pylist(), *ctx.bloom)))
+    footer.update(footer_entries(build_for_keys(keys, *ctx.bloom)))
     with ctx.storage.open_output_stream(path) as sink:
         # Hudi's footer keys go in the parquet key-value metadata once; with store_schema the
         # ~430 KB bloom filter would be stored a second time inside ARROW:schema

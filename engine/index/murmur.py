@@ -1,0 +1,190 @@
+"""Hadoop's MurmurHash as Apache Hudi's bloom filters use it: one key at a time in pure Python,
+and the chained hashes of many keys at once with numpy (from Python bytes or straight from an
+Arrow string array's buffers). Pure: no Spark, no I/O.
+
+A key's ``k`` bit positions chain the hash: ``h = murmur(utf8(key), seed=h_prev)`` from seed 0,
+position ``abs(h % size)`` in Java int arithmetic.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator, Sequence
+from typing import TypeAlias
+
+import numpy as np
+import pyarrow as pa
+
+from engine.errors import InvalidInputError
+
+_M = 0x5BD1E995
+_MASK = 0xFFFFFFFF
+
+Keys: TypeAlias = "Iterable[str] | pa.Array | pa.ChunkedArray"
+
+
+def _int32(value: int) -> int:
+    value &= _MASK
+    return value - 0x1_0000_0000 if value & 0x8000_0000 else value
+
+
+def _sext8(byte: int) -> int:
+    return byte - 256 if byte > 127 else byte
+
+
+def murmur_hash(data: bytes, seed: int) -> int:
+    """Hadoop's ``MurmurHash.hash(data, data.length, seed)`` as a Java int (signed 32-bit).
+
+    This is Hadoop's MurmurHash2 variant, tail bytes and all: for 2 or 3 trailing bytes it
+    mixes them in the reverse order of the reference C code, and sign-extends each byte.
+    """
+    length = len(data)
+    h = (seed ^ length) & _MASK
+    len4 = length >> 2
+    for i in range(len4):
+        k = int.from_bytes(data[4 * i : 4 * i + 4], "little")
+        k = (k * _M) & _MASK
+        k ^= k >> 24
+        k = (k * _M) & _MASK
+        h = ((h * _M) & _MASK) ^ k
+    left = length - (len4 << 2)
+    if left:
+        if left >= 3:
+            h ^= (_sext8(data[length - 3]) << 16) & _MASK
+        if left >= 2:
+            h ^= (_sext8(data[length - 2]) << 8) & _MASK
+        h ^= _sext8(data[length - 1]) & _MASK
+        h = (h * _M) & _MASK
+    h ^= h >> 13
+    h = (h * _M) & _MASK
+    h ^= h >> 15
+    return _int32(h)
+
+
+def _key_bytes(key: str) -> bytes:
+    if key is None:
+        raise InvalidInputError("bloom filter key cannot be null")
+    data = key.encode("utf-8")
+    if not data:  # Hudi's HashFunction: "key length must be > 0"
+        raise InvalidInputError("bloom filter key cannot be empty")
+    return data
+
+
+def _positions(data: bytes, nb_hash: int, vector_size: int) -> list[int]:
+    """HashFunction.hash: the `nb_hash` bit positions of one key (pure Python)."""
+    out = []
+    h = 0
+    for _ in range(nb_hash):
+        h = murmur_hash(data, h)
+        out.append(abs(h) % vector_size)  # == Math.abs(h % size): Java's % truncates toward zero
+    return out
+
+
+def _positions_batch(keys: Sequence[bytes], nb_hash: int, vector_size: int) -> np.ndarray:
+    """The bit positions of many keys at once, shape ``(len(keys), nb_hash)``, int64."""
+    return hash_chain(keys, nb_hash) % np.int64(vector_size)
+
+
+def hash_chain(keys: Sequence[bytes], nb_hash: int) -> np.ndarray:
+    """``abs(h_i)`` of the chained murmur hashes of many keys, shape ``(len(keys), nb_hash)``.
+
+    Independent of the filter's bit count, so a lookup can hash its keys once and test them
+    against many files' filters (position = chain % vector size).
+
+    Keys are grouped by byte length so each group is a 2-D byte array; the block mixing
+    (``k *= m; k ^= k >>> 24; k *= m``) and the tail bytes do not depend on the seed, so they
+    are computed once per key and only the ``h`` chain runs ``nb_hash`` times.
+    """
+    out = np.empty((len(keys), nb_hash), dtype=np.int64)
+    by_length: dict[int, list[int]] = {}
+    for i, data in enumerate(keys):
+        by_length.setdefault(len(data), []).append(i)
+    for length, rows in by_length.items():
+        buf = np.frombuffer(b"".join(keys[i] for i in rows), dtype=np.uint8).reshape(len(rows), length)
+        out[np.asarray(rows, dtype=np.int64)] = _chain_group(buf, nb_hash)
+    return out
+
+
+def hash_chain_arrow(keys: pa.Array | pa.ChunkedArray, nb_hash: int) -> np.ndarray:
+    """`hash_chain` of an Arrow string (or binary) array, read from its buffers without making
+    Python objects (Arrow strings are UTF-8 already). InvalidInputError for a null or empty key."""
+    arr = keys.combine_chunks() if isinstance(keys, pa.ChunkedArray) else keys
+    if pa.types.is_large_string(arr.type) or pa.types.is_large_binary(arr.type):
+        arr = arr.cast(pa.large_binary())
+        offset_type: type[np.signedinteger] = np.int64
+    else:
+        arr = arr.cast(pa.binary())
+        offset_type = np.int32
+    if arr.null_count:
+        raise InvalidInputError("bloom filter key cannot be null")
+    out = np.empty((len(arr), nb_hash), dtype=np.int64)
+    if len(arr) == 0:
+        return out
+    _validity, offsets_buf, data_buf = arr.buffers()
+    offsets = np.frombuffer(offsets_buf, dtype=offset_type)[arr.offset : arr.offset + len(arr) + 1].astype(np.int64)
+    data = np.frombuffer(data_buf, dtype=np.uint8) if data_buf is not None else np.zeros(0, np.uint8)
+    lengths = np.diff(offsets)
+    if (lengths == 0).any():  # Hudi's HashFunction: "key length must be > 0"
+        raise InvalidInputError("bloom filter key cannot be empty")
+    for length, rows in _rows_by_length(lengths):
+        buf = data[offsets[rows][:, None] + np.arange(length, dtype=np.int64)]
+        out[rows] = _chain_group(buf, nb_hash)
+    return out
+
+
+def _rows_by_length(lengths: np.ndarray) -> Iterator[tuple[int, np.ndarray]]:
+    order = np.argsort(lengths, kind="stable")
+    sorted_lengths = lengths[order]
+    bounds = [0, *(np.flatnonzero(np.diff(sorted_lengths)) + 1).tolist(), len(order)]
+    for start, end in zip(bounds, bounds[1:], strict=False):
+        yield int(sorted_lengths[start]), order[start:end]
+
+
+def _chain_group(buf: np.ndarray, nb_hash: int) -> np.ndarray:
+    """The chain of keys of one byte length, given as the rows of a 2-D uint8 array."""
+    n, length = buf.shape
+    out = np.empty((n, nb_hash), dtype=np.int64)
+    m = np.uint32(_M)
+    len4 = length >> 2
+    words = np.ascontiguousarray(buf[:, : len4 * 4]).view("<u4").astype(np.uint32)
+    mixed = words * m
+    mixed ^= mixed >> np.uint32(24)
+    mixed *= m
+    blocks = [np.ascontiguousarray(mixed[:, j]) for j in range(len4)]
+    left = length - len4 * 4
+    tail: np.ndarray | None = None
+    if left:
+        # Java sign-extends each tail byte to an int before shifting it
+        extended = buf[:, len4 * 4 :].view(np.int8).astype(np.int32).view(np.uint32)
+        tail = np.zeros(n, dtype=np.uint32)
+        for j in range(left):  # byte at len - left + j is shifted by 8 * (left - 1 - j)
+            tail ^= extended[:, j] << np.uint32(8 * (left - 1 - j))
+    seed = np.zeros(n, dtype=np.uint32)
+    for r in range(nb_hash):
+        h = seed ^ np.uint32(length)
+        for block in blocks:
+            h *= m
+            h ^= block
+        if tail is not None:
+            h ^= tail
+            h *= m
+        h ^= h >> np.uint32(13)
+        h *= m
+        h ^= h >> np.uint32(15)
+        seed = h
+        out[:, r] = np.abs(h.view(np.int32).astype(np.int64))
+    return out
+
+
+def key_chain(keys: Keys, nb_hash: int) -> np.ndarray:
+    """`hash_chain` of keys given as an Arrow array or as Python strings."""
+    if isinstance(keys, (pa.Array, pa.ChunkedArray)):
+        return hash_chain_arrow(keys, nb_hash)
+    return hash_chain(encode_keys(keys), nb_hash)
+
+
+def encode_keys(keys: Iterable[str]) -> list[bytes]:
+    """Keys as the bytes the filters hash (UTF-8; null or empty keys are refused)."""
+    return [_key_bytes(k) for k in keys]
+
+
+__all__ = ["Keys", "encode_keys", "hash_chain", "hash_chain_arrow", "key_chain", "murmur_hash"]
