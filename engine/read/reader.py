@@ -1,8 +1,10 @@
 """Snapshot, read-optimized, time-travel and incremental reads as Spark DataFrames.
 
-Copy-on-write slices are base files, read as they are. Merge-on-read slices with log files are
-merged (base file + committed log blocks, by the precombine field as hudi-rs merges them:
-`engine.data.slice_reader`); read-optimized reads take the base files only.
+Copy-on-write slices are base files, read as they are: by Spark's own parquet reader where it
+returns exactly the same rows (a local table whose files were all written under its current
+schema: `engine.read.native`), else by pyarrow in Python tasks (`engine.read.scan`). Merge-on-read
+slices with log files are merged (base file + committed log blocks, by the precombine field as
+hudi-rs merges them: `engine.data.slice_reader`); read-optimized reads take the base files only.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ from pyspark.sql import DataFrame, SparkSession
 from engine.data.keys import ScanFile, SliceMerge
 from engine.data.slice_reader import SliceFiles, merge_mode_for
 from engine.errors import InstantNotFoundError, InvalidInputError
+from engine.read.native import native_scan
 from engine.read.scan import SliceRead, scan_files, scan_slices
 from engine.table.file_group import FileSlice
 from engine.table.meta_client import MetaClient
@@ -71,6 +74,9 @@ def scan_latest(
     slice merged with its logs."""
     if not any(s.log_files for s in slices):
         files = [ScanFile(s.base_file.path, s.partition, s.file_id) for s in slices if s.base_file is not None]
+        native = native_scan(spark, meta, timeline, files, schema, commit_range) if keys is None else None
+        if native is not None:
+            return native
         return scan_files(spark, meta.storage, files, schema, commit_range=commit_range, keys=keys)
     how = slice_read(meta, timeline, as_of, commit_range)
     return scan_slices(spark, meta.storage, [SliceFiles.from_slice(s) for s in slices], schema, how, keys=keys)
@@ -109,7 +115,8 @@ def read_snapshot(
     slices = meta.file_system_view(timeline, as_of=as_of).latest_slices()
     if read_optimized:
         files = [ScanFile(s.base_file.path, s.partition, s.file_id) for s in slices if s.base_file is not None]
-        return scan_files(spark, meta.storage, files, schema)
+        native = native_scan(spark, meta, timeline, files, schema)
+        return native if native is not None else scan_files(spark, meta.storage, files, schema)
     return scan_latest(spark, meta, timeline, slices, schema, as_of=as_of)
 
 

@@ -20,6 +20,7 @@ SPARK_MODULES = {
     "engine.demo.tour",
     "engine.index.spark_tagging",
     "engine.read.lookup",
+    "engine.read.native",
     "engine.read.reader",
     "engine.read.scan",
     "engine.spark",

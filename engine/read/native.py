@@ -1,0 +1,108 @@
+"""Base files read by Spark's own parquet reader, as Apache Hudi's Spark datasource reads a
+copy-on-write snapshot: the driver picks the latest base files, Spark scans them (vectorised, in
+the JVM, one task per file split, with column pruning and predicate pushdown).
+
+Used only where it returns exactly what the pyarrow scan (`engine.read.scan.scan_files`) does:
+- the table is on a local filesystem (there is no s3a connector here; S3 tables are read by the
+  Python tasks through `pyarrow.fs`);
+- every file was written under the table's current schema: the commit that wrote it records the
+  same schema (so no column needs the casts `conform` would apply); files of archived or
+  schema-less commits keep the pyarrow scan;
+- every path is plain (Spark globs `*?[]{}` and Hadoop paths refuse `:`), so it names one file.
+Partition inference is off (`recursiveFileLookup`): the partition columns are read from the files,
+as written, not parsed from `city=paris/` folder names.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+
+import pyarrow as pa
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+from pyspark.sql.pandas.types import from_arrow_schema
+
+from engine.constants import COMMIT_TIME_COL
+from engine.data.keys import ScanFile
+from engine.errors import EngineError
+from engine.storage import Storage
+from engine.table.file_names import parse_base_file_name
+from engine.table.meta_client import MetaClient
+from engine.table.schema import avro_to_arrow, with_meta_fields
+from engine.timeline.timeline import Timeline
+
+_PLAIN_PATH = re.compile(r"[A-Za-z0-9._\-=/+@~ ]+")
+
+
+def _local_paths(storage: Storage, files: Sequence[ScanFile]) -> list[str] | None:
+    from engine.storage.local import LocalStorage
+
+    if not isinstance(storage, LocalStorage):
+        return None
+    paths = []
+    for f in files:
+        if f.path is None:
+            return None
+        path = storage.fs_path(f.path)
+        if not _PLAIN_PATH.fullmatch(path):
+            return None
+        paths.append(path)
+    return paths
+
+
+def _written_under(meta: MetaClient, timeline: Timeline, files: Sequence[ScanFile], schema: pa.Schema) -> bool:
+    """Whether every file's commit recorded `schema` (meta columns + data columns)."""
+    instants = set()
+    for f in files:
+        parsed = parse_base_file_name(f.path.rsplit("/", 1)[-1]) if f.path else None
+        if parsed is None:
+            return False
+        instants.add(parsed.instant)
+    seen: dict[str, bool] = {}
+    for time in instants:
+        found = timeline.get(time)
+        if found is None or not found.is_completed:
+            return False  # archived (its metadata is not at hand) or not a write on this timeline
+        try:
+            avro = meta.commit_metadata(found).schema
+        except EngineError:
+            return False
+        if not avro:
+            return False
+        if avro not in seen:
+            seen[avro] = with_meta_fields(avro_to_arrow(avro)).equals(schema)
+        if not seen[avro]:
+            return False
+    return True
+
+
+def native_scan(
+    spark: SparkSession,
+    meta: MetaClient,
+    timeline: Timeline,
+    files: Sequence[ScanFile],
+    schema: pa.Schema,
+    commit_range: tuple[str | None, str | None] | None = None,
+) -> DataFrame | None:
+    """The rows of `files` (conformed to `schema`, meta columns included; optionally those
+    committed in `commit_range` (start, end]) read by Spark's parquet reader, or None where that
+    reader would not return exactly what the pyarrow scan does (see the module doc)."""
+    if not files:
+        return None
+    paths = _local_paths(meta.storage, files)
+    if paths is None or not _written_under(meta, timeline, files, schema):
+        return None
+    df = spark.read.schema(from_arrow_schema(schema)).option("recursiveFileLookup", "true").parquet(*paths)
+    if commit_range is not None:
+        start, end = commit_range
+        cond = F.col(COMMIT_TIME_COL).isNotNull()
+        if start is not None:
+            cond = cond & (F.col(COMMIT_TIME_COL) > F.lit(start))
+        if end is not None:
+            cond = cond & (F.col(COMMIT_TIME_COL) <= F.lit(end))
+        df = df.filter(cond)
+    return df
+
+
+__all__ = ["native_scan"]
