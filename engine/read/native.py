@@ -10,7 +10,9 @@ Used only where it returns exactly what the pyarrow scan (`engine.read.scan.scan
   schema-less commits keep the pyarrow scan;
 - every path is plain (Spark globs `*?[]{}` and Hadoop paths refuse `:`), so it names one file.
 Partition inference is off (`recursiveFileLookup`): the partition columns are read from the files,
-as written, not parsed from `city=paris/` folder names.
+as written, not parsed from `city=paris/` folder names. Sessions from `engine.spark.build_session`
+stat the files on the driver (`spark.sql.sources.parallelPartitionDiscovery.threshold`), where
+Spark's default runs a listing job for more than 32 paths.
 """
 
 from __future__ import annotations
