@@ -65,6 +65,18 @@ class Bench:
             best = min(best, time.perf_counter() - t0)
         return best, make_df().count()
 
+    def timed_together(self, *makers) -> list[tuple[float, int]]:
+        """`timed` for several reads compared with each other: their repetitions interleave (each
+        round starts with the next read), so none gets a colder or warmer JVM than the others."""
+        best = [float("inf")] * len(makers)
+        for r in range(self.repeat):
+            for k in range(len(makers)):
+                i = (r + k) % len(makers)
+                t0 = time.perf_counter()
+                makers[i]().write.format("noop").mode("overwrite").save()
+                best[i] = min(best[i], time.perf_counter() - t0)
+        return [(b, make().count()) for b, make in zip(best, makers, strict=True)]
+
     def table(self, path: str, table_type: str):
         from engine.api import Table
 
@@ -99,11 +111,13 @@ class Bench:
                 s.base_file.path for s in table.file_system_view().latest_slices() if s.base_file is not None
             ]
             local = [table.meta.storage.uri(p) for p in paths]
-            hudi_s, hudi_n = self.timed(lambda: table.read())
-            plain_s, plain_n = self.timed(lambda: self.spark.read.parquet(*local))
             # the same with the schema given (no footer-reading schema inference in the clock)
             known = self.spark.read.parquet(local[0]).schema
-            typed_s, typed_n = self.timed(lambda: self.spark.read.schema(known).parquet(*local))
+            (hudi_s, hudi_n), (plain_s, plain_n), (typed_s, typed_n) = self.timed_together(
+                lambda: table.read(),
+                lambda: self.spark.read.parquet(*local),
+                lambda: self.spark.read.schema(known).parquet(*local),
+            )
             out["snapshot"] = {"seconds": hudi_s, "rows": hudi_n, "ok": hudi_n == expected}
             out["plain_parquet"] = {
                 "seconds": plain_s,
@@ -118,8 +132,9 @@ class Bench:
             }
             out["snapshot_over_plain"] = hudi_s / min(plain_s, typed_s)
         if "incremental" in sections:
-            inc_s, inc_n = self.timed(lambda: table.read_incremental(first))
-            full_s, full_n = self.timed(lambda: table.read())
+            (inc_s, inc_n), (full_s, full_n) = self.timed_together(
+                lambda: table.read_incremental(first), lambda: table.read()
+            )
             seen = table.read_incremental(first).filter(F.col(PRECOMBINE_FIELD) >= wl.batch_ts_min).count()
             out["incremental"] = {
                 "seconds": inc_s,

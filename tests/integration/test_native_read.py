@@ -9,9 +9,9 @@ import pytest
 from pyspark.sql import DataFrame
 
 from engine import Table
+from engine.data.keys import ScanFile
 from engine.read.reader import table_schema_or_empty
 from engine.read.scan import scan_files
-from engine.data.keys import ScanFile
 from tests.support import hudi_rs
 from tests.support.tables import rows
 
