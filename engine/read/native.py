@@ -8,7 +8,14 @@ Used only where it returns exactly what the pyarrow scan (`engine.read.scan.scan
 - every file was written under the table's current schema: the commit that wrote it records the
   same schema (so no column needs the casts `conform` would apply); files of archived or
   schema-less commits keep the pyarrow scan;
-- every path is plain (Spark globs `*?[]{}` and Hadoop paths refuse `:`), so it names one file.
+- every path is plain (Spark globs `*?[]{}` and Hadoop paths refuse `:`), so it names one file;
+  it is given as a `file://` URI, so no `fs.defaultFS` of the session redirects it;
+- the DataFrame's schema is the same: Spark's file sources make every field nullable, so a schema
+  with a non-nullable field (a column of `F.lit`, say) keeps the pyarrow scan;
+- Spark reads every column type as pyarrow does: timestamps with a time zone in ms or us only
+  (no nanoseconds, none without a time zone: old writers store local timestamps as plain INT64);
+- the session does not skip missing or corrupt files (`spark.sql.files.ignoreMissingFiles`,
+  `ignoreCorruptFiles`), which the pyarrow scan reports.
 Partition inference is off (`recursiveFileLookup`): the partition columns are read from the files,
 as written, not parsed from `city=paris/` folder names. Sessions from `engine.spark.build_session`
 stat the files on the driver (`spark.sql.sources.parallelPartitionDiscovery.threshold`), where
@@ -21,9 +28,11 @@ import re
 from collections.abc import Sequence
 
 import pyarrow as pa
+from pyspark.errors import AnalysisException
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.pandas.types import from_arrow_schema
+from pyspark.sql.types import ArrayType, DataType, MapType, StructType
 
 from engine.constants import COMMIT_TIME_COL
 from engine.data.keys import ScanFile
@@ -34,7 +43,7 @@ from engine.table.meta_client import MetaClient
 from engine.table.schema import avro_to_arrow, with_meta_fields
 from engine.timeline.timeline import Timeline
 
-_PLAIN_PATH = re.compile(r"[A-Za-z0-9._\-=/+@~ ]+")
+_PLAIN_PATH = re.compile(r"/[A-Za-z0-9._\-=][A-Za-z0-9._\-=/]*")
 
 
 def _local_paths(storage: Storage, files: Sequence[ScanFile]) -> list[str] | None:
@@ -49,8 +58,31 @@ def _local_paths(storage: Storage, files: Sequence[ScanFile]) -> list[str] | Non
         path = storage.fs_path(f.path)
         if not _PLAIN_PATH.fullmatch(path):
             return None
-        paths.append(path)
+        paths.append(f"file://{path}")
     return paths
+
+
+def _same_in_spark(t: pa.DataType) -> bool:
+    """Whether Spark's parquet reader reads a column of this type as pyarrow does."""
+    if pa.types.is_timestamp(t):
+        return t.unit in ("ms", "us") and t.tz is not None
+    if pa.types.is_struct(t):
+        return all(_same_in_spark(t.field(i).type) for i in range(t.num_fields))
+    if pa.types.is_list(t) or pa.types.is_large_list(t):
+        return _same_in_spark(t.value_type)
+    if pa.types.is_map(t):
+        return _same_in_spark(t.key_type) and _same_in_spark(t.item_type)
+    return True
+
+
+def _nullable_throughout(t: DataType) -> bool:
+    if isinstance(t, StructType):
+        return all(f.nullable and _nullable_throughout(f.dataType) for f in t.fields)
+    if isinstance(t, ArrayType):
+        return t.containsNull and _nullable_throughout(t.elementType)
+    if isinstance(t, MapType):
+        return t.valueContainsNull and _nullable_throughout(t.keyType) and _nullable_throughout(t.valueType)
+    return True
 
 
 def _written_under(meta: MetaClient, timeline: Timeline, files: Sequence[ScanFile], schema: pa.Schema) -> bool:
@@ -73,7 +105,10 @@ def _written_under(meta: MetaClient, timeline: Timeline, files: Sequence[ScanFil
         if not avro:
             return False
         if avro not in seen:
-            seen[avro] = with_meta_fields(avro_to_arrow(avro)).equals(schema)
+            try:
+                seen[avro] = with_meta_fields(avro_to_arrow(avro)).equals(schema)
+            except EngineError:  # a schema this engine cannot convert: not the current one
+                seen[avro] = False
         if not seen[avro]:
             return False
     return True
@@ -90,12 +125,21 @@ def native_scan(
     """The rows of `files` (conformed to `schema`, meta columns included; optionally those
     committed in `commit_range` (start, end]) read by Spark's parquet reader, or None where that
     reader would not return exactly what the pyarrow scan does (see the module doc)."""
-    if not files:
+    if not files or not all(_same_in_spark(f.type) for f in schema):
         return None
+    spark_schema = from_arrow_schema(schema)
+    if not _nullable_throughout(spark_schema):
+        return None
+    for skip in ("spark.sql.files.ignoreMissingFiles", "spark.sql.files.ignoreCorruptFiles"):
+        if str(spark.conf.get(skip, "false")).lower() == "true":
+            return None
     paths = _local_paths(meta.storage, files)
     if paths is None or not _written_under(meta, timeline, files, schema):
         return None
-    df = spark.read.schema(from_arrow_schema(schema)).option("recursiveFileLookup", "true").parquet(*paths)
+    try:
+        df = spark.read.schema(spark_schema).option("recursiveFileLookup", "true").parquet(*paths)
+    except AnalysisException:  # e.g. a file already gone: the pyarrow scan reports it as a typed error
+        return None
     if commit_range is not None:
         start, end = commit_range
         cond = F.col(COMMIT_TIME_COL).isNotNull()
