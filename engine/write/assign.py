@@ -22,7 +22,7 @@ import pyarrow.compute as pc
 from engine.data.columns import FILE_ID_COL, KEY_COL, PART_COL
 from engine.write.planner import InsertRange
 
-_SEP = "\x00"  # file ids never contain it, so "partition \x00 file id" names one pair
+PAIR_SEP = "\x00"  # file ids never contain it, so "partition \x00 file id" names one pair
 
 
 def assign_buckets(
@@ -45,12 +45,12 @@ def assign_buckets(
     upd = np.flatnonzero(tagged)
     if len(upd):
         taken = pa.array(upd)
-        pairs = pc.binary_join_element_wise(parts.take(taken), fids.take(taken), _SEP)
-        known = pa.array([f"{p}{_SEP}{f}" for p, f in updates_idx], pa.string())
+        pairs = pc.binary_join_element_wise(parts.take(taken), fids.take(taken), PAIR_SEP)
+        known = pa.array([f"{p}{PAIR_SEP}{f}" for p, f in updates_idx], pa.string())
         pos = pc.index_in(pairs, value_set=known)
         if pos.null_count:
             missing = pairs.filter(pc.is_null(pos))[0].as_py()
-            raise KeyError(tuple(missing.split(_SEP, 1)))
+            raise KeyError(tuple(missing.split(PAIR_SEP, 1)))
         buckets = np.fromiter(updates_idx.values(), dtype=np.int32, count=len(updates_idx))
         out[upd] = buckets[pos.to_numpy(zero_copy_only=False)]
 
@@ -86,4 +86,4 @@ def _insert_buckets(planned: tuple[InsertRange, ...], offset: int, count: int) -
     return buckets[pos]
 
 
-__all__ = ["assign_buckets"]
+__all__ = ["PAIR_SEP", "assign_buckets"]

@@ -16,9 +16,8 @@ from pyspark.sql import Column
 from pyspark.sql import functions as F
 
 from engine.data.columns import FILE_ID_COL, PART_COL
+from engine.write.assign import PAIR_SEP
 from engine.write.planner import InsertRange
-
-_SEP = "\x00"  # file ids never contain it, so "partition \x00 file id" names one pair
 
 
 def needs_numbering(ranges: Mapping[str, tuple[InsertRange, ...]]) -> bool:
@@ -44,8 +43,8 @@ def bucket_column(
     )
     none = F.lit(None).cast("int")
     if updates_idx:
-        by_group = F.create_map(*[v for (p, f), b in updates_idx.items() for v in (F.lit(f"{p}{_SEP}{f}"), F.lit(b))])
-        update = by_group[F.concat(F.col(PART_COL), F.lit(_SEP), F.col(FILE_ID_COL))]
+        by_group = F.create_map(*[v for (p, f), b in updates_idx.items() for v in (F.lit(f"{p}{PAIR_SEP}{f}"), F.lit(b))])
+        update = by_group[F.concat(F.col(PART_COL), F.lit(PAIR_SEP), F.col(FILE_ID_COL))]
     else:
         update = none
     if ranges:
