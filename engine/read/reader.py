@@ -73,13 +73,27 @@ def scan_latest(
     """The records of `slices`: base files read as they are when no slice has log files, else every
     slice merged with its logs."""
     if not any(s.log_files for s in slices):
-        files = [ScanFile(s.base_file.path, s.partition, s.file_id) for s in slices if s.base_file is not None]
-        native = native_scan(spark, meta, timeline, files, schema, commit_range) if keys is None else None
-        if native is not None:
-            return native
-        return scan_files(spark, meta.storage, files, schema, commit_range=commit_range, keys=keys)
+        return _scan_base_files(spark, meta, timeline, slices, schema, commit_range, keys)
     how = slice_read(meta, timeline, as_of, commit_range)
     return scan_slices(spark, meta.storage, [SliceFiles.from_slice(s) for s in slices], schema, how, keys=keys)
+
+
+def _scan_base_files(
+    spark: SparkSession,
+    meta: MetaClient,
+    timeline: Timeline,
+    slices: list[FileSlice],
+    schema: pa.Schema,
+    commit_range: tuple[str | None, str | None] | None = None,
+    keys: pa.Array | None = None,
+) -> DataFrame:
+    """The base files of `slices` as they are: by Spark's parquet reader where it reads them
+    exactly as the pyarrow scan does (not for key lookups), else by the pyarrow scan."""
+    files = [ScanFile(s.base_file.path, s.partition, s.file_id) for s in slices if s.base_file is not None]
+    native = native_scan(spark, meta, timeline, files, schema, commit_range) if keys is None else None
+    if native is not None:
+        return native
+    return scan_files(spark, meta.storage, files, schema, commit_range=commit_range, keys=keys)
 
 
 def _check_as_of(timeline: Timeline, as_of: str | None, meta: MetaClient | None = None) -> str | None:
@@ -114,9 +128,7 @@ def read_snapshot(
     schema = table_schema_or_empty(meta, timeline)
     slices = meta.file_system_view(timeline, as_of=as_of).latest_slices()
     if read_optimized:
-        files = [ScanFile(s.base_file.path, s.partition, s.file_id) for s in slices if s.base_file is not None]
-        native = native_scan(spark, meta, timeline, files, schema)
-        return native if native is not None else scan_files(spark, meta.storage, files, schema)
+        return _scan_base_files(spark, meta, timeline, slices, schema)
     return scan_latest(spark, meta, timeline, slices, schema, as_of=as_of)
 
 
