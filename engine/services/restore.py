@@ -22,6 +22,7 @@ from engine import failpoints
 from engine.errors import InstantNotFoundError, InvalidInputError, RollbackRefusedError
 from engine.index.base import Index
 from engine.services import rollback as rb
+from engine.services.rollback_checks import undoable
 from engine.services.savepoint import missing_snapshot_files, remove_savepoint_files
 from engine.services.serial import Documented
 from engine.table.meta_client import MetaClient
@@ -72,7 +73,7 @@ def plan_restore(meta: MetaClient, timeline: Timeline, target: str) -> RestorePl
             f"{target} is not a completed commit on the active timeline of {meta.storage.base_uri}"
         )
     later = [i for i in timeline.writes.instants if i.time > target]
-    odd = [i for i in later if not rb.undoable(i)]
+    odd = [i for i in later if not undoable(i)]
     if odd:
         raise InvalidInputError(f"cannot restore over {odd[0].action.value} instant {odd[0].time}")
     _check_snapshot_intact(meta, timeline, target)
