@@ -20,6 +20,18 @@ class TableExistsError(EngineError):
     """A table already exists where one was asked to be created."""
 
 
+class NestedTableError(TableExistsError):
+    """A table cannot be created (or registered) there: the location lies inside another table,
+    or another table lies inside it. `other` is that table's location."""
+
+    def __init__(self, message: str, other: str = "") -> None:
+        super().__init__(message)
+        self.other = other
+
+    def __reduce__(self) -> tuple[type[NestedTableError], tuple[str, str]]:
+        return (type(self), (str(self), self.other))
+
+
 class InvalidInputError(EngineError):
     """The input data or arguments are unusable (null keys, missing columns, bad types...)."""
 

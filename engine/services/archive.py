@@ -16,11 +16,16 @@ both archived and active; the next run skips what the archive already holds.
 
 Before that, files of instants in the range about to be archived that never completed (debris a
 straggler task of an aborted write may have left) are deleted: once archived, an instant's
-files count because they predate the active timeline.
+files count because they predate the active timeline. Only files of this table's known failed
+writes are deleted (recorded when they aborted, or named by an active rollback or restore), and
+only if `FileOwnership` agrees they are this table's. A file in that range whose instant this
+table never knew is kept and logged, and archival stops below it (`ArchivePlan.held_back`):
+archiving past it would make it visible.
 """
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
@@ -29,13 +34,16 @@ from engine.constants import METAFOLDER
 from engine.errors import CorruptTableError
 from engine.services import clean as clean_service
 from engine.services.serial import Documented
+from engine.table import failed_writes
 from engine.table.commit_metadata import CommitMetadata
 from engine.table.meta_client import MetaClient
+from engine.table.ownership import FileOwnership
 from engine.timeline import archive_log, avro_models
 from engine.timeline.instant import Action, Instant, State
-from engine.timeline.lifecycle import remove_instant
+from engine.timeline.lifecycle import read_avro, remove_instant
 from engine.timeline.timeline import Timeline
 
+_log = logging.getLogger(__name__)
 SERVICE_MODELS = {
     Action.CLEAN: "HoodieCleanMetadata",
     Action.ROLLBACK: "HoodieRollbackMetadata",
@@ -46,6 +54,11 @@ ARCHIVED_ACTIONS = (Action.COMMIT, Action.DELTA_COMMIT, Action.REPLACE_COMMIT, *
 @dataclass(frozen=True)
 class ArchivePlan(Documented):
     instants: tuple[Instant, ...]  # completed instants to archive, oldest first
+    # files of failed writes in the range archival exposes: deleted before the archive is written
+    debris: tuple[str, ...] = ()
+    # files in that range whose instant this table never knew (not its writes, nor its known
+    # failed writes: perhaps another table's): kept, and archival stops below the oldest of them
+    held_back: tuple[str, ...] = ()
 
     @property
     def times(self) -> list[str]:
@@ -57,20 +70,42 @@ def archive_folder(meta: MetaClient) -> str:
 
 
 def plan_archive(meta: MetaClient, timeline: Timeline, keep_min: int, keep_max: int) -> ArchivePlan:
+    """What archival would do now: the instants to archive, the failed writes' files to delete
+    first, and the files that hold it back (see the module docstring)."""
+    chosen = _chosen(meta, timeline, keep_min, keep_max, None)
+    if not chosen:
+        return ArchivePlan(())
+    below = _files_below(meta, timeline, chosen)
+    if below.unexplained:
+        # archiving past an unexplained file would make it visible (files older than the first
+        # active write count): keep the last write before the oldest one active
+        oldest = min(instant for _path, instant in below.unexplained)
+        held = max((t for t in timeline.completed_write_times if t < oldest), default=oldest)
+        chosen = _chosen(meta, timeline, keep_min, keep_max, held)
+        kept = tuple(sorted(path for path, _instant in below.unexplained))
+        below = _files_below(meta, timeline, chosen) if chosen else _Below((), ())
+        return ArchivePlan(chosen, below.debris, kept)
+    return ArchivePlan(chosen, below.debris)
+
+
+def _chosen(
+    meta: MetaClient, timeline: Timeline, keep_min: int, keep_max: int, held: str | None
+) -> tuple[Instant, ...]:
     writes = timeline.completed_writes.instants
     if len(writes) <= keep_max:
-        return ArchivePlan(())
+        return ()
     cut = writes[len(writes) - keep_min].time  # instants before `cut` may go
     bounds = [i.time for i in timeline.pending.instants]
     bounds += [sp.time for sp in timeline.savepoints]
     retained = clean_service.last_earliest_retained(meta, timeline)
     if retained:
         bounds.append(retained)
+    if held is not None:
+        bounds.append(held)
     if bounds:
         cut = min(cut, *bounds)
     # savepoints stay while they exist; restores stay too (Hudi 0.14 never archives them)
-    chosen = tuple(i for i in timeline.completed.instants if i.time < cut and i.action in ARCHIVED_ACTIONS)
-    return ArchivePlan(chosen)
+    return tuple(i for i in timeline.completed.instants if i.time < cut and i.action in ARCHIVED_ACTIONS)
 
 
 def _entry(meta: MetaClient, inst: Instant) -> dict:
@@ -89,7 +124,7 @@ def execute_archive(meta: MetaClient, plan: ArchivePlan, fence: Callable[[], Non
         return []
     if fence is not None:
         fence()
-    remove_debris_below(meta, meta.timeline(), plan)
+    remove_debris(meta, plan)
     already = {e.get("commitTime") for e in read_archived_entries(meta)}
     todo = [i for i in plan.instants if i.time not in already]
     folder = archive_folder(meta)
@@ -108,34 +143,65 @@ def execute_archive(meta: MetaClient, plan: ArchivePlan, fence: Callable[[], Non
         if inst.action is Action.COMMIT:
             remove_instant(meta, inst.time, Action.COMPACTION)  # a completed compaction's plan files
         remove_instant(meta, inst.time, inst.action)
+    first = meta.timeline().archived_before
+    if first is not None:  # failed writes below the active timeline: their debris is gone
+        failed_writes.forget_before(meta.storage, first)
     return plan.times
 
 
+@dataclass(frozen=True)
+class _Below:
+    debris: tuple[str, ...]
+    unexplained: tuple[tuple[str, str], ...]  # (path, instant)
+
+
 def debris_below(meta: MetaClient, timeline: Timeline, plan: ArchivePlan) -> list[str]:
-    """Files that archiving `plan` would make visible although their instant never completed.
+    """The files archiving `plan` deletes first: leftovers of failed writes in the range it adds."""
+    return list(_files_below(meta, timeline, plan.instants).debris) if plan.instants else []
+
+
+def _files_below(meta: MetaClient, timeline: Timeline, instants: tuple[Instant, ...]) -> _Below:
+    """Data files that archiving `instants` would make visible although their instant never completed.
 
     Once archived, an instant's files count because they predate the active timeline (as in
-    Apache Hudi and hudi-rs), so any file whose instant falls in the range archival adds and is
-    not a completed write there is debris of a write that failed or was rolled back (a straggler
-    task that wrote after its write was aborted): data files, and the RECORD index's delta files."""
+    Apache Hudi and hudi-rs), so a file whose instant falls in the range archival adds and is not
+    a completed write there must go first. It is deleted only when it is this table's failed
+    write's (`known_failed_writes`, in a file group that write planned) and passes
+    `FileOwnership`; any other is unexplained: kept, logged, and it holds archival back.
+    Data files and the RECORD index's delta files are considered."""
     from engine.data.log_file import log_block_instants
     from engine.index.record_files import INDEX_FOLDER, IndexFile
-    from engine.table.file_names import file_instant, parse_log_file_name
+    from engine.table.file_names import file_instant, parse_base_file_name, parse_log_file_name
 
-    if not plan.instants:
-        return []
-    archived = set(plan.times)
+    archived = {i.time for i in instants}
     after = Timeline(tuple(i for i in timeline.instants if i.time not in archived), has_archive=True)
     new_first = after.archived_before
     old_first = timeline.archived_before
     completed = timeline.completed_write_times
+    failed = known_failed_writes(meta, timeline)
+    ownership = FileOwnership(meta.storage)
+    debris: list[str] = []
+    unexplained: list[tuple[str, str]] = []
 
-    def debris(instant: str) -> bool:
+    def exposed(instant: str) -> bool:
         if instant in completed or (old_first is not None and instant < old_first):
             return False  # counts already
         return new_first is None or instant < new_first
 
-    out = []
+    def judge(path: str, instant: str, file_id: str | None) -> None:
+        partition = path.rpartition("/")[0]
+        known = failed.get(instant)
+        if known is None or (file_id is not None and not known.may_have_written(partition, file_id)):
+            unexplained.append((path, instant))
+            _log.warning(
+                "archival of %s: %s (instant %s) is no write this table knows; keeping it, and not archiving "
+                "past it", meta.storage.base_uri, meta.storage.uri(path), instant,
+            )
+        elif ownership.owned([path], "archival"):
+            debris.append(path)
+        else:
+            unexplained.append((path, instant))
+
     for df in meta.list_data_files():
         log = parse_log_file_name(df.name)
         if log is not None:
@@ -143,23 +209,42 @@ def debris_below(meta: MetaClient, timeline: Timeline, plan: ArchivePlan) -> lis
             # counts (every block is at or after the base instant: later slices cannot hold debris)
             if new_first is not None and log.base_instant >= new_first:
                 continue
-            instants = log_block_instants(meta.storage, df.path)
-            if instants and all(debris(i) for i in instants):
-                out.append(df.path)
+            instants_ = log_block_instants(meta.storage, df.path)
+            if instants_ and all(exposed(i) for i in instants_):
+                judge(df.path, max(instants_), log.file_id)
             continue
         instant = file_instant(df.name)
-        if instant is not None and debris(instant):
-            out.append(df.path)
+        if instant is not None and exposed(instant):
+            base = parse_base_file_name(df.name)
+            judge(df.path, instant, base.file_id if base else None)
     for f in meta.storage.list_dir(INDEX_FOLDER):
         ix = IndexFile.parse(f.name) if not f.is_dir else None
-        if ix is not None and not ix.is_base and debris(ix.instant):
-            out.append(ix.path)
-    return sorted(out)
+        if ix is not None and not ix.is_base and exposed(ix.instant):
+            if ix.instant in failed:
+                debris.append(ix.path)  # the table's own metadata folder: ownership is certain
+            else:
+                unexplained.append((ix.path, ix.instant))
+    return _Below(tuple(sorted(debris)), tuple(sorted(unexplained)))
 
 
-def remove_debris_below(meta: MetaClient, timeline: Timeline, plan: ArchivePlan) -> list[str]:
-    """Delete `debris_below` (before the archive file is written: a crash leaves nothing visible)."""
-    removed = debris_below(meta, timeline, plan)
+def known_failed_writes(meta: MetaClient, timeline: Timeline) -> dict[str, failed_writes.FailedWrite]:
+    """The table's failed writes: those recorded when they aborted (`engine.table.failed_writes`),
+    and those rolled back by the active rollback and restore instants (their metadata)."""
+    out = failed_writes.load(meta.storage)
+    for inst in timeline.filter(actions=[Action.ROLLBACK, Action.RESTORE], completed=True).instants:
+        model = "HoodieRollbackMetadata" if inst.action is Action.ROLLBACK else "HoodieRestoreMetadata"
+        record = read_avro(meta, inst, model)
+        times = record.get("commitsRollback") or record.get("instantsToRollback") or []
+        for t in times:
+            out.setdefault(t, failed_writes.FailedWrite(t, "", None))
+    return out
+
+
+def remove_debris(meta: MetaClient, plan: ArchivePlan) -> list[str]:
+    """Delete the plan's debris (before the archive file is written: a crash leaves nothing
+    visible), checking ownership again at the moment of deletion."""
+    ownership = FileOwnership(meta.storage)
+    removed = ownership.owned(plan.debris, "archival")
     for rel in removed:
         meta.storage.delete(rel)
     return removed

@@ -26,6 +26,7 @@ from engine.services.savepoint import savepointed_files
 from engine.services.serial import Documented
 from engine.table.file_group import FileGroup
 from engine.table.meta_client import MetaClient
+from engine.table.ownership import FileOwnership
 from engine.timeline.instant import Action, Instant, State
 from engine.timeline.lifecycle import claim_instant, ensure_file, read_avro, write_avro
 from engine.timeline.timeline import Timeline
@@ -46,6 +47,8 @@ class CleanPlan(Documented):
     last_completed: str | None
     files: dict[str, tuple[str, ...]] = field(default_factory=dict)
     instant: str | None = None
+    # files the planner found but that are not this table's (engine.table.ownership): kept
+    skipped: tuple[str, ...] = ()
 
     @property
     def all_files(self) -> list[str]:
@@ -93,6 +96,7 @@ class CleanResult(Documented):
     deleted: list[str]
     earliest_retained: str | None
     seconds: float = 0.0
+    skipped: list[str] = field(default_factory=list)  # planned, but not this table's: kept
 
 
 # ---- the pure planner -------------------------------------------------------------------------
@@ -145,12 +149,15 @@ def plan_clean(meta: MetaClient, timeline: Timeline, policy: str, retained: int)
     earliest, files = files_to_clean(
         view.groups, writes, policy, retained, savepointed_files(meta, timeline), view.pending_compaction
     )
+    ownership = FileOwnership(meta.storage)
+    kept = {p: tuple(ownership.owned(fs, "clean")) for p, fs in files.items()}
     return CleanPlan(
         policy,
         retained,
         earliest,
         writes[-1] if writes else None,
-        {p: tuple(fs) for p, fs in files.items()},
+        {p: fs for p, fs in kept.items() if fs},
+        skipped=tuple(ownership.skipped_paths),
     )
 
 
@@ -159,7 +166,8 @@ def schedule_clean(meta: MetaClient, timeline: Timeline, plan: CleanPlan, now: d
 
     body = avro_models.serialize(PLAN_MODEL, plan.to_record(meta.storage.base_uri))
     time = claim_instant(meta, timeline, Action.CLEAN, body, now)
-    return CleanPlan(plan.policy, plan.retained, plan.earliest_retained, plan.last_completed, plan.files, time)
+    return CleanPlan(plan.policy, plan.retained, plan.earliest_retained, plan.last_completed, plan.files, time,
+                     plan.skipped)
 
 
 def execute_clean(meta: MetaClient, plan: CleanPlan, fence: Callable[[], None] | None = None) -> CleanResult:
@@ -172,9 +180,14 @@ def execute_clean(meta: MetaClient, plan: CleanPlan, fence: Callable[[], None] |
     ensure_file(meta, inflight, meta.read_instant(requested))
     deleted: dict[str, list[str]] = {}
     first = True
+    # a plan may come from another writer (or be resumed): delete only what is this table's
+    ownership = FileOwnership(meta.storage)
+    foreign = set(ownership.skipped_paths)
     for part, files in sorted(plan.files.items()):
+        owned = set(ownership.owned(files, "clean"))
+        foreign |= set(files) - owned
         for rel in files:
-            if meta.storage.exists(rel):
+            if rel in owned and meta.storage.exists(rel):
                 meta.storage.delete(rel)
                 deleted.setdefault(part, []).append(rel)
                 if first:
@@ -183,7 +196,9 @@ def execute_clean(meta: MetaClient, plan: CleanPlan, fence: Callable[[], None] |
     record = {
         "startCleanTime": plan.instant,
         "timeTakenInMillis": int((_time.monotonic() - started) * 1000),
-        "totalFilesDeleted": sum(1 for fs in plan.files.values() for f in fs if not meta.storage.exists(f)),
+        "totalFilesDeleted": sum(
+            1 for fs in plan.files.values() for f in fs if f not in foreign and not meta.storage.exists(f)
+        ),
         "earliestCommitToRetain": plan.earliest_retained or "",
         "lastCompletedCommitTimestamp": plan.last_completed or "",
         "partitionMetadata": {
@@ -192,8 +207,10 @@ def execute_clean(meta: MetaClient, plan: CleanPlan, fence: Callable[[], None] |
                 "policy": plan.policy,
                 "deletePathPatterns": [f.rpartition("/")[2] for f in files],
                 # after a resumed run, files an earlier run deleted count as deleted too
-                "successDeleteFiles": [f.rpartition("/")[2] for f in files if not meta.storage.exists(f)],
-                "failedDeleteFiles": [],
+                "successDeleteFiles": [
+                    f.rpartition("/")[2] for f in files if f not in foreign and not meta.storage.exists(f)
+                ],
+                "failedDeleteFiles": [f.rpartition("/")[2] for f in files if f in foreign],
                 "isPartitionDeleted": False,
             }
             for p, files in sorted(plan.files.items())
@@ -205,7 +222,7 @@ def execute_clean(meta: MetaClient, plan: CleanPlan, fence: Callable[[], None] |
         fence()
     write_avro(meta, requested.with_state(State.COMPLETED), METADATA_MODEL, record)
     return CleanResult(plan.instant, sorted(f for fs in deleted.values() for f in fs), plan.earliest_retained,
-                       round(_time.monotonic() - started, 3))
+                       round(_time.monotonic() - started, 3), sorted(foreign | set(plan.skipped)))
 
 
 def resume(meta: MetaClient, instant: Instant, fence: Callable[[], None] | None = None) -> CleanResult:

@@ -49,6 +49,7 @@ from engine.table.compaction_plan import (
 from engine.table.file_names import base_file_name, join_path, parse_base_file_name
 from engine.table.heartbeat import Heartbeat, heartbeat_file
 from engine.table.meta_client import MetaClient
+from engine.table.ownership import FileOwnership
 from engine.table.schema import arrow_to_avro, avro_to_json, with_meta_fields
 from engine.timeline.instant import Action, Instant, State
 from engine.timeline.lifecycle import claim_instant, complete_instant
@@ -242,13 +243,15 @@ def _stat(out: dict) -> WriteStat:
 def remove_partial_files(meta: MetaClient, plan: CompactionPlan) -> list[str]:
     """Delete the base files an interrupted attempt of `plan` left (named with its instant)."""
     removed = []
+    ownership = FileOwnership(meta.storage)
     for partition in sorted({op.partition for op in plan.operations}):
         groups = {op.file_id for op in plan.operations if op.partition == partition}
         for info in meta.storage.list_dir(partition):
             bn = parse_base_file_name(info.name)
             if bn is not None and bn.instant == plan.instant and bn.file_id in groups:
-                meta.storage.delete(info.path)
-                removed.append(info.path)
+                if ownership.owned([info.path], "compaction revert"):
+                    meta.storage.delete(info.path)
+                    removed.append(info.path)
     return removed
 
 
@@ -364,12 +367,14 @@ def _run_all(job: _Job, ops: Sequence[CompactionOperation], spark: Any) -> list[
         sc.setLocalProperty("spark.jobGroup.id", None)  # type: ignore[arg-type]
     # a retried task may have left a second base file for the same operation: keep the reported one
     reported = {o["path"] for o in outs}
+    ownership = FileOwnership(job.storage)
     for partition in sorted({op.partition for op in ops}):
         groups = {op.file_id for op in ops if op.partition == partition}
         for info in job.storage.list_dir(partition):
             bn = parse_base_file_name(info.name)
             if bn is not None and bn.instant == job.instant and bn.file_id in groups and info.path not in reported:
-                job.storage.delete(info.path)
+                if ownership.owned([info.path], "compaction"):
+                    job.storage.delete(info.path)
     return outs
 
 

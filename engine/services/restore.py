@@ -64,6 +64,7 @@ class RestoreResult(Documented):
     rolled_back: list[str] = field(default_factory=list)
     deleted: dict[str, list[str]] = field(default_factory=dict)
     seconds: float = 0.0
+    skipped: list[str] = field(default_factory=list)  # found for an instant, but not its own: kept
 
 
 def plan_restore(meta: MetaClient, timeline: Timeline, target: str) -> RestorePlan:
@@ -150,11 +151,16 @@ def execute_restore(meta: MetaClient, plan: RestorePlan, index: Index | None, fe
     for n, inst in enumerate(plan.instants):
         rb._fence(fence)
         t0 = _time.monotonic()
-        deleted = rb.undo_instant(meta, inst.time, inst.action, (), index, final=n == len(plan.instants) - 1)
+        kept: list[str] = []
+        deleted = rb.undo_instant(
+            meta, inst.time, inst.action, (), index, final=n == len(plan.instants) - 1, skipped=kept
+        )
         result.rolled_back.append(inst.time)
         result.deleted[inst.time] = deleted
+        result.skipped.extend(f for f in kept if f not in result.skipped)
         sub = rb.RollbackPlan(inst, tuple(deleted), plan.instant)
-        per_instant[inst.time] = [rb.rollback_metadata(meta, sub, deleted, int((_time.monotonic() - t0) * 1000))]
+        millis = int((_time.monotonic() - t0) * 1000)
+        per_instant[inst.time] = [rb.rollback_metadata(meta, sub, deleted, millis, kept)]
         if n == 0:
             failpoints.hit("restore.after_first")
     record = {

@@ -23,6 +23,7 @@ replaced were cleaned, or a savepoint at or after it protects it.
 
 from __future__ import annotations
 
+import logging
 import time as _time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
@@ -32,13 +33,14 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from engine import failpoints
-from engine.constants import COMMIT_TIME_COL, PARTITION_METADATA_FILE, RECORD_KEY_COL
+from engine.constants import COMMIT_TIME_COL, METAFOLDER, PARTITION_METADATA_FILE, RECORD_KEY_COL
 from engine.errors import InstantNotFoundError, InvalidInputError
 from engine.index.base import Index, RollbackChange
 from engine.services.rollback_checks import check_rollback_allowed, read_keys
 from engine.services.serial import Documented
 from engine.table.file_names import file_instant, parse_base_file_name, parse_log_file_name
 from engine.table.meta_client import MetaClient
+from engine.table.ownership import FileOwnership
 from engine.timeline.instant import Action, Instant, State
 from engine.timeline.lifecycle import (
     claim_instant,
@@ -50,6 +52,7 @@ from engine.timeline.lifecycle import (
 )
 from engine.timeline.timeline import Timeline
 
+_log = logging.getLogger(__name__)
 PLAN_MODEL = "HoodieRollbackPlan"
 METADATA_MODEL = "HoodieRollbackMetadata"
 Fence = Callable[[], None] | None  # the table lock's check(): raises ConcurrentWriteError once lost
@@ -81,6 +84,8 @@ class RollbackPlan(Documented):
     instant: str | None = None
     # dry runs, for indexes that store locations (HBASE): the entries the rollback would revert
     index_revert: IndexRevert | None = None
+    # files found for the instant but not its own (another table's, another instant's): kept
+    skipped: tuple[str, ...] = ()
 
     @property
     def partitions(self) -> list[str]:
@@ -127,6 +132,7 @@ class RollbackResult(Documented):
     deleted: list[str] = field(default_factory=list)
     seconds: float = 0.0
     dry_run: bool = False
+    skipped: list[str] = field(default_factory=list)  # not the instant's own files: kept
 
 
 # ---- planning ---------------------------------------------------------------------------------
@@ -177,9 +183,11 @@ def plan_rollback(meta: MetaClient, timeline: Timeline, target_time: str, index:
     if target is None:
         raise InstantNotFoundError(f"instant {target_time} is not on the active timeline of {meta.storage.base_uri}")
     check_rollback_allowed(meta, timeline, target)
-    _parts, groups = _planned_groups(meta, target.time, target.action)
+    _parts, groups, exact = _planned_groups(meta, target.time, target.action)
     logs = target.action is not Action.COMPACTION  # a compaction writes base files only
-    return RollbackPlan(target, tuple(instant_files(meta, target.time, index, groups or None, logs)))
+    found = instant_files(meta, target.time, index, groups or None, logs)
+    files, skipped = owned_instant_files(meta, target.time, found, groups if exact else None, "rollback")
+    return RollbackPlan(target, tuple(files), skipped=tuple(skipped))
 
 
 def describe_index_revert(meta: MetaClient, timeline: Timeline, plan: RollbackPlan, index: Index | None) -> RollbackPlan:
@@ -189,12 +197,12 @@ def describe_index_revert(meta: MetaClient, timeline: Timeline, plan: RollbackPl
         return plan
     time = plan.target.time
     without = Timeline(tuple(i for i in timeline.instants if i.time != time), timeline.has_archive)
-    _parts, groups = _planned_groups(meta, time, plan.target.action)
+    _parts, groups, _exact = _planned_groups(meta, time, plan.target.action)
     change = _index_change(meta, index, time, list(plan.files), groups, without)
     put = sorted(set(change.restored.column("key").to_pylist()))
     deleted = sorted(set(change.removed.column("key").to_pylist()) - set(put))
     revert = IndexRevert(index.name, len(put), len(deleted), tuple(deleted[:20]), tuple(put[:20]))
-    return RollbackPlan(plan.target, plan.files, plan.instant, revert)
+    return RollbackPlan(plan.target, plan.files, plan.instant, revert, plan.skipped)
 
 
 def schedule_rollback(meta: MetaClient, timeline: Timeline, plan: RollbackPlan, now: datetime | None = None) -> RollbackPlan:
@@ -203,7 +211,7 @@ def schedule_rollback(meta: MetaClient, timeline: Timeline, plan: RollbackPlan, 
 
     body = avro_models.serialize(PLAN_MODEL, plan.to_record(meta.storage.base_uri))
     time = claim_instant(meta, timeline, Action.ROLLBACK, body, now)
-    return RollbackPlan(plan.target, plan.files, time)
+    return RollbackPlan(plan.target, plan.files, time, skipped=plan.skipped)
 
 
 # ---- execution --------------------------------------------------------------------------------
@@ -217,26 +225,35 @@ def execute_rollback(meta: MetaClient, plan: RollbackPlan, index: Index | None, 
     rb = Instant(plan.instant, Action.ROLLBACK, State.INFLIGHT)
     _fence(fence)
     ensure_file(meta, rb)
-    deleted = undo_instant(meta, plan.target.time, plan.target.action, plan.files, index)
+    skipped: list[str] = []
+    deleted = undo_instant(meta, plan.target.time, plan.target.action, plan.files, index, skipped=skipped)
     # after a resumed run, files an earlier run deleted count as deleted too
-    gone = sorted(set(deleted) | {f for f in plan.files if not meta.storage.exists(f)})
-    record = rollback_metadata(meta, plan, gone, int((_time.monotonic() - started) * 1000))
+    gone = sorted(set(deleted) | {f for f in plan.files if f not in skipped and not meta.storage.exists(f)})
+    record = rollback_metadata(meta, plan, gone, int((_time.monotonic() - started) * 1000), skipped)
     _fence(fence)
     write_avro(meta, rb.with_state(State.COMPLETED), METADATA_MODEL, record)
-    return RollbackResult(plan.instant, plan.target.time, deleted, round(_time.monotonic() - started, 3))
+    return RollbackResult(plan.instant, plan.target.time, deleted, round(_time.monotonic() - started, 3),
+                          skipped=sorted(set(skipped)))
 
 
 def undo_instant(
-    meta: MetaClient, time: str, action: Action, planned: Iterable[str], index: Index | None, final: bool = True
+    meta: MetaClient,
+    time: str,
+    action: Action,
+    planned: Iterable[str],
+    index: Index | None,
+    final: bool = True,
+    skipped: list[str] | None = None,
 ) -> list[str]:
     """Make instant `time` vanish: invisible first, then its files, index entries and timeline files.
 
-    Returns the files deleted by this call. Used by rollback and restore; idempotent.
+    Returns the files deleted by this call. Used by rollback and restore; idempotent. Files that
+    are not this instant's own (`owned_instant_files`) are kept and appended to `skipped`.
     """
     storage = meta.storage
     # the file groups the instant wrote, from its metadata (read before the revert removes the
     # completed file): a resumed undo whose files are already gone still knows them
-    planned_parts, planned_groups = _planned_groups(meta, time, action)
+    planned_parts, planned_groups, exact = _planned_groups(meta, time, action)
     completed = Instant(time, action, State.COMPLETED)
     if storage.exists(meta.instant_path(completed)):
         # revert to inflight: the instant stops being visible before any of its files goes
@@ -244,7 +261,10 @@ def undo_instant(
         storage.delete(meta.instant_path(completed))
     failpoints.hit("rollback.after_revert")
     logs = action is not Action.COMPACTION
-    files = sorted(set(planned) | set(instant_files(meta, time, index, planned_groups or None, logs)))
+    found = sorted(set(planned) | set(instant_files(meta, time, index, planned_groups or None, logs)))
+    files, foreign = owned_instant_files(meta, time, found, planned_groups if exact else None, "rollback")
+    if skipped is not None:
+        skipped.extend(foreign)
     if index is not None:
         # the index is reverted before any file goes: the change is read from the instant's
         # files, so a resumed run (after a crash among the deletions below) would see only part
@@ -296,14 +316,21 @@ def _fence(fence: Fence) -> None:
         fence()
 
 
-def rollback_metadata(meta: MetaClient, plan: RollbackPlan, deleted: list[str], millis: int) -> dict:
-    """Avro `HoodieRollbackMetadata` for a finished rollback (full paths, as Apache Hudi writes)."""
+def rollback_metadata(
+    meta: MetaClient, plan: RollbackPlan, deleted: list[str], millis: int, kept: Iterable[str] = ()
+) -> dict:
+    """Avro `HoodieRollbackMetadata` for a finished rollback (full paths, as Apache Hudi writes);
+    `kept`: planned files left because they are not the instant's own (`failedDeleteFiles`)."""
     base = meta.storage.base_uri
     parts: dict[str, list[str]] = {}
+    failed: dict[str, list[str]] = {}
     for f in plan.files:
         parts.setdefault(_parent(f), [])
     for f in deleted:
         parts.setdefault(_parent(f), []).append(_uri(base, f))
+    for f in sorted(set(kept)):
+        parts.setdefault(_parent(f), [])
+        failed.setdefault(_parent(f), []).append(_uri(base, f))
     return {
         "startRollbackTime": plan.instant,
         "timeTakenInMillis": millis,
@@ -313,7 +340,7 @@ def rollback_metadata(meta: MetaClient, plan: RollbackPlan, deleted: list[str], 
             p: {
                 "partitionPath": p,
                 "successDeleteFiles": sorted(paths),
-                "failedDeleteFiles": [],
+                "failedDeleteFiles": failed.get(p, []),
                 "rollbackLogFiles": None,
                 "writtenLogFiles": None,
             }
@@ -408,10 +435,11 @@ def _restored_locations(
     return pa.concat_tables(parts) if parts else CHANGE_SCHEMA_RESTORED.empty_table()
 
 
-def _planned_groups(meta: MetaClient, time: str, action: Action) -> tuple[set[str], set[tuple[str, str]]]:
+def _planned_groups(meta: MetaClient, time: str, action: Action) -> tuple[set[str], set[tuple[str, str]], bool]:
     """Partitions and (partition, file id) groups the instant's completed (or inflight, planned)
     metadata names: a write killed before its first file in a new partition still created that
-    partition's metadata file, and a resumed undo must still revert the index of its groups."""
+    partition's metadata file, and a resumed undo must still revert the index of its groups.
+    The flag says the groups come from the completed metadata (every file the instant wrote)."""
     from engine.errors import CorruptTableError
     from engine.table.commit_metadata import CommitMetadata
 
@@ -425,9 +453,40 @@ def _planned_groups(meta: MetaClient, time: str, action: Action) -> tuple[set[st
         try:
             cm = CommitMetadata.from_json(body)
         except CorruptTableError:
-            return set(), set()
-        return set(cm.partition_to_write_stats), {(s.partitionPath, s.fileId) for s in cm.write_stats if s.fileId}
-    return set(), set()
+            return set(), set(), False
+        groups = {(s.partitionPath, s.fileId) for s in cm.write_stats if s.fileId}
+        return set(cm.partition_to_write_stats), groups, state is State.COMPLETED
+    return set(), set(), False
+
+
+def owned_instant_files(
+    meta: MetaClient, time: str, files: Iterable[str], groups: set[tuple[str, str]] | None, service: str
+) -> tuple[list[str], list[str]]:
+    """(files to delete, files kept) among `files`, candidates for undoing instant `time`.
+
+    Kept, and logged: files that are not this table's (`FileOwnership`: another table's folder
+    or partition, or not a Hudi file name); base files not named with `time`; and, when `groups`
+    (the completed instant's file groups) is given, files of other file groups. The table's own
+    metadata files (`.hoodie/...`, the index's) are not data files and pass."""
+    ownership = FileOwnership(meta.storage)
+    out = []
+    for rel in ownership.owned(files, service):
+        if rel.startswith(METAFOLDER + "/"):
+            out.append(rel)
+            continue
+        partition, _, name = rel.rpartition("/")
+        base = parse_base_file_name(name)
+        log = parse_log_file_name(name) if base is None else None
+        if base is not None and base.instant != time:
+            reason = f"a base file of instant {base.instant}, not {time}"
+        elif groups is not None and (partition, base.file_id if base else log.file_id if log else "") not in groups:
+            reason = f"its file group is not one that {time} wrote"
+        else:
+            out.append(rel)
+            continue
+        ownership.skipped.append((rel, reason))
+        _log.warning("%s of %s: not deleting %s: %s", service, meta.storage.base_uri, meta.storage.uri(rel), reason)
+    return out, ownership.skipped_paths
 
 
 def _remove_created_partitions(meta: MetaClient, partitions: set[str], time: str) -> None:

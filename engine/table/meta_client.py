@@ -5,6 +5,7 @@ No Spark here: the console and the CLI browse tables with it alone.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -23,11 +24,14 @@ from engine.errors import (
 from engine.storage import Storage, storage_for
 from engine.table.commit_metadata import CommitMetadata
 from engine.table.fs_view import DataFile, FileSystemView
+from engine.table.ownership import is_below, nested_table_roots
 from engine.table.schema import avro_to_arrow
 from engine.timeline.instant import Action, Instant, State
 from engine.timeline.timeline import Timeline
 
 PROPERTIES_PATH = f"{METAFOLDER}/{PROPERTIES_FILE}"
+_log = logging.getLogger(__name__)
+_WARNED_NESTED: set[tuple[str, str]] = set()
 
 
 @dataclass
@@ -52,9 +56,15 @@ class MetaClient:
 
     @classmethod
     def create(cls, storage: Storage, config: TableConfig) -> MetaClient:
-        """Write `.hoodie/hoodie.properties` (exclusively: an existing table is never overwritten)."""
+        """Write `.hoodie/hoodie.properties` (exclusively: an existing table is never overwritten).
+
+        Refused with NestedTableError inside another table's folder or around one
+        (`engine.table.placement`)."""
+        from engine.table.placement import check_placement
+
         if storage.exists(PROPERTIES_PATH):
             raise TableExistsError(f"a Hudi table already exists at {storage.base_uri}")
+        check_placement(storage)
         stamp = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
         storage.makedirs(METAFOLDER)
         try:
@@ -115,12 +125,21 @@ class MetaClient:
 
     # ---- files ---------------------------------------------------------------------------
     def list_data_files(self) -> list[DataFile]:
-        """Every file below the base except `.hoodie/` and partition metadata."""
+        """Every file below the base except `.hoodie/`, partition metadata, and the whole folder
+        of any other table nested below this one (a folder holding its own `.hoodie/`)."""
+        infos = self.storage.list_files_recursive("")
+        nested = nested_table_roots(info.path for info in infos)
+        for root in sorted(nested):
+            if (self.storage.base_uri, root) not in _WARNED_NESTED:  # once per process, not per read
+                _WARNED_NESTED.add((self.storage.base_uri, root))
+                _log.warning("%s: ignoring %s, another table inside this one", self.storage.base_uri, self.storage.uri(root))
         out = []
-        for info in self.storage.list_files_recursive(""):
+        for info in infos:
             folders = info.path.split("/")[:-1]
             if any(seg.startswith(".") for seg in folders) or info.name == PARTITION_METADATA_FILE:
                 continue  # .hoodie/, .temp/ ... are not partitions
+            if nested and is_below(info.path, nested):
+                continue
             out.append(DataFile(info.path, info.size))
         return out
 

@@ -15,9 +15,11 @@ import pyarrow as pa
 from engine import failpoints
 from engine.constants import PARTITION_METADATA_FILE
 from engine.data.log_file import next_log_version
+from engine.table import failed_writes
 from engine.table.commit_metadata import CommitMetadata, WriteStat
 from engine.table.file_names import parse_base_file_name, parse_log_file_name
 from engine.table.meta_client import MetaClient
+from engine.table.ownership import FileOwnership
 from engine.table.schema import arrow_to_avro, avro_to_json
 from engine.timeline.instant import Action, Instant, State
 from engine.timeline.lifecycle import (
@@ -111,6 +113,7 @@ def remove_debris(meta: MetaClient, pending: PendingCommit, outcomes: list[dict]
     keep = {o["path"] for o in outcomes}
     planned = planned_log_files(pending.plan)
     removed = []
+    ownership = FileOwnership(meta.storage)
     for partition in pending.partitions:
         for info in meta.storage.list_dir(partition):
             if info.path in keep:
@@ -122,7 +125,7 @@ def remove_debris(meta: MetaClient, pending: PendingCommit, outcomes: list[dict]
                 ours = log is not None and planned.get(f"{partition}/{log.file_id}") == (
                     log.file_id, log.base_instant, log.version
                 )
-            if ours:
+            if ours and ownership.owned([info.path], "clean-up of a failed write"):
                 meta.storage.delete(info.path)
                 removed.append(info.path)
     return removed
@@ -188,6 +191,14 @@ def complete(
 
 def is_completed(meta: MetaClient, pending: PendingCommit) -> bool:
     return is_instant_completed(meta, pending.instant, pending.action)
+
+
+def record_failure(meta: MetaClient, pending: PendingCommit) -> None:
+    """Remember the write as failed, with the file groups it planned (`engine.table.failed_writes`),
+    unless it completed."""
+    if not is_completed(meta, pending):
+        groups = {(b.partition, b.file_id) for b in pending.plan.buckets}
+        failed_writes.record(meta.storage, pending.instant, pending.action.value, groups)
 
 
 def abort(meta: MetaClient, pending: PendingCommit) -> None:

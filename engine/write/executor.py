@@ -375,6 +375,10 @@ class WriteJob:
         stop_tasks(spark, job_group(instant))
         outcome = "failed and was rolled back"
         try:
+            if self.guard is None or self.guard.holds_lock():
+                # remembered before anything goes: a straggler task may still write a file named
+                # with this instant, which archival deletes only as a known failed write's
+                commit_protocol.record_failure(self.meta, pending)
             if self.guard is not None and not self.guard.holds_lock():
                 outcome = "failed; the table lock was lost, so it is left for the next writer's repair"
                 # the table is another writer's now: touch nothing; its repair rolls this

@@ -327,11 +327,16 @@ def test_archival_deletes_debris_of_a_write_that_never_completed_before_archivin
     t = make(spark, tmp_path)
     r1 = upsert(t, spark, [(1, "a", "paris", 1)])
     r2 = upsert(t, spark, [(2, "b", "rome", 2)])
-    # a straggler task of an aborted write (its instant between r1 and r2, gone from the timeline)
-    # left a whole base file holding key 1 in a file group of its own
+    # a straggler task of an aborted write (its instant between r1 and r2, gone from the timeline,
+    # recorded as failed when it aborted) left a whole base file holding key 1 in a file group of
+    # its own (tests/integration/test_table_isolation.py aborts a real write)
+    from engine.table import failed_writes
+
     aborted = str(int(r1.instant) + 1)
+    fid = "deadbeef-0000-0000-0000-000000000000-0"
+    failed_writes.record(t.meta.storage, aborted, "commit", [("paris", fid)])
     src = next(Path(t.path, "paris").glob("*.parquet"))
-    straggler = Path(t.path, "paris", f"deadbeef-0000-0000-0000-000000000000-0_0-1-2_{aborted}.parquet")
+    straggler = Path(t.path, "paris", f"{fid}_0-1-2_{aborted}.parquet")
     shutil.copy(src, straggler)
     for i in range(3, 7):
         upsert(t, spark, [(i, f"v{i}", "rome", i)])

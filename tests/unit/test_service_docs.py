@@ -24,6 +24,7 @@ def test_rollback_plan_with_index_revert() -> None:
         ("p/a.parquet",),
         None,
         IndexRevert("HBASE", 2, 1, ("k1",), ("k2", "k3")),
+        ("nested/p/b.parquet",),
     )
     assert plan.to_dict() == {
         "target": {"time": T1, "action": "commit", "state": "completed"},
@@ -36,6 +37,7 @@ def test_rollback_plan_with_index_revert() -> None:
             "deleted_keys": ["k1"],
             "put_keys": ["k2", "k3"],
         },
+        "skipped": ["nested/p/b.parquet"],
     }
 
 
@@ -46,7 +48,7 @@ def test_results_and_plans_are_json() -> None:
         RestoreResult(T2, T1, [T2], {T2: ["p/b.parquet"]}),
         CleanPlan("KEEP_LATEST_COMMITS", 10, T1, T2, {"p": ("p/a.parquet",)}),
         CleanResult(T2, ["p/a.parquet"], T1),
-        ArchivePlan((Instant(T1, Action.CLEAN, State.COMPLETED),)),
+        ArchivePlan((Instant(T1, Action.CLEAN, State.COMPLETED),), ("p/c.parquet",), ("p/d.parquet",)),
         RepairReport(failed_writes_rolled_back=[T2], left_pending={T1: "pending compaction"}),
         Savepoint(T1, ("p/a.parquet",), "ann", "before the backfill", 1767268800000),
     ]
@@ -59,6 +61,11 @@ def test_results_and_plans_are_json() -> None:
     }
     assert docs[3].to_dict()["files"] == {"p": ["p/a.parquet"]}
     assert docs[6].to_dict()["left_pending"] == {T1: "pending compaction"}
+    assert docs[5].to_dict() == {
+        "instants": [{"time": T1, "action": "clean", "state": "completed"}],
+        "debris": ["p/c.parquet"],
+        "held_back": ["p/d.parquet"],
+    }
 
 
 def test_write_result() -> None:

@@ -236,7 +236,7 @@ def test_parquet_written_to_output_stream_reads_back_from_input_file(storage: St
 
 def test_local_uris_are_normalised(tmp_path: Path) -> None:
     expected = str(tmp_path / "t")
-    assert storage_for(f"{tmp_path}/x/../t/").base_uri == expected
+    assert storage_for(f"{tmp_path}/t/").base_uri == expected
     assert storage_for(f"file://{tmp_path}/t").base_uri == expected
     assert storage_for(f"file://localhost{tmp_path}/t/").base_uri == expected
     local = storage_for(f"{tmp_path}/t")
@@ -244,6 +244,54 @@ def test_local_uris_are_normalised(tmp_path: Path) -> None:
     assert local.uri("") == expected
     assert local.uri("2024/01/a.parquet") == f"{expected}/2024/01/a.parquet"
     assert local.fs_path(".hoodie") == f"{expected}/.hoodie"
+
+
+@pytest.mark.parametrize(
+    ("uri", "problem"),
+    [
+        ("s3://bucket/warehouse/?x", "query or fragment"),
+        ("s3://bucket/warehouse/#x", "query or fragment"),
+        ("s3://bucket/warehouse?x=1", "query or fragment"),
+        ("s3://bucket/warehouse/../other", "'..' segment"),
+        ("s3://bucket/warehouse/./t", "'.' segment"),
+        ("s3://bucket/warehouse//t", "empty path segment"),
+        ("s3://bucket//warehouse", "empty path segment"),
+        ("s3://bucket/warehouse%2Ft", "percent-encoded"),
+        ("s3://bucket/warehouse%2ft", "percent-encoded"),
+        ("s3://bucket/warehouse%5Ct", "percent-encoded"),
+        ("s3://bucket/%2E%2E/t", "percent-encoded"),
+        ("s3://bucket/ware\\house", "backslash"),
+        ("s3://Bucket_1/t", "valid S3 bucket"),
+        ("file:///data/t?x", "query or fragment"),
+        ("file:///data/%2E%2E/t", "percent-encoded"),
+        ("file:///data/../t", "contains '..'"),
+        ("/data/../t", "contains '..'"),
+        ("/data//t", "empty path segment"),
+        ("/data/./t", "'.' segment"),
+        ("/data/t\x00", "control character"),
+        ("/data/t\n", "control character"),
+        (" /data/t", "leading or trailing spaces"),
+        ("hdfs://nn/t", "unsupported storage scheme"),
+    ],
+)
+def test_non_canonical_locations_are_refused(uri: str, problem: str) -> None:
+    """Every spelling that could name another folder than it seems to is refused, with the reason."""
+    with pytest.raises(InvalidConfigError) as err:
+        storage_for(uri)
+    assert problem in str(err.value)
+
+
+def test_canonical_forms() -> None:
+    from engine.storage.uri import ancestors, canonical_uri, is_within
+
+    assert canonical_uri("s3://bucket/warehouse/t/") == "s3://bucket/warehouse/t"
+    assert canonical_uri("s3://bucket") == canonical_uri("s3://bucket/") == "s3://bucket"
+    assert canonical_uri("S3://bucket/t") == "s3://bucket/t"
+    assert canonical_uri("file:///data/t/") == canonical_uri("/data/t") == "/data/t"
+    assert ancestors("s3://b/w/t") == ["s3://b/w", "s3://b"]
+    assert ancestors("/data/w/t") == ["/data/w", "/data", "/"]
+    assert is_within("s3://b/w/t", "s3://b/w") and not is_within("s3://b/w", "s3://b/w")
+    assert not is_within("s3://b/wx", "s3://b/w") and is_within("/data/w/t", "/")
 
 
 def test_relative_local_path_becomes_absolute(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -316,8 +364,8 @@ def test_unsupported_scheme_raises_invalid_config(uri: str) -> None:
 @pytest.mark.parametrize(
     ("uri", "options", "message"),
     [
-        ("", None, "storage URI is empty"),
-        ("s3:///no-bucket", None, "not an S3 URI"),
+        ("", None, "a table location is required"),
+        ("s3:///no-bucket", None, "does not name a valid S3 bucket"),
         ("s3://bucket/t", {"endpont_url": "http://x"}, "unknown S3 storage option(s) ['endpont_url']"),
         ("s3://bucket/t", {"endpoint_url": "127.0.0.1:9000"}, "S3 endpoint must look like"),
     ],
