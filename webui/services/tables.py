@@ -11,7 +11,8 @@ import sqlalchemy as sa
 from flask import current_app
 from werkzeug.exceptions import NotFound
 
-from engine.errors import EngineError, TableNotFoundError
+from engine.errors import EngineError, TableExistsError, TableNotFoundError
+from engine.storage.uri import is_within
 from engine.table.create import AVAILABLE_INDEXES, DEFAULT_INDEX, new_table_config
 from engine.table.meta_client import MetaClient
 from webui.extensions import db
@@ -70,10 +71,27 @@ def _checked_path(path: str) -> str:
 
 
 def _check_unique(name: str, path: str) -> None:
+    """No second registration of a name or a location, and no table inside or above a registered
+    one (its services would treat the other's files as its own); locations are canonical."""
     if db.session.scalar(sa.select(TableEntry.id).where(TableEntry.name == name)) is not None:
         raise RegistryError(f"a table named {name!r} is already registered", 409)
-    if db.session.scalar(sa.select(TableEntry.id).where(TableEntry.base_path == path)) is not None:
-        raise RegistryError(f"the table at {path} is already registered", 409)
+    for other in list_tables():
+        if other.base_path == path:
+            raise RegistryError(f"the table at {path} is already registered (as {other.name!r})", 409)
+        if is_within(path, other.base_path):
+            raise RegistryError(f"{path} lies inside the registered table {other.name!r} at {other.base_path}", 409)
+        if is_within(other.base_path, path):
+            raise RegistryError(f"the registered table {other.name!r} at {other.base_path} lies inside {path}", 409)
+
+
+def _check_not_nested_on_storage(path: str) -> None:
+    """Refuse a location inside a table that exists on storage (registered or not)."""
+    from engine.storage import storage_for
+    from engine.table.placement import enclosing_table
+
+    outer = enclosing_table(storage_for(path))
+    if outer is not None:
+        raise RegistryError(f"{path} lies inside the table at {outer}; move it out of that table's folder", 409)
 
 
 def _entry_from_meta(name: str, meta: MetaClient, actor: User | None) -> TableEntry:
@@ -105,6 +123,7 @@ def register_existing(path: str, name: str | None, actor: User | None) -> TableE
     except ValueError as exc:
         raise RegistryError(str(exc)) from exc
     _check_unique(table_name, meta.storage.base_uri)
+    _check_not_nested_on_storage(meta.storage.base_uri)
     entry = _entry_from_meta(table_name, meta, actor)
     db.session.add(entry)
     db.session.commit()
@@ -138,8 +157,10 @@ def create_table(spec: NewTable, actor: User | None) -> TableEntry:
         from engine.storage import storage_for
 
         meta = MetaClient.create(storage_for(path), config)
+    except TableExistsError as exc:  # NestedTableError too: another table inside or around it
+        raise RegistryError(str(exc), 409) from exc
     except EngineError as exc:
-        raise RegistryError(str(exc), 409 if "already exists" in str(exc) else 400) from exc
+        raise RegistryError(str(exc), 400) from exc
     entry = _entry_from_meta(spec.name, meta, actor)
     db.session.add(entry)
     db.session.commit()
