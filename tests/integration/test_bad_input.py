@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pyarrow as pa
@@ -109,9 +110,12 @@ def test_failure_inside_write_tasks_rolls_the_instant_back(spark, table):
     pq.write_table(pa.table({"_hoodie_record_key": ["1"], "ts": ["not-a-number"]}), paris)
     before, dirs = tree_bytes(table.path), tree_dirs(table.path)
     new_city = spark.createDataFrame([(1, "a2", "paris", 2), (7, "g", "lima", 2)], SCHEMA)
-    with pytest.raises(StorageError, match=r"write of instant \d{17} failed and was rolled back: .*not-a-number"):
+    with pytest.raises(StorageError, match=r"write of instant \d{17} failed and was rolled back: .*not-a-number") as err:
         table.upsert(new_city)
     assert tree_bytes(table.path) == before and tree_dirs(table.path) == dirs
+    # all that is left is the failed write's record of itself (engine.table.failed_writes)
+    instant = re.search(r"instant (\d{17})", str(err.value)).group(1)
+    assert [p.name for p in Path(table.path, ".hoodie", ".failed_writes").iterdir()] == [instant]
 
 
 def test_path_that_is_not_a_table(spark, tmp_path):

@@ -21,24 +21,29 @@ def data_rows(df) -> list[dict]:
 
 
 LOCK_DIR = ".hoodie/.lock/"
+FAILED_WRITES_DIR = ".hoodie/.failed_writes/"
 
 
 def tree_bytes(path: str | Path, include_lock: bool = False) -> dict[str, bytes]:
     """Every file under `path` (relative name -> bytes), for byte-identical before/after checks.
 
-    The table lock's lease files (`.hoodie/.lock/`) are left out unless asked for: every write
-    takes the lock, also one that then fails on bad input, and the lease it leaves behind (marked
-    released) is lock bookkeeping, not table state.
+    Left out unless asked for (`include_lock`), as service bookkeeping that no reader reads:
+    the table lock's lease files (`.hoodie/.lock/`: every write takes the lock, also one that
+    then fails on bad input, and leaves its released lease behind), and the record a write that
+    failed after claiming its instant keeps of itself (`.hoodie/.failed_writes/<instant>`, see
+    `engine.table.failed_writes`; tests/integration/test_table_isolation.py checks it exactly).
     """
     base = Path(path)
     out = {}
     for p in sorted(base.rglob("*")):
         rel = p.relative_to(base).as_posix()
-        if p.is_file() and (include_lock or not rel.startswith(LOCK_DIR)):
+        if p.is_file() and (include_lock or not rel.startswith((LOCK_DIR, FAILED_WRITES_DIR))):
             out[rel] = p.read_bytes()
     return out
 
 
 def tree_dirs(path: str | Path) -> list[str]:
+    """Every folder under `path`, but the failed-write records' (see `tree_bytes`)."""
     base = Path(path)
-    return sorted(p.relative_to(base).as_posix() for p in base.rglob("*") if p.is_dir())
+    return sorted(rel for p in base.rglob("*") if p.is_dir()
+                  and (rel := p.relative_to(base).as_posix()) != FAILED_WRITES_DIR.rstrip("/"))
