@@ -50,6 +50,8 @@ _KEYS: dict[str, tuple[str, type]] = {
     # the single-writer lock (ours: a lease renewed by the holder; wait 0 = fail at once)
     "hoodie.write.lock.lease_ms": ("lock_lease_ms", int),
     "hoodie.write.lock.wait_time_ms": ("lock_wait_ms", int),
+    # Apache Hudi's metadata table: this engine does not write it (engine.table.metadata_table)
+    "hoodie.metadata.enable": ("metadata_enable", bool),
 }
 
 CLEANER_POLICIES = ("KEEP_LATEST_COMMITS", "KEEP_LATEST_FILE_VERSIONS")
@@ -114,6 +116,8 @@ class WriteConfig:
     heartbeat_tolerable_misses: int = 2
     lock_lease_ms: int = 60_000
     lock_wait_ms: int = 0
+    # None/False: a metadata table Apache Hudi left is removed before writing; True: refused
+    metadata_enable: bool | None = None
 
     # settings of the index itself, passed through untouched (hoodie.index.hbase.*, hoodie.record.index.*)
     index_options: tuple[tuple[str, str], ...] = ()

@@ -277,8 +277,6 @@ def build_index(meta: MetaClient, buckets: int | None = None, hash_name: str | N
     """
     from engine.config.table_config import IndexType
     from engine.index.record_hash import record_index_properties
-    from engine.table.meta_client import PROPERTIES_PATH
-
     config = meta.config
     if config.index_type is IndexType.RECORD:
         if buckets is not None or hash_name is not None:
@@ -290,6 +288,5 @@ def build_index(meta: MetaClient, buckets: int | None = None, hash_name: str | N
     extra.update(record_index_properties(buckets, hash_name))
     updated = MetaClient(meta.storage, config.with_updates(index_type=IndexType.RECORD, extra=tuple(sorted(extra.items()))))
     stats = rebuild(updated)
-    stamp = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
-    meta.storage.write_bytes(PROPERTIES_PATH, updated.config.to_text(f"Updated at {stamp}").encode())
+    updated.update_config(updated.config, "Updated")
     return updated, stats

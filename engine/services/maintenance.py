@@ -41,6 +41,8 @@ class Maintenance:
     def __init__(self, meta: MetaClient, options: Mapping[str, object] | None = None) -> None:
         self.meta = meta
         self.config = WriteConfig.from_options(options)
+        # what the repair before the last service did (None before the first, or in dry runs)
+        self.last_repair: RepairReport | None = None
 
     def _index(self) -> Index:
         from engine.index import index_for
@@ -50,7 +52,7 @@ class Maintenance:
         return index_for(itype, dict(self.config.index_options), self.meta.config.name)
 
     def _tx(self, purpose: str, index: Index | None) -> Transaction:
-        return Transaction(self.meta, self.config, index, purpose)
+        return _RecordingTransaction(self, purpose, index)
 
     # ---- rollback / restore ------------------------------------------------------------
     @overload
@@ -225,7 +227,21 @@ class Maintenance:
         index = self._index()
         cfg = self.config
         if dry_run:
-            return repair(self.meta, index, cfg.heartbeat_interval_ms, cfg.heartbeat_tolerable_misses, dry_run=True)
+            return repair(self.meta, index, cfg.heartbeat_interval_ms, cfg.heartbeat_tolerable_misses, dry_run=True,
+                          metadata_enable=cfg.metadata_enable)
         with self._tx("repair", index) as tx:
             assert tx.repair_report is not None
             return tx.repair_report
+
+
+class _RecordingTransaction(Transaction):
+    """A Transaction that leaves its repair report on the Maintenance object (`last_repair`)."""
+
+    def __init__(self, owner: Maintenance, purpose: str, index: Index | None) -> None:
+        super().__init__(owner.meta, owner.config, index, purpose)
+        self._owner = owner
+
+    def __enter__(self) -> Transaction:
+        entered = super().__enter__()
+        self._owner.last_repair = self.repair_report
+        return entered

@@ -1,7 +1,10 @@
 """Repair: bring a table back to a clean state after crashes, under the table lock.
 
 Runs at the start of every write and through `hoodie repair`, in this order:
-0. an archival killed after writing its archive file is finished;
+0. a metadata table Apache Hudi left (`.hoodie/metadata/`) is removed, first from
+   hoodie.properties, then from storage, since this engine does not keep it up to date
+   (`engine.table.metadata_table`; `hoodie.metadata.enable=true` is refused instead);
+   an archival killed after writing its archive file is finished;
 1. pending restores and rollbacks are finished from their plans;
 2. pending writes whose heartbeat expired (their writer died) are rolled back: partial data and
    index files deleted, timeline files removed. A pending write with a live heartbeat means a
@@ -15,6 +18,7 @@ Runs at the start of every write and through `hoodie repair`, in this order:
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -27,6 +31,7 @@ from engine.services import restore as restore_service
 from engine.services import rollback as rollback_service
 from engine.services.savepoint import remove_savepoint_files
 from engine.services.serial import Documented
+from engine.table import metadata_table
 from engine.table.heartbeat import Heartbeat, heartbeat_file
 from engine.table.meta_client import MetaClient
 from engine.timeline.instant import Action, Instant
@@ -49,6 +54,8 @@ class RepairReport(Documented):
     # pending instants repair leaves alone, with the reason: table services Apache Hudi scheduled
     # (compaction, clustering: Hudi executes them), and failed writes this engine cannot roll back
     left_pending: dict[str, str] = field(default_factory=dict)
+    # the notice when Apache Hudi's metadata table was removed (engine.table.metadata_table)
+    metadata_table_removed: str | None = None
     dry_run: bool = False
 
     @property
@@ -62,9 +69,11 @@ class RepairReport(Documented):
             or self.archival_finished
             or self.savepoints_removed
             or self.compactions_reverted
+            or self.metadata_table_removed
         )
 
 
+_log = logging.getLogger(__name__)
 TABLE_SERVICE_ACTIONS = (Action.COMPACTION, Action.LOG_COMPACTION, Action.CLUSTERING)
 
 
@@ -117,8 +126,16 @@ def repair(
     tolerable_misses: int,
     dry_run: bool = False,
     fence: Callable[[], None] | None = None,
+    metadata_enable: bool | None = None,
 ) -> RepairReport:
     report = RepairReport(dry_run=dry_run)
+    metadata_table.check_enable_option(metadata_enable, meta.storage)
+    if metadata_table.is_present(meta.storage, meta.config):
+        report.metadata_table_removed = metadata_table.removal_notice(
+            meta.storage, metadata_table.named_partitions(meta.config)
+        )
+        if not dry_run:
+            remove_metadata_table(meta, fence)
     timeline = meta.timeline()
     if timeline.has_archive:
         if dry_run:
@@ -179,3 +196,15 @@ def repair(
             if not dry_run:
                 meta.storage.delete(f.path)
     return report
+
+
+def remove_metadata_table(meta: MetaClient, fence: Callable[[], None] | None = None) -> None:
+    """Remove Apache Hudi's metadata table as a writer with `hoodie.metadata.enable=false` does:
+    hoodie.properties stops naming it (readers list storage from then on), then its folder goes."""
+    if fence is not None:
+        fence()
+    partitions = metadata_table.named_partitions(meta.config)
+    if partitions:
+        meta.update_config(metadata_table.without_metadata_table(meta.config), "Metadata table removed")
+    meta.storage.delete_dir(metadata_table.FOLDER)
+    _log.warning("%s", metadata_table.removal_notice(meta.storage, partitions))

@@ -92,6 +92,7 @@ class Transaction:
                 self.config.heartbeat_interval_ms,
                 self.config.heartbeat_tolerable_misses,
                 fence=lock.check,
+                metadata_enable=self.config.metadata_enable,
             )
         except BaseException:
             self.lock.release()

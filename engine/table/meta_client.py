@@ -73,6 +73,13 @@ class MetaClient:
             raise TableExistsError(f"a Hudi table already exists at {storage.base_uri}") from exc
         return cls(storage, config)
 
+    def update_config(self, config: TableConfig, reason: str) -> None:
+        """Replace `hoodie.properties` with `config` (one atomic write; the caller holds the table
+        lock) and use it from now on. `reason` goes into the file's comment line."""
+        stamp = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+        self.storage.write_bytes(PROPERTIES_PATH, config.to_text(f"{reason} at {stamp}").encode())
+        self.config = config
+
     # ---- timeline ------------------------------------------------------------------------
     def timeline(self) -> Timeline:
         """The active timeline, freshly listed."""

@@ -146,3 +146,40 @@ def test_an_unexplained_file_is_kept_and_holds_archival_back(spark, tmp_path):
     assert alien.exists()
     assert t.timeline().archived_before == results[1].instant < stranger
     assert data(t) == oracle(tmp_path / "t") == [(i, f"v{i}", "paris", i) for i in range(6)]
+
+
+def test_an_upsert_removes_a_stale_metadata_table_and_hudi_rs_reads_every_row(spark, tmp_path):
+    """A table that carries Apache Hudi's metadata table (as 0.11+ writers leave it): the upsert
+    removes it under the lock before writing, says so in its result, and the table reads the same
+    in hudi-rs (which lists storage once the properties name no metadata table)."""
+    from tests.integration.test_metadata_table import add_metadata_table, properties
+
+    path = tmp_path / "trips"
+    t = make(spark, path, "trips")
+    t.upsert(spark.createDataFrame([(1, "a", "paris", 1), (2, "b", "rome", 1)], SCHEMA))
+    add_metadata_table(path, partitions="files")
+    props = {k: v for k, v in properties(path).items() if k != "hoodie.table.metadata.partitions"}
+
+    result = Table.open(spark, str(path)).upsert(spark.createDataFrame([(2, "b2", "rome", 2), (3, "c", "oslo", 2)],
+                                                                       SCHEMA))
+    assert result.repaired is not None
+    assert result.repaired.metadata_table_removed.startswith(
+        "removed Apache Hudi's metadata table (partitions: files) from ")
+    assert not (path / ".hoodie" / "metadata").exists()
+    assert properties(path) == props
+    expected = [(1, "a", "paris", 1), (2, "b2", "rome", 2), (3, "c", "oslo", 2)]
+    assert data(Table.open(spark, str(path))) == oracle(path) == expected
+
+
+def test_metadata_enable_true_refuses_the_write_and_leaves_the_table_as_it_was(spark, tmp_path):
+    from engine.errors import InvalidConfigError
+    from tests.integration.test_metadata_table import add_metadata_table
+
+    path = tmp_path / "trips"
+    t = make(spark, path, "trips")
+    t.upsert(spark.createDataFrame([(1, "a", "paris", 1)], SCHEMA))
+    add_metadata_table(path)
+    before = tree_bytes(path)
+    with pytest.raises(InvalidConfigError, match="hoodie.metadata.enable=true"):
+        t.upsert(spark.createDataFrame([(2, "b", "rome", 1)], SCHEMA), options={"hoodie.metadata.enable": "true"})
+    assert tree_bytes(path) == before

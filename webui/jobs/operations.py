@@ -80,6 +80,9 @@ class Operations:
         finally:
             sc.setLocalProperty("spark.jobGroup.id", None)  # type: ignore[arg-type]
         reporter.log(f"committed instant {result.instant}" if result.instant else "nothing to commit (empty batch)")
+        removed = getattr(result.repaired, "metadata_table_removed", None)
+        if removed:
+            reporter.log(removed)  # Apache Hudi's metadata table went before the write (engine.table.metadata_table)
         return jsonable(result.to_dict())
 
     # ---- data preview ---------------------------------------------------------------------------
@@ -154,7 +157,12 @@ class Operations:
             raise JobRefused(f"unknown operation {operation!r}")
         reporter.log(f"{operation} done")
         doc = jsonable(result)
-        return doc if isinstance(doc, dict) else {"value": doc}
+        doc = doc if isinstance(doc, dict) else {"value": doc}
+        if m.last_repair is not None and not m.last_repair.nothing_done:
+            doc["repaired"] = jsonable(m.last_repair.to_dict())  # e.g. a stale metadata table removed
+            if m.last_repair.metadata_table_removed:
+                reporter.log(m.last_repair.metadata_table_removed)
+        return doc
 
     def _compaction(self, m: Any, instant: str | None, reporter: JobReporter) -> dict[str, Any]:
         """Run the pending compaction `instant` (or every pending one, or schedule one) with the

@@ -1,0 +1,67 @@
+"""Apache Hudi's metadata table (`.hoodie/metadata/`): this engine does not keep it up to date, so
+it never leaves one stale.
+
+Tables written by Apache Hudi 0.11+ usually carry a metadata table: an internal merge-on-read
+table whose `files` partition lists every data file, named in `hoodie.properties` by
+`hoodie.table.metadata.partitions` (and `...partitions.inflight` while one is being built).
+Readers that list files through it (Apache Hudi on Spark by default, hudi-rs where the
+property names `files`) would miss every file this engine writes and see the files it deletes.
+So before a write or a table service changes anything, under the table lock, `remove` does what
+Apache Hudi does when a writer runs with `hoodie.metadata.enable=false`: the properties stop
+naming it first (readers then list storage), then its folder is deleted (a crash in between
+leaves a folder no reader looks at, removed by the next write). An Apache Hudi writer with the
+metadata table enabled builds it again from the files.
+
+Asking this engine for it (`hoodie.metadata.enable=true`) is refused with `InvalidConfigError`
+before anything is touched: it cannot keep the promise.
+"""
+
+from __future__ import annotations
+
+from engine.config.table_config import TableConfig
+from engine.constants import METAFOLDER
+from engine.errors import InvalidConfigError
+from engine.storage import Storage
+
+FOLDER = f"{METAFOLDER}/metadata"
+PARTITIONS = "hoodie.table.metadata.partitions"
+PARTITIONS_INFLIGHT = "hoodie.table.metadata.partitions.inflight"
+ENABLE_OPTION = "hoodie.metadata.enable"
+
+
+def named_partitions(config: TableConfig) -> list[str]:
+    """The metadata-table partitions hoodie.properties names (built or being built)."""
+    extra = dict(config.extra)
+    names = []
+    for key in (PARTITIONS, PARTITIONS_INFLIGHT):
+        names += [p.strip() for p in (extra.get(key) or "").split(",") if p.strip()]
+    return names
+
+
+def is_present(storage: Storage, config: TableConfig) -> bool:
+    """Whether the table has (or names) a metadata table."""
+    return bool(named_partitions(config)) or storage.exists(FOLDER)
+
+
+def without_metadata_table(config: TableConfig) -> TableConfig:
+    """`config` with the metadata-table properties gone (the rest kept as they were)."""
+    return config.with_updates(extra=tuple((k, v) for k, v in config.extra if k not in (PARTITIONS, PARTITIONS_INFLIGHT)))
+
+
+def check_enable_option(enable: bool | None, storage: Storage) -> None:
+    """Refuse `hoodie.metadata.enable=true`: this engine cannot write the metadata table."""
+    if enable:
+        raise InvalidConfigError(
+            f"{ENABLE_OPTION}=true: this engine does not write Apache Hudi's metadata table, so it cannot keep one "
+            f"up to date for {storage.base_uri}; leave the option unset (or false): a metadata table Apache Hudi "
+            f"left is then removed before the write, as Apache Hudi does with {ENABLE_OPTION}=false"
+        )
+
+
+def removal_notice(storage: Storage, partitions: list[str]) -> str:
+    named = f" (partitions: {', '.join(partitions)})" if partitions else ""
+    return (
+        f"removed Apache Hudi's metadata table{named} from {storage.base_uri}: this engine does not keep it "
+        f"up to date, and readers listing files through it would miss this write; an Apache Hudi writer with "
+        f"{ENABLE_OPTION}=true rebuilds it"
+    )
