@@ -453,7 +453,7 @@ def test_service_commands_dry_run_then_run(spark, tmp_path, capsys):
     plan = cli_json(capsys, "clean", root, "--dry-run", "--option", "hoodie.cleaner.policy=KEEP_LATEST_FILE_VERSIONS",
                     "--option", "hoodie.cleaner.fileversions.retained=1")
     assert [f.rpartition("_")[2] for fs in plan["clean"]["files"].values() for f in fs] == [f"{i1}.parquet"]
-    assert cli_json(capsys, "archive", root, "--dry-run")["archive"] == {"instants": []}
+    assert cli_json(capsys, "archive", root, "--dry-run")["archive"] == {"instants": [], "debris": [], "held_back": []}
     assert cli_json(capsys, "repair", root, "--dry-run")["repair"]["failed_writes_rolled_back"] == []
     assert snapshot_files(root) == before  # dry runs change nothing
 
