@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from engine.table.lock import LockInfo
+    from engine.table.lock_info import LockInfo
 
 
 class EngineError(Exception):

@@ -105,7 +105,7 @@ def _check_as_of(timeline: Timeline, as_of: str | None, meta: MetaClient | None 
             f"as_of {as_of} is before the first instant of the table ({timeline.first_time or 'none'})"
         )
     if meta is not None and not any(sp.time == as_of for sp in timeline.savepoints):
-        from engine.services.clean import last_earliest_retained
+        from engine.services.retention import last_earliest_retained
 
         retained = last_earliest_retained(meta, timeline)
         if retained is not None and as_of < retained:

@@ -32,7 +32,7 @@ from dataclasses import dataclass
 from engine import failpoints
 from engine.constants import METAFOLDER
 from engine.errors import CorruptTableError
-from engine.services import clean as clean_service
+from engine.services.retention import last_earliest_retained
 from engine.services.serial import Documented
 from engine.table import failed_writes
 from engine.table.commit_metadata import CommitMetadata
@@ -97,7 +97,7 @@ def _chosen(
     cut = writes[len(writes) - keep_min].time  # instants before `cut` may go
     bounds = [i.time for i in timeline.pending.instants]
     bounds += [sp.time for sp in timeline.savepoints]
-    retained = clean_service.last_earliest_retained(meta, timeline)
+    retained = last_earliest_retained(meta, timeline)
     if retained:
         bounds.append(retained)
     if held is not None:

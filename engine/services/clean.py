@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 
 from engine import failpoints
+from engine.services.retention import CLEAN_METADATA_MODEL
 from engine.services.savepoint import savepointed_files
 from engine.services.serial import Documented
 from engine.table.file_group import FileGroup
@@ -34,7 +35,7 @@ from engine.timeline.timeline import Timeline
 KEEP_LATEST_COMMITS = "KEEP_LATEST_COMMITS"
 KEEP_LATEST_FILE_VERSIONS = "KEEP_LATEST_FILE_VERSIONS"
 PLAN_MODEL = "HoodieCleanerPlan"
-METADATA_MODEL = "HoodieCleanMetadata"
+METADATA_MODEL = CLEAN_METADATA_MODEL
 
 
 @dataclass(frozen=True)
@@ -248,11 +249,3 @@ def clean(
         return None
     plan = schedule_clean(meta, timeline, plan, now)
     return execute_clean(meta, plan, fence)
-
-
-def last_earliest_retained(meta: MetaClient, timeline: Timeline) -> str | None:
-    """The earliest commit the newest completed clean retained (archival must keep it)."""
-    for inst in reversed(timeline.filter(actions=[Action.CLEAN], completed=True).instants):
-        rec = read_avro(meta, inst, METADATA_MODEL)
-        return rec.get("earliestCommitToRetain") or None
-    return None

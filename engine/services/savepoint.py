@@ -12,6 +12,7 @@ import time as _time
 from dataclasses import dataclass
 
 from engine.errors import InstantNotFoundError, InvalidInputError
+from engine.services.retention import last_earliest_retained
 from engine.services.serial import Documented
 from engine.table.meta_client import MetaClient
 from engine.timeline.instant import Action, Instant, State
@@ -38,8 +39,6 @@ def plan_savepoint(meta: MetaClient, timeline: Timeline, time: str, user: str | 
         raise InstantNotFoundError(f"{time} is not a completed commit on the active timeline of {meta.storage.base_uri}")
     if any(sp.time == time for sp in timeline.savepoints):
         raise InvalidInputError(f"commit {time} is already savepointed")
-    from engine.services.clean import last_earliest_retained
-
     retained = last_earliest_retained(meta, timeline)
     if retained is not None and time < retained:
         # as Apache Hudi: its snapshot may have lost file versions to that clean

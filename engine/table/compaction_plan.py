@@ -13,15 +13,25 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import Protocol
 
 from engine.errors import CorruptTableError
+from engine.storage.base import Storage
 from engine.table.file_names import join_path
-from engine.table.meta_client import MetaClient
 from engine.timeline.instant import Action, Instant, State
 from engine.timeline.timeline import Timeline
 
 PLAN_MODEL = "HoodieCompactionPlan"
 PLAN_VERSION = 2  # CompactionUtils.LATEST_COMPACTION_METADATA_VERSION
+
+
+class TableFiles(Protocol):
+    """What reading a plan needs of a table (a `MetaClient` is one; `MetaClient` itself reads
+    pending plans to build its file-system view, so this module does not import it)."""
+
+    storage: Storage
+
+    def instant_path(self, instant: Instant) -> str: ...
 
 
 @dataclass(frozen=True)
@@ -118,7 +128,7 @@ class CompactionPlan:
         }
 
 
-def read_plan(meta: MetaClient, instant: str) -> CompactionPlan:
+def read_plan(meta: TableFiles, instant: str) -> CompactionPlan:
     """The plan of compaction `instant` (from its requested file)."""
     from engine.timeline import avro_models
 
@@ -130,7 +140,7 @@ def read_plan(meta: MetaClient, instant: str) -> CompactionPlan:
         raise CorruptTableError(f"{meta.storage.uri(meta.instant_path(requested))}: {exc}") from exc
 
 
-def pending_compactions(meta: MetaClient, timeline: Timeline) -> list[CompactionPlan]:
+def pending_compactions(meta: TableFiles, timeline: Timeline) -> list[CompactionPlan]:
     """The table's pending compaction plans (requested or inflight), oldest first."""
     out = []
     for inst in timeline.pending.instants:

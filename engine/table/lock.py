@@ -35,143 +35,32 @@ removed by hand. Unparseable content never frees a table by itself.
 
 from __future__ import annotations
 
-import json
 import logging
 import os
 import random
 import re
 import socket
-import sys
 import threading
 import time
 import uuid
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, replace
-from datetime import UTC, datetime
+from dataclasses import replace
 from types import TracebackType
-from typing import TypeVar
 
-from engine.constants import LOCK_FOLDER, METAFOLDER
 from engine.errors import ConcurrentWriteError, EngineError
 from engine.storage.base import Storage
+from engine.table.lock_info import LOCK_DIR, LockInfo, iso_ms, lock_file
 
 __all__ = ["DEFAULT_LEASE", "LOCK_DIR", "LockInfo", "TableLock", "lock_file", "read_holder"]
 
-LOCK_DIR = f"{METAFOLDER}/{LOCK_FOLDER}"
 DEFAULT_LEASE = 60.0  # seconds
-_EPOCH_DIGITS = 12
 _NAME = re.compile(r"^lock\.(\d+)$")
-_UNKNOWN = "unknown"
-_FOREVER_MS = sys.maxsize
 # Kept by garbage collection: the current epoch and the one before it.
 _KEEP_EPOCHS = 2
 _BACKOFF_FIRST = 0.01
 _BACKOFF_MAX = 0.25
 
 _log = logging.getLogger(__name__)
-_T = TypeVar("_T")
-
-
-def lock_file(epoch: int) -> str:
-    """The storage path of the lock file for `epoch`."""
-    return f"{LOCK_DIR}/lock.{epoch:0{_EPOCH_DIGITS}d}"
-
-
-def _iso(ms: int) -> str:
-    return datetime.fromtimestamp(ms / 1000, UTC).isoformat(timespec="milliseconds")
-
-
-@dataclass(frozen=True)
-class LockInfo:
-    """The content of one lock file: who took epoch `epoch`, for what, and until when.
-
-    Times are epoch milliseconds. `corrupt` marks a file that did not parse; its owner,
-    host and purpose are then "unknown" and its expiry is derived from the file mtime.
-    """
-
-    epoch: int
-    owner: str
-    host: str
-    pid: int
-    purpose: str
-    acquired_at_ms: int
-    expires_at_ms: int
-    released: bool = False
-    corrupt: bool = False
-
-    def is_held(self, now_ms: int) -> bool:
-        """Whether this lease still holds the lock at `now_ms` (not released, not expired)."""
-        return not self.released and now_ms < self.expires_at_ms
-
-    def describe(self) -> str:
-        """One line naming the holder, for error messages and the console."""
-        if self.corrupt:
-            return (
-                f"an unknown writer (unreadable lock file {lock_file(self.epoch)}, "
-                f"modified {_iso(self.acquired_at_ms)}, counts as held until "
-                + (
-                    "removed by hand)"
-                    if self.expires_at_ms >= _FOREVER_MS
-                    else f"{_iso(self.expires_at_ms)})"
-                )
-            )
-        return (
-            f"owner={self.owner} host={self.host} pid={self.pid} purpose={self.purpose} "
-            f"acquired_at={_iso(self.acquired_at_ms)} lease_expires={_iso(self.expires_at_ms)}"
-        )
-
-    def to_json(self) -> bytes:
-        """The lock file content."""
-        fields = asdict(self)
-        del fields["corrupt"]
-        return json.dumps(fields, sort_keys=True).encode()
-
-    @classmethod
-    def from_json(cls, epoch: int, data: bytes) -> LockInfo:
-        """Parse a lock file's content; ValueError if it is not a lock record.
-
-        The epoch comes from the file name, which is what orders leases.
-        """
-        try:
-            raw = json.loads(data)
-            if not isinstance(raw, dict):
-                raise ValueError("not a JSON object")
-            info = cls(
-                epoch=epoch,
-                owner=_typed(raw, "owner", str),
-                host=_typed(raw, "host", str),
-                pid=_typed(raw, "pid", int),
-                purpose=_typed(raw, "purpose", str),
-                acquired_at_ms=_typed(raw, "acquired_at_ms", int),
-                expires_at_ms=_typed(raw, "expires_at_ms", int),
-                released=_typed(raw, "released", bool),
-            )
-        except (UnicodeDecodeError, json.JSONDecodeError) as e:
-            raise ValueError(f"not JSON: {e}") from e
-        return info
-
-    @classmethod
-    def unreadable(cls, epoch: int, mtime_ms: int | None, lease_ms: int) -> LockInfo:
-        """The stand-in for a lock file that did not parse: held until mtime + lease."""
-        expires = _FOREVER_MS if mtime_ms is None else mtime_ms + lease_ms
-        return cls(
-            epoch=epoch,
-            owner=_UNKNOWN,
-            host=_UNKNOWN,
-            pid=-1,
-            purpose=_UNKNOWN,
-            acquired_at_ms=0 if mtime_ms is None else mtime_ms,
-            expires_at_ms=expires,
-            corrupt=True,
-        )
-
-
-def _typed(raw: dict[str, object], key: str, kind: type[_T]) -> _T:
-    value = raw.get(key)
-    # bool is an int subclass; a pid or a time must not be a bool.
-    if not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
-        raise ValueError(f"field {key!r} is missing or not {kind.__name__}: {value!r}")
-    return value
 
 
 # -- reading the lock directory -------------------------------------------------------
@@ -389,7 +278,7 @@ class TableLock:
             return ConcurrentWriteError(f"lock lost: taken over by {who}", holder)
         if self._now_ms() >= info.expires_at_ms:
             return ConcurrentWriteError(
-                f"lock lost: our lease (epoch {info.epoch}) expired at {_iso(info.expires_at_ms)} "
+                f"lock lost: our lease (epoch {info.epoch}) expired at {iso_ms(info.expires_at_ms)} "
                 "before it was renewed; another writer may take over at any moment",
                 info,
             )
