@@ -14,6 +14,11 @@ from pathlib import Path
 
 DEFAULT_PORT = 8000
 DEFAULT_ROOTS = "./lakehouse"
+# one upload, once decoded (a small compressed file may hold far more), and queued/running
+# preview or write jobs per user (each kind counted on its own)
+DEFAULT_MAX_UPLOAD_ROWS = 1_000_000
+DEFAULT_MAX_UPLOAD_DECODED_MB = 256
+DEFAULT_MAX_JOBS_PER_USER = 4
 
 # the engine's own variables, passed through untouched to the worker's engine calls
 ENGINE_VARIABLES = (
@@ -62,6 +67,9 @@ class Settings:
     admin_user: str | None
     admin_password: str | None = field(repr=False)
     max_upload_mb: int
+    max_upload_rows: int
+    max_upload_decoded_mb: int
+    max_jobs_per_user: int
     spark_master: str
     secure_cookies: bool
     instance_dir: str
@@ -92,6 +100,9 @@ class Settings:
             admin_user=env.get("CONSOLE_ADMIN_USER") or None,
             admin_password=env.get("CONSOLE_ADMIN_PASSWORD") or None,
             max_upload_mb=int(env.get("CONSOLE_MAX_UPLOAD_MB") or 64),
+            max_upload_rows=int(env.get("CONSOLE_MAX_UPLOAD_ROWS") or DEFAULT_MAX_UPLOAD_ROWS),
+            max_upload_decoded_mb=int(env.get("CONSOLE_MAX_UPLOAD_DECODED_MB") or DEFAULT_MAX_UPLOAD_DECODED_MB),
+            max_jobs_per_user=int(env.get("CONSOLE_MAX_JOBS_PER_USER") or DEFAULT_MAX_JOBS_PER_USER),
             spark_master=env.get("SPARK_MASTER") or "local[*]",
             secure_cookies=_bool(env.get("CONSOLE_SECURE_COOKIES")),
             instance_dir=instance,
@@ -125,6 +136,9 @@ class Settings:
             "CONSOLE_ADMIN_USER": self.admin_user,
             "CONSOLE_ADMIN_PASSWORD": self.admin_password,
             "CONSOLE_SPARK_MASTER": self.spark_master,
+            "CONSOLE_MAX_UPLOAD_ROWS": self.max_upload_rows,
+            "CONSOLE_MAX_UPLOAD_DECODED_MB": self.max_upload_decoded_mb,
+            "CONSOLE_MAX_JOBS_PER_USER": self.max_jobs_per_user,
         }
 
 

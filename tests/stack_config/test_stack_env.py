@@ -39,6 +39,9 @@ NOT_SET_IN_STACK = {
     "CONSOLE_PORT": "the port of `hoodie-console run` (make run); in the stack gunicorn's -b sets it, and "
                     "CONSOLE_PORT in .env is the published host port, never passed into a container",
     "CONSOLE_NEW_PASSWORD": "input of `hoodie-console create-user`",
+    "CONSOLE_MAX_UPLOAD_ROWS": "bound on one upload's rows; the default (1,000,000) suits the local stack",
+    "CONSOLE_MAX_UPLOAD_DECODED_MB": "bound on one upload once decoded; the default (256) suits the local stack",
+    "CONSOLE_MAX_JOBS_PER_USER": "queued/running preview or write jobs per user; the default (4) suits the local stack",
     "CONSOLE_URL": "the console's address as tests/stack and the demo's printed links see it: set for "
                    "stack-test only; elsewhere the demo prints http://127.0.0.1:$CONSOLE_PORT (default 8000), "
                    "what a browser on the host opens",
