@@ -31,8 +31,9 @@ RUN mkdir -p /usr/share/man/man1 \
 
 RUN groupadd --system --gid 10001 hoodie \
  && useradd --system --uid 10001 --gid hoodie --create-home --home-dir /home/hoodie hoodie \
- && mkdir -p /opt/spark-work \
- && chown hoodie:hoodie /opt/spark-work
+ && mkdir -p /opt/spark-work /var/lib/hoodie-console \
+ && chown hoodie:hoodie /opt/spark-work /var/lib/hoodie-console \
+ && chmod 0700 /var/lib/hoodie-console
 
 # Everything of the context but the tests (engine/, webui/, ...).
 FROM base AS source

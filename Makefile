@@ -13,7 +13,7 @@ STACK_WAIT ?= 900
 # tests/stack against the process-based stack (CI: no Docker engine); seconds for the suite
 STACK_LOCAL_TIMEOUT ?= 900
 
-.PHONY: setup test unit run demo console worker bench bench-console lint clean up down logs ps stack-test stack-local docker-check
+.PHONY: setup test unit run demo console worker bench bench-console lint clean clean-lakehouse up down logs ps stack-test stack-local docker-check
 
 $(VENV)/.installed: pyproject.toml
 	python3 -m venv $(VENV)
@@ -55,8 +55,21 @@ lint: setup
 	$(VENV)/bin/ruff check engine webui tests bench docker
 	$(VENV)/bin/mypy engine
 
-clean:
-	rm -rf lakehouse spark-warehouse .pytest_cache artifacts
+# ./lakehouse is data, not build output: its tables, and lakehouse/.console (the console's SQLite
+# database, its secret key, the dev admin's password). clean keeps it; clean-lakehouse asks first.
+clean:  ## build and test leftovers; keeps ./lakehouse (tables, console database, secret key, admin password)
+	rm -rf spark-warehouse .pytest_cache artifacts
+	@if [ -e lakehouse ]; then echo "make clean: kept ./lakehouse (its tables, and lakehouse/.console: the console's database, secret key and admin password); 'make clean-lakehouse' deletes it"; fi
+
+clean-lakehouse:  ## delete ./lakehouse, console database, secret key and admin password included (asks; CONFIRM=yes skips)
+	@if [ ! -e lakehouse ]; then echo "make clean-lakehouse: no ./lakehouse"; exit 0; fi; \
+	answer="$(CONFIRM)"; \
+	if [ "$$answer" != yes ]; then \
+		printf "Delete ./lakehouse: every table in it, and the console's database, secret key and admin password? Type yes: "; \
+		read -r answer || answer=""; \
+	fi; \
+	if [ "$$answer" = yes ]; then rm -rf lakehouse && echo "make clean-lakehouse: deleted ./lakehouse"; \
+	else echo "make clean-lakehouse: kept ./lakehouse (nothing deleted)"; exit 1; fi
 
 # --- the local lakehouse ------------------------------------------------------------------
 

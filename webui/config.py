@@ -6,6 +6,8 @@ reads them once; `create_app(config)` takes a mapping of overrides (tests) on to
 
 from __future__ import annotations
 
+import ipaddress
+import logging
 import os
 import secrets
 from collections.abc import Mapping
@@ -14,6 +16,11 @@ from pathlib import Path
 
 DEFAULT_PORT = 8000
 DEFAULT_ROOTS = "./lakehouse"
+# one upload, once decoded (a small compressed file may hold far more), and queued/running
+# preview or write jobs per user (each kind counted on its own)
+DEFAULT_MAX_UPLOAD_ROWS = 1_000_000
+DEFAULT_MAX_UPLOAD_DECODED_MB = 256
+DEFAULT_MAX_JOBS_PER_USER = 4
 
 # the engine's own variables, passed through untouched to the worker's engine calls
 ENGINE_VARIABLES = (
@@ -62,6 +69,9 @@ class Settings:
     admin_user: str | None
     admin_password: str | None = field(repr=False)
     max_upload_mb: int
+    max_upload_rows: int
+    max_upload_decoded_mb: int
+    max_jobs_per_user: int
     spark_master: str
     secure_cookies: bool
     instance_dir: str
@@ -80,10 +90,7 @@ class Settings:
             first_local = next((r for r in roots if "://" not in r), None)
             instance = os.path.join(first_local, ".console") if first_local else os.path.abspath("instance")
         database_url = env.get("DATABASE_URL") or f"sqlite:///{os.path.join(instance, 'console.db')}"
-        secret = env.get("CONSOLE_SECRET_KEY") or ""
-        generated = False
-        if not secret:
-            secret, generated = _instance_secret(instance), True
+        secret, generated = resolve_secret(env.get("CONSOLE_SECRET_KEY") or "", env.get("CONSOLE_BIND") or "", instance)
         return cls(
             database_url=database_url,
             secret_key=secret,
@@ -92,6 +99,9 @@ class Settings:
             admin_user=env.get("CONSOLE_ADMIN_USER") or None,
             admin_password=env.get("CONSOLE_ADMIN_PASSWORD") or None,
             max_upload_mb=int(env.get("CONSOLE_MAX_UPLOAD_MB") or 64),
+            max_upload_rows=int(env.get("CONSOLE_MAX_UPLOAD_ROWS") or DEFAULT_MAX_UPLOAD_ROWS),
+            max_upload_decoded_mb=int(env.get("CONSOLE_MAX_UPLOAD_DECODED_MB") or DEFAULT_MAX_UPLOAD_DECODED_MB),
+            max_jobs_per_user=int(env.get("CONSOLE_MAX_JOBS_PER_USER") or DEFAULT_MAX_JOBS_PER_USER),
             spark_master=env.get("SPARK_MASTER") or "local[*]",
             secure_cookies=_bool(env.get("CONSOLE_SECURE_COOKIES")),
             instance_dir=instance,
@@ -125,7 +135,43 @@ class Settings:
             "CONSOLE_ADMIN_USER": self.admin_user,
             "CONSOLE_ADMIN_PASSWORD": self.admin_password,
             "CONSOLE_SPARK_MASTER": self.spark_master,
+            "CONSOLE_MAX_UPLOAD_ROWS": self.max_upload_rows,
+            "CONSOLE_MAX_UPLOAD_DECODED_MB": self.max_upload_decoded_mb,
+            "CONSOLE_MAX_JOBS_PER_USER": self.max_jobs_per_user,
         }
+
+
+# CONSOLE_SECRET_KEY values published in this repository (.env.example, docker-compose.yml):
+# anyone can sign a session cookie with them, so they are only ever used on a loopback bind
+PUBLISHED_SECRET_KEYS = frozenset({"change-me-local-dev-only"})
+_log = logging.getLogger(__name__)
+
+
+def is_loopback(bind: str) -> bool:
+    """Whether a host address (`CONSOLE_BIND`) only this machine reaches: 127.0.0.0/8, ::1,
+    localhost. An empty value is the console's own default bind (127.0.0.1: make run, make console)."""
+    host = bind.strip().strip("[]")
+    if not host or host.lower() == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False  # a host name: it may resolve to any interface
+
+
+def resolve_secret(given: str, bind: str, instance: str) -> tuple[str, bool]:
+    """(secret key, generated?): the given key, unless it is missing, or a published default
+    while the console is published beyond loopback (`CONSOLE_BIND`, the compose file's
+    STACK_BIND); then a random key kept in the instance folder (a volume in the stack), reused
+    on every restart and by every gunicorn worker."""
+    if given and (given not in PUBLISHED_SECRET_KEYS or is_loopback(bind)):
+        return given, False
+    if given:
+        _log.warning(
+            "CONSOLE_SECRET_KEY is the published default and the console is published on %s (not loopback): "
+            "using a random key kept in %s instead. Set CONSOLE_SECRET_KEY to a long random value.",
+            bind, os.path.join(instance, "secret_key"))
+    return _instance_secret(instance), True
 
 
 def _instance_secret(instance: str) -> str:
@@ -133,9 +179,13 @@ def _instance_secret(instance: str) -> str:
     gunicorn workers agree on it when CONSOLE_SECRET_KEY is not set."""
     path = Path(instance) / "secret_key"
     try:
-        return path.read_text().strip()
+        kept = path.read_text().strip()
     except FileNotFoundError:
-        pass
+        kept = None
+    if kept:
+        return kept
+    if kept == "":  # a writer died between creating and filling it: never sign with an empty key
+        path.unlink(missing_ok=True)
     path.parent.mkdir(parents=True, exist_ok=True)
     value = secrets.token_urlsafe(48)
     try:

@@ -49,8 +49,24 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--name", default=DEFAULT_NAME, help=f"the table's name (default {DEFAULT_NAME})")
     parser.add_argument("--no-console", action="store_true", help="do not register the table in the console")
     args = parser.parse_args(argv)
+    refusal = check_table_path(args.name)  # before Spark starts
+    if refusal is not None:
+        print(f"python -m engine.demo: {refusal}", file=sys.stderr)
+        return 2
     run(name=args.name, console=not args.no_console, out=lambda line: print(line, flush=True))
     return 0
+
+
+def check_table_path(name: str, env: Mapping[str, str] | None = None) -> str | None:
+    """Why the demo must not replace what is at its table's path (None: it may)."""
+    from engine.demo.folder import DemoFolderError, check_replaceable
+    from engine.storage import storage_for
+
+    try:
+        check_replaceable(storage_for(table_uri(name, env)), name)
+    except DemoFolderError as exc:
+        return str(exc)
+    return None
 
 
 if __name__ == "__main__":

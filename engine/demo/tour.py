@@ -14,6 +14,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from engine.api import Table
+from engine.demo import folder as demo_folder
 from engine.demo import trips
 from engine.demo.links import ConsoleLinks
 from engine.services.maintenance import Maintenance
@@ -63,12 +64,16 @@ def _fares(df: DataFrame, ids: list[str]) -> dict[str, float]:
 
 def run_tour(spark: SparkSession, path: str, name: str, links: ConsoleLinks,
              out: Callable[[str], None] = print, register: Callable[[str], str] | None = None) -> TourReport:
-    """Create the table `name` at `path` (replacing what a previous run left there) and walk it
+    """Create the table `name` at `path` (replacing what a previous run left there; anything
+    else there is refused with `DemoFolderError`, see `engine.demo.folder`) and walk it
     through the steps. `register(table_uri)` is called once the table exists (the console's
     registration) and returns the line to print."""
-    storage_for(path).delete_dir("")
+    storage = storage_for(path)
+    demo_folder.check_replaceable(storage, name)  # never wipe a folder that is not this demo's table
+    storage.delete_dir("")
     table = Table.create(spark, path, name=name, record_key="trip_id", partition_fields="city",
                          precombine_field="ts")
+    demo_folder.mark(storage, name)
     report = TourReport(path=table.path)
     p = _Printer(out, links, report)
     out(f"hoodie demo: a trips table `{name}` at {table.path} (record key trip_id, partitioned by city, "

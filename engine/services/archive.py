@@ -34,9 +34,10 @@ from engine.constants import METAFOLDER
 from engine.errors import CorruptTableError
 from engine.services.retention import last_earliest_retained
 from engine.services.serial import Documented
+from engine.storage.base import FileInfo
 from engine.table import failed_writes
 from engine.table.commit_metadata import CommitMetadata
-from engine.table.meta_client import MetaClient
+from engine.table.meta_client import MetaClient, instant_file_names
 from engine.table.ownership import FileOwnership
 from engine.timeline import archive_log, avro_models
 from engine.timeline.instant import Action, Instant, State
@@ -147,6 +148,21 @@ def execute_archive(meta: MetaClient, plan: ArchivePlan, fence: Callable[[], Non
     if first is not None:  # failed writes below the active timeline: their debris is gone
         failed_writes.forget_before(meta.storage, first)
     return plan.times
+
+
+def timeline_files(meta: MetaClient, plan: ArchivePlan) -> list[FileInfo]:
+    """The timeline files in `.hoodie/` that executing `plan` removes (their instants move into
+    the archive file), in the order `execute_archive` removes them; only those present now."""
+    if not plan.instants:
+        return []
+    present = {f.name: f for f in meta.storage.list_dir(METAFOLDER) if not f.is_dir}
+    out = []
+    for inst in plan.instants:
+        actions = (Action.COMPACTION, inst.action) if inst.action is Action.COMMIT else (inst.action,)
+        for action in actions:
+            names = instant_file_names(Instant(inst.time, action, State.REQUESTED))
+            out += [present[n] for n in names if n in present]
+    return out
 
 
 @dataclass(frozen=True)

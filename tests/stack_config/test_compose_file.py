@@ -173,10 +173,11 @@ def test_published_ports(config, tmp_path):
 
 
 def test_named_volumes(config):
-    assert sorted(config["volumes"]) == ["hbase-data", "minio-data", "postgres-data"]
+    assert sorted(config["volumes"]) == ["console-data", "hbase-data", "minio-data", "postgres-data"]
     mounts = {name: [(v["type"], v["source"], v["target"]) for v in svc.get("volumes") or []]
               for name, svc in config["services"].items() if svc.get("volumes")}
     assert mounts == {
+        "console": [("volume", "console-data", "/var/lib/hoodie-console")],
         "hbase": [("volume", "hbase-data", "/data")],
         "minio": [("volume", "minio-data", "/data")],
         "minio-init": [("bind", str(COMPOSE_FILE.parent / "minio"), "/init")],
@@ -214,3 +215,36 @@ def test_env_file_values_reach_the_services(tmp_path):
     assert s["minio-init"]["environment"]["LAKEHOUSE_BUCKET"] == "other"
     assert [(p["host_ip"], p["published"]) for p in s["console"]["ports"]] == [("0.0.0.0", "18000")]
     assert s["spark-worker"]["deploy"]["replicas"] == 3
+
+
+def test_the_console_never_signs_with_the_published_key_beyond_loopback(tmp_path):
+    """The compose file's default CONSOLE_SECRET_KEY is public. The console learns where it is
+    published (CONSOLE_BIND = STACK_BIND) and keeps a generated key in its volume; the config
+    the console would build from the rendered environment signs with the default only on
+    loopback, and with the same generated key across restarts otherwise."""
+    from webui.config import PUBLISHED_SECRET_KEYS, Settings
+
+    def console_env(env_text: str) -> dict[str, str]:
+        f = tmp_path / f"{len(list(tmp_path.iterdir()))}.env"
+        f.write_text(env_text)
+        return compose_config(env_file=f)["services"]["console"]["environment"]
+
+    local = console_env("")
+    assert local["CONSOLE_SECRET_KEY"] in PUBLISHED_SECRET_KEYS and local["CONSOLE_BIND"] == "127.0.0.1"
+    volume = tmp_path / "console-data"  # stands for the console-data volume
+    as_local = Settings.from_env({**local, "CONSOLE_INSTANCE_DIR": str(volume)})
+    assert (as_local.secret_key, as_local.secret_key_generated) == (local["CONSOLE_SECRET_KEY"], False)
+    assert not volume.exists()
+
+    wide = console_env("STACK_BIND=0.0.0.0\n")
+    assert (wide["CONSOLE_BIND"], wide["CONSOLE_INSTANCE_DIR"]) == ("0.0.0.0", "/var/lib/hoodie-console")
+    first = Settings.from_env({**wide, "CONSOLE_INSTANCE_DIR": str(volume)})
+    assert first.secret_key_generated and first.secret_key not in PUBLISHED_SECRET_KEYS
+    assert len(first.secret_key) >= 64 and (volume / "secret_key").read_text() == first.secret_key
+    assert (volume / "secret_key").stat().st_mode & 0o777 == 0o600
+    restarted = Settings.from_env({**wide, "CONSOLE_INSTANCE_DIR": str(volume)})
+    assert restarted.secret_key == first.secret_key  # sessions survive a restart
+
+    own = console_env("STACK_BIND=0.0.0.0\nCONSOLE_SECRET_KEY=a-long-random-value-of-the-operator\n")
+    assert Settings.from_env({**own, "CONSOLE_INSTANCE_DIR": str(volume)}).secret_key == \
+        "a-long-random-value-of-the-operator"

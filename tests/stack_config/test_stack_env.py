@@ -31,14 +31,15 @@ NOT_SET_IN_STACK = {
     "HOODIE_FAILPOINT": "crash tests only",
     "HOODIE_FAILPOINT_PGID": "crash tests only",
     # the console's optional settings (webui/config.py and its CLI, as on the console branch)
-    "CONSOLE_INSTANCE_DIR": "instance folder for a generated secret and the SQLite file: unused when "
-                            "CONSOLE_SECRET_KEY and DATABASE_URL are set, as in the stack",
     "CONSOLE_SECURE_COOKIES": "Secure cookies behind TLS; the local stack serves plain HTTP",
     "CONSOLE_RATELIMIT_STORAGE_URI": "login throttling store; memory:// (the default) is enough locally",
     "CONSOLE_LOGIN_LIMIT": "login throttling rate (default 10 per minute)",
     "CONSOLE_PORT": "the port of `hoodie-console run` (make run); in the stack gunicorn's -b sets it, and "
                     "CONSOLE_PORT in .env is the published host port, never passed into a container",
     "CONSOLE_NEW_PASSWORD": "input of `hoodie-console create-user`",
+    "CONSOLE_MAX_UPLOAD_ROWS": "bound on one upload's rows; the default (1,000,000) suits the local stack",
+    "CONSOLE_MAX_UPLOAD_DECODED_MB": "bound on one upload once decoded; the default (256) suits the local stack",
+    "CONSOLE_MAX_JOBS_PER_USER": "queued/running preview or write jobs per user; the default (4) suits the local stack",
     "CONSOLE_URL": "the console's address as tests/stack and the demo's printed links see it: set for "
                    "stack-test only; elsewhere the demo prints http://127.0.0.1:$CONSOLE_PORT (default 8000), "
                    "what a browser on the host opens",
@@ -55,10 +56,12 @@ INDIRECT = {
                                'hold, _, table = (os.environ.get(HOLD_ENV) or "").partition("@")'),
     "webui/config.py": (set(), "return os.environ.get(name)"),
 }
+# the web console only: where it is published, and its volume for a generated secret key
+CONSOLE_WEB_VARS = {"CONSOLE_BIND", "CONSOLE_INSTANCE_DIR"}
 NEEDS = {
     "spark-master": ENGINE_VARS,
     "spark-worker": ENGINE_VARS,
-    "console": ENGINE_VARS | CONSOLE_VARS,
+    "console": ENGINE_VARS | CONSOLE_VARS | CONSOLE_WEB_VARS,
     "worker": ENGINE_VARS | CONSOLE_VARS,
     "console-migrate": CONSOLE_VARS,
 }
@@ -85,7 +88,7 @@ def variables_read() -> set[str]:
 
 def test_every_variable_the_code_reads_is_classified():
     found = variables_read()
-    assert found - ENGINE_VARS - CONSOLE_VARS - set(NOT_SET_IN_STACK) == set()
+    assert found - ENGINE_VARS - CONSOLE_VARS - CONSOLE_WEB_VARS - set(NOT_SET_IN_STACK) == set()
     # the scan sees what the engine reads (a broken scanner would find nothing and pass above)
     assert ENGINE_VARS <= found
     assert {"AWS_SESSION_TOKEN", "AWS_DEFAULT_REGION", "HOODIE_FAILPOINT"} <= found
@@ -158,4 +161,7 @@ def test_the_console_database_is_the_postgres_service(env):
 
 
 def test_console_and_runner_share_one_configuration(env):
-    assert env["console"] == env["worker"] == env["console-migrate"]
+    web = {k: v for k, v in env["console"].items() if k not in CONSOLE_WEB_VARS}
+    assert web == env["worker"] == env["console-migrate"]
+    assert {k: env["console"][k] for k in CONSOLE_WEB_VARS} == {
+        "CONSOLE_BIND": "127.0.0.1", "CONSOLE_INSTANCE_DIR": "/var/lib/hoodie-console"}

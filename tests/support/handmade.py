@@ -128,3 +128,22 @@ def add_pending(t: Handmade, at: datetime, state: State = State.INFLIGHT) -> str
 
 def file_count(path: str) -> int:
     return sum(len(files) for _d, _s, files in os.walk(path))
+
+
+def add_failed_write(t: Handmade, at: datetime, partition: str, known: bool = True) -> str:
+    """A straggler's base file of a write that aborted at `at` (no timeline files), in a new file
+    group of `partition`; `known`: the write recorded itself in `.hoodie/.failed_writes/` (as the
+    engine's abort does), else the file's instant is one this table never knew. Returns its path."""
+    from engine.table import failed_writes
+
+    time = format_instant_time(at)
+    fid = new_file_id()
+    name = base_file_name(fid, "0-0-0", time)
+    rel = f"{partition}/{name}"
+    rows = [{"_hoodie_commit_time": time, "_hoodie_commit_seqno": f"{time}_0_0", "_hoodie_record_key": f"debris-{fid}",
+             "_hoodie_partition_path": partition, "_hoodie_file_name": name, "trip_id": f"debris-{fid}",
+             "city": partition, "ts": 0, "fare": 1.0}]
+    t.meta.storage.write_bytes(rel, _parquet(rows))
+    if known:
+        failed_writes.record(t.meta.storage, time, "commit", [(partition, fid)])
+    return rel

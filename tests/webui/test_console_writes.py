@@ -95,9 +95,9 @@ def test_bad_uploads_get_clear_errors_and_nothing_happens(console):
     client = console.client("operator")
     before = tree_bytes(console.table.path)
     _assert_refused(console, _upload(client, "batch.xlsx", b"PK\x03\x04"), 415, "unsupported file type &#39;.xlsx&#39;", before)
-    _assert_refused(console, _upload(client, "batch.parquet", b"not parquet at all"), 415,
+    _assert_refused(console, _upload(client, "batch.parquet", b"not parquet at all"), 400,
                     "is not a Parquet file (no PAR1 magic bytes)", before)
-    _assert_refused(console, _upload(client, "batch.jsonl", b'{"trip_id": "a", "city": "paris"\n'), 415,
+    _assert_refused(console, _upload(client, "batch.jsonl", b'{"trip_id": "a", "city": "paris"\n'), 400,
                     "cannot read batch.jsonl as JSON lines", before)
     _assert_refused(console, _upload(client, "batch.csv", b"trip_id,city,ts,fare\n,paris,1,2.0\nt9,paris,1,2.0\n"), 422,
                     "1 row(s) have a null or empty record key (trip_id); every row needs a key", before)

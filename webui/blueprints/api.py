@@ -149,19 +149,21 @@ def submit_job(name: str):  # type: ignore[no-untyped-def]
                                              "(and an instant for as_of and incremental)")
         if mode == "read_optimized" and entry.table_type != "MERGE_ON_READ":
             return api_error(400, "invalid", "read_optimized applies to MERGE_ON_READ tables only")
-        job = jobs.enqueue(actor, entry, "preview", {"mode": mode, "instant": body.get("instant"),
-                                                     "limit": int(body.get("limit") or 50)})
+        params = {"mode": mode, "instant": body.get("instant"), "limit": int(body.get("limit") or 50)}
+        job = jobs.enqueue(actor, entry, "preview", params)
+        audit.record(actor, "preview", "queued", table=entry.name, params=params, job_id=job.id)
         return jsonify({"job_id": job.id}), 202
     if operation not in uploads.OPERATIONS:
         return api_error(400, "invalid", f"operation must be one of {', '.join(uploads.OPERATIONS)} or preview")
     authorize(actor, jobs.ROLE_FOR[operation])
+    jobs.check_user_quota(actor, operation)  # before the batch is read and stored
     try:
         if request.files:
             f = request.files.get("file")
             if f is None:
                 raise uploads.UploadError("send the batch as the multipart field 'file'")
             filename = f.filename or "upload"
-            table = uploads.parse(filename, f.read())
+            table = uploads.parse(filename, f.stream)
         else:
             filename = "records.json"
             table = uploads.from_records(_body().get("records"))

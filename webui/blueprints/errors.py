@@ -7,6 +7,7 @@ from flask_wtf.csrf import CSRFError
 from werkzeug.exceptions import HTTPException
 
 from webui.auth import api_error, is_api_request
+from webui.services.jobs import QueueFullError
 
 MESSAGES = {
     400: "The request was not valid.",
@@ -36,7 +37,7 @@ def register(app: Flask) -> None:
             from webui.filters import human_bytes
 
             message = f"The upload is larger than the limit of {human_bytes(limit)} (CONSOLE_MAX_UPLOAD_MB)."
-        if code == 429:
+        if code == 429 and not isinstance(exc, QueueFullError):  # Flask-Limiter's: say it plainly
             message = MESSAGES[429]
         return _answer(code, message)
 

@@ -7,7 +7,7 @@ from flask import Blueprint, flash, jsonify, redirect, render_template, url_for
 from webui.auth import current_actor, requires
 from webui.forms import ActionForm, PreviewForm
 from webui.models import Role
-from webui.services import jobs, tables
+from webui.services import audit, jobs, tables
 
 bp = Blueprint("jobs", __name__)
 
@@ -59,6 +59,7 @@ def data_preview(name: str):  # type: ignore[no-untyped-def]
         else:
             params = {"mode": mode, "instant": form.instant.data or None, "limit": form.limit.data or 50}
             job = jobs.enqueue(current_actor(), entry, "preview", params)
+            audit.record(current_actor(), "preview", "queued", table=entry.name, params=params, job_id=job.id)
             return redirect(url_for("jobs.job_page", job_id=job.id))
     elif form.is_submitted():
         status = 400

@@ -48,8 +48,9 @@ def upload(name: str):  # type: ignore[no-untyped-def]
     if not up.validate_on_submit():
         return _render_form(entry, up, demo, "choose a file to upload", 400)
     f = up.file.data
+    jobs.check_user_quota(current_actor(), up.operation.data or "upsert")  # before the batch is read and stored
     try:
-        table = uploads.parse(f.filename or "", f.read())
+        table = uploads.parse(f.filename or "", f.stream)
         return _preview(entry, table, f.filename or "upload", up.operation.data or "upsert")
     except uploads.UploadError as exc:
         return _render_form(entry, up, demo, str(exc), exc.status)

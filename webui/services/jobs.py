@@ -9,7 +9,7 @@ from datetime import datetime
 from typing import Any
 
 import sqlalchemy as sa
-from werkzeug.exceptions import Forbidden, NotFound
+from werkzeug.exceptions import Forbidden, NotFound, TooManyRequests
 
 from webui.extensions import db
 from webui.models import Job, JobState, Role, TableEntry, User, Worker, utcnow
@@ -30,9 +30,43 @@ ROLE_FOR = {
 }
 
 
+# jobs bounded per user (CONSOLE_MAX_JOBS_PER_USER queued or running, each kind counted apart)
+BOUNDED_KINDS = {"preview": ("preview",), "write": WRITE_OPERATIONS}
+
+
+class QueueFullError(TooManyRequests):
+    """The user already has as many jobs of this kind queued or running as allowed (429)."""
+
+
+def _kind(operation: str) -> str | None:
+    return next((k for k, ops in BOUNDED_KINDS.items() if operation in ops), None)
+
+
+def check_user_quota(actor: User | None, operation: str) -> None:
+    """QueueFullError when `actor` already has CONSOLE_MAX_JOBS_PER_USER preview (or write) jobs
+    queued or running; system jobs (no actor) and table services are not bounded."""
+    from flask import current_app
+
+    kind = _kind(operation)
+    if actor is None or kind is None:
+        return
+    limit = int(current_app.config.get("CONSOLE_MAX_JOBS_PER_USER") or 0)
+    if limit <= 0:
+        return
+    active = db.session.scalar(
+        sa.select(sa.func.count(Job.id)).where(
+            Job.created_by == actor.id, Job.operation.in_(BOUNDED_KINDS[kind]),
+            Job.state.in_((JobState.QUEUED.value, JobState.RUNNING.value))))
+    if (active or 0) >= limit:
+        raise QueueFullError(
+            f"You already have {active} {kind} job(s) queued or running, the most one user may have "
+            f"(CONSOLE_MAX_JOBS_PER_USER={limit}): wait for one to finish, or cancel one, then try again.")
+
+
 def enqueue(actor: User | None, entry: TableEntry | None, operation: str, params: dict[str, Any], commit: bool = True) -> Job:
     if operation not in ROLE_FOR:
         raise ValueError(f"unknown operation {operation!r}")
+    check_user_quota(actor, operation)
     job = Job(
         table_id=entry.id if entry is not None else None,
         operation=operation,

@@ -231,8 +231,7 @@ def summarize(snap: TableSnapshot, operation: str, params: dict[str, Any], resul
         out["notes"].append(f"policy {getattr(result, 'policy', '?')}, {getattr(result, 'retained', '?')} retained; "
                             f"earliest retained commit {getattr(result, 'earliest_retained', None) or '-'}")
     elif operation == "archive":
-        out["instants"] = [{"time": i.time, "action": i.action.value, "state": i.state.value, "totals": None}
-                           for i in getattr(result, "instants", ())]
+        _summarize_archive(snap, result, out)
     elif operation == "savepoint":
         files = list(getattr(result, "files", ()))
         out["files"] = [{"path": f, "size": sizes.get(f)} for f in files]
@@ -245,6 +244,39 @@ def summarize(snap: TableSnapshot, operation: str, params: dict[str, Any], resul
     out["file_count"] = len(out["files"])
     out["nothing_to_do"] = operation in ("clean", "archive", "compaction") and not out["files"] and not out["instants"]
     return out
+
+
+def _summarize_archive(snap: TableSnapshot, plan: Any, out: dict[str, Any]) -> None:
+    """Archival's files as rollback's: the timeline files that move into the archive file, then
+    the data files of failed writes it deletes first (`ArchivePlan.debris`); each with its fate."""
+    from engine.services.archive import timeline_files
+
+    sizes = _sizes(snap)
+    out["instants"] = [{"time": i.time, "action": i.action.value, "state": i.state.value, "totals": None}
+                       for i in plan.instants]
+    out["files"] = [{"path": f.path, "size": f.size, "fate": "archived"} for f in timeline_files(snap.meta, plan)]
+    out["files"] += [{"path": p, "size": sizes.get(p) if p in sizes else _size(snap, p), "fate": "deleted"}
+                     for p in plan.debris]
+    out["archived_files"] = sum(1 for f in out["files"] if f["fate"] == "archived")
+    out["deleted_files"] = len(plan.debris)
+    if plan.instants:
+        out["notes"].append(f"{len(plan.instants)} instant(s) move from .hoodie/ into an archive file in "
+                            f".hoodie/{snap.meta.config.archivelog_folder}/ (their timeline files are removed).")
+    if plan.debris:
+        out["notes"].append(f"First, {len(plan.debris)} file(s) of failed writes in that range are deleted: once "
+                            "archived, their instants' files would count as committed.")
+    if plan.held_back:
+        out["held_back"] = list(plan.held_back)
+        out["notes"].append(f"{len(plan.held_back)} file(s) of instants this table never wrote are kept, and "
+                            "archival stops below the oldest of them: " + ", ".join(plan.held_back[:5])
+                            + (" …" if len(plan.held_back) > 5 else ""))
+
+
+def _size(snap: TableSnapshot, path: str) -> int | None:
+    try:
+        return snap.meta.storage.size(path)
+    except (FileNotFoundError, EngineError):  # gone since the plan was made: no size to show
+        return None
 
 
 def _summarize_compaction(snap: TableSnapshot, result: CompactionDryRun, out: dict[str, Any]) -> None:

@@ -15,12 +15,10 @@ import re
 import secrets
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from typing import IO, Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
-import pyarrow.csv as pacsv
-import pyarrow.json as pajson
 import pyarrow.parquet as pq
 
 from engine.errors import InvalidInputError, SchemaMismatchError
@@ -29,54 +27,40 @@ from engine.write.keygen import KeySpec
 from engine.write.schema_check import canonical_type, resolve_write_schema
 from webui.extensions import db
 from webui.models import TableEntry, Upload, User
+from webui.services.batch_files import UploadError, UploadLimits, read_batch, split_name
 
-FORMATS = {".csv": "csv", ".json": "json", ".jsonl": "json", ".ndjson": "json", ".parquet": "parquet"}
 OPERATIONS = ("upsert", "insert", "delete")
 PREVIEW_ROWS = 20
 _UPLOAD_ID = re.compile(r"^[a-f0-9]{32}$")
 
 
-class UploadError(ValueError):
-    """The batch is unusable; the message says why. Nothing was stored or queued."""
-
-    def __init__(self, message: str, status: int = 400) -> None:
-        super().__init__(message)
-        self.status = status
-
-
 def format_of(filename: str) -> str:
-    ext = os.path.splitext((filename or "").lower())[1]
-    if ext not in FORMATS:
-        raise UploadError(
-            f"unsupported file type {ext or '(none)'!r}: upload a .csv (with a header row), .json/.jsonl "
-            "(one JSON object per line) or .parquet file", 415)
-    return FORMATS[ext]
+    return split_name(filename)[0]
 
 
-def parse(filename: str, data: bytes) -> pa.Table:
-    fmt = format_of(filename)
-    if not data:
-        raise UploadError("the file is empty")
-    try:
-        if fmt == "parquet":
-            if data[:4] != b"PAR1":
-                raise UploadError(f"{filename} is not a Parquet file (no PAR1 magic bytes)", 415)
-            table = pq.read_table(io.BytesIO(data))
-        elif fmt == "csv":
-            table = pacsv.read_csv(io.BytesIO(data))
-        else:
-            table = pajson.read_json(io.BytesIO(data))
-    except UploadError:
-        raise
-    except (pa.ArrowInvalid, pa.ArrowNotImplementedError, OSError, UnicodeDecodeError) as exc:
-        kind = {"csv": "CSV with a header row", "json": "JSON lines", "parquet": "Parquet"}[fmt]
-        raise UploadError(f"cannot read {filename} as {kind}: {_first_line(str(exc))}", 415) from exc
-    return normalize(table)
+def limits() -> UploadLimits:
+    """The app's bounds on one upload (webui/config.py; its defaults outside an app)."""
+    from flask import current_app, has_app_context
+
+    from webui.config import DEFAULT_MAX_UPLOAD_DECODED_MB, DEFAULT_MAX_UPLOAD_ROWS
+
+    config = current_app.config if has_app_context() else {}
+    return UploadLimits(int(config.get("CONSOLE_MAX_UPLOAD_ROWS", DEFAULT_MAX_UPLOAD_ROWS)),
+                        int(config.get("CONSOLE_MAX_UPLOAD_DECODED_MB", DEFAULT_MAX_UPLOAD_DECODED_MB)) << 20)
+
+
+def parse(filename: str, data: bytes | IO[bytes], bounds: UploadLimits | None = None) -> pa.Table:
+    """An uploaded file (its bytes, or a seekable binary stream) as a normalized table, read
+    within `bounds` (the app's, by default): see `batch_files`."""
+    return normalize(read_batch(filename, data, bounds or limits()))
 
 
 def from_records(records: Any) -> pa.Table:
     if not isinstance(records, list) or not records or not all(isinstance(r, dict) for r in records):
         raise UploadError("records must be a non-empty list of JSON objects")
+    bounds = limits()
+    if len(records) > bounds.max_rows:
+        raise bounds.rows_error("the records", len(records))
     try:
         return normalize(pa.Table.from_pylist(records))
     except (pa.ArrowInvalid, pa.ArrowTypeError) as exc:
@@ -127,6 +111,7 @@ def check(meta: MetaClient, table: pa.Table, operation: str) -> CheckedBatch:
     cfg = meta.config
     spec = KeySpec.from_config(cfg)
     table_schema = meta.latest_schema()
+    _check_nested(table.schema, table_schema, cfg.name)
     if table_schema is not None:
         table = align_text_times(table, table_schema)
     try:
@@ -141,6 +126,20 @@ def check(meta: MetaClient, table: pa.Table, operation: str) -> CheckedBatch:
             f"{bad} row(s) have a null or empty record key ({', '.join(spec.record_key_fields)}); "
             "every row needs a key", 422)
     return CheckedBatch(table, operation, compare_schemas(table.schema, table_schema, spec, cfg.precombine_field))
+
+
+def _check_nested(incoming: pa.Schema, table: pa.Schema | None, name: str) -> None:
+    """Nested columns (struct, list, map) only where the table has the same column: the console
+    neither shows nor evolves nested types."""
+    for f in incoming:
+        if not pa.types.is_nested(f.type):
+            continue
+        if table is not None and f.name in table.names and canonical_type(table.field(f.name).type) == canonical_type(f.type):
+            continue
+        has = (f"has {table.field(f.name).type}" if table is not None and f.name in table.names
+               else "has no such column")
+        raise UploadError(f"column {f.name!r} has the nested type {f.type}, which table {name!r} {has}: "
+                          "upload flat columns (or write nested data with the engine's API)")
 
 
 def align_text_times(table: pa.Table, target: pa.Schema) -> pa.Table:
