@@ -76,6 +76,18 @@ class CorruptTableError(EngineError):
     """A table file (properties, timeline, base file) could not be parsed."""
 
 
+class UnsupportedTableVersionError(EngineError):
+    """The table is a valid Hudi table of a version this engine does not read (`version`, or
+    None when `hoodie.table.version` is missing or not a number); the message names the file."""
+
+    def __init__(self, message: str, version: int | None = None) -> None:
+        super().__init__(message)
+        self.version = version
+
+    def __reduce__(self) -> tuple[type[UnsupportedTableVersionError], tuple[str, int | None]]:
+        return (type(self), (str(self), self.version))
+
+
 class ConcurrentWriteError(CommitConflictError):
     """Another writer holds the table lock, or took it over from us (see `engine.table.lock`).
 

@@ -9,7 +9,7 @@ from enum import StrEnum
 import javaproperties
 
 from engine.constants import TABLE_VERSION, TIMELINE_LAYOUT_VERSION
-from engine.errors import CorruptTableError, InvalidConfigError
+from engine.errors import CorruptTableError, InvalidConfigError, UnsupportedTableVersionError
 
 # property keys
 NAME = "hoodie.table.name"
@@ -184,14 +184,20 @@ class TableConfig:
 
     @classmethod
     def from_properties(cls, props: dict[str, str]) -> TableConfig:
+        for key in (NAME, VERSION):
+            if not props.get(key):
+                raise CorruptTableError(f"hoodie.properties lacks {key}")
+        name = props[NAME]
         try:
-            name = props[NAME]
-            version = int(props.get(VERSION, "0"))
-        except (KeyError, ValueError) as exc:
-            raise CorruptTableError(f"hoodie.properties lacks a valid {exc}") from exc
+            version = int(props[VERSION])
+        except ValueError as exc:
+            raise CorruptTableError(f"hoodie.properties: {VERSION}={props[VERSION]!r} is not a number") from exc
         if version != TABLE_VERSION:
-            raise CorruptTableError(
-                f"table version {version} is not supported (this engine reads and writes version 6)"
+            known = {8: " (written by Apache Hudi 1.0)", 9: " (written by Apache Hudi 1.1)"}.get(version, "")
+            raise UnsupportedTableVersionError(
+                f"table version {version}{known} is not supported "
+                f"(this engine reads and writes version 6)",
+                version,
             )
         database = props.get(DATABASE, "default") or "default"
         stored = props.get(CHECKSUM)

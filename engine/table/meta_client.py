@@ -20,6 +20,7 @@ from engine.errors import (
     StorageError,
     TableExistsError,
     TableNotFoundError,
+    UnsupportedTableVersionError,
 )
 from engine.storage import Storage, storage_for
 from engine.table.commit_metadata import CommitMetadata
@@ -52,7 +53,11 @@ class MetaClient:
             raise CorruptTableError(f"{storage.uri(PROPERTIES_PATH)} is not UTF-8 text") from exc
         except (NotADirectoryError, IsADirectoryError) as exc:
             raise TableNotFoundError(f"no Hudi table at {storage.base_uri}") from exc
-        return cls(storage, TableConfig.from_text(text))
+        try:
+            config = TableConfig.from_text(text)
+        except UnsupportedTableVersionError as exc:
+            raise UnsupportedTableVersionError(f"{storage.uri(PROPERTIES_PATH)}: {exc}", exc.version) from None
+        return cls(storage, config)
 
     @classmethod
     def create(cls, storage: Storage, config: TableConfig) -> MetaClient:

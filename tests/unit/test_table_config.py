@@ -18,7 +18,7 @@ from engine.config.table_config import (
     table_checksum,
 )
 from engine.config.write_config import MB, WriteConfig
-from engine.errors import CorruptTableError, InvalidConfigError
+from engine.errors import CorruptTableError, InvalidConfigError, UnsupportedTableVersionError
 from tests.support.samples import sample_table, table_properties
 
 COW, MOR = TableType.COPY_ON_WRITE, TableType.MERGE_ON_READ
@@ -300,10 +300,18 @@ def test_renamed_table_fails_checksum() -> None:
         TableConfig.from_text(text)
 
 
-@pytest.mark.parametrize("version", ["5", "8", "0", "x"])
-def test_unsupported_version_is_corrupt(version: str) -> None:
-    with pytest.raises(CorruptTableError):
+@pytest.mark.parametrize("version", ["5", "8", "9", "0"])
+def test_another_table_version_is_refused_naming_it(version: str) -> None:
+    with pytest.raises(UnsupportedTableVersionError) as refused:
         TableConfig.from_properties(_props(hoodie_table_version=version))
+    assert refused.value.version == int(version)
+    assert str(refused.value).startswith(f"table version {version}")
+    assert str(refused.value).endswith("is not supported (this engine reads and writes version 6)")
+
+
+def test_a_version_that_is_not_a_number_is_corrupt() -> None:
+    with pytest.raises(CorruptTableError, match="hoodie.table.version"):
+        TableConfig.from_properties(_props(hoodie_table_version="x"))
 
 
 def test_missing_version_name_or_keys_is_corrupt() -> None:
