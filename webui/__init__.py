@@ -33,13 +33,12 @@ def create_app(config: Mapping[str, Any] | None = None) -> Flask:
     if config:
         app.config.update(config)
 
-    from webui.extensions import csrf, db, limiter, login_manager, migrate
+    from webui.extensions import csrf, db, login_manager, migrate
 
     db.init_app(app)
     migrate.init_app(app, db, directory=_migrations_dir(), render_as_batch=True)
     login_manager.init_app(app)
     csrf.init_app(app)
-    limiter.init_app(app)
     _sqlite_pragmas(app)
 
     from webui import auth, blueprints, cli, filters

@@ -40,6 +40,16 @@ def _bool(value: str | None, default: bool = False) -> bool:
     return value.strip().lower() in ("1", "true", "yes", "on")
 
 
+def _int(value: str | None, default: int) -> int:
+    """A whole number of at least 0 (empty: the default)."""
+    if value is None or value.strip() == "":
+        return default
+    number = int(value)
+    if number < 0:
+        raise ValueError(f"expected a number >= 0, got {value!r}")
+    return number
+
+
 def split_roots(value: str) -> list[str]:
     """`CONSOLE_WAREHOUSE_ROOTS`: comma-separated local paths or s3://bucket/prefix URIs.
 
@@ -75,9 +85,12 @@ class Settings:
     spark_master: str
     secure_cookies: bool
     instance_dir: str
-    rate_limit_storage: str
     login_limit: str
     port: int
+    token_lifetime_days: int = 30
+    lockout_attempts: int = 5
+    lockout_window_min: int = 15
+    lockout_min: int = 15
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> Settings:
@@ -105,9 +118,12 @@ class Settings:
             spark_master=env.get("SPARK_MASTER") or "local[*]",
             secure_cookies=_bool(env.get("CONSOLE_SECURE_COOKIES")),
             instance_dir=instance,
-            rate_limit_storage=env.get("CONSOLE_RATELIMIT_STORAGE_URI") or "memory://",
             login_limit=env.get("CONSOLE_LOGIN_LIMIT") or "10 per minute",
             port=int(env.get("CONSOLE_PORT") or DEFAULT_PORT),
+            token_lifetime_days=_int(env.get("CONSOLE_TOKEN_LIFETIME_DAYS"), 30),
+            lockout_attempts=_int(env.get("CONSOLE_LOCKOUT_ATTEMPTS"), 5),
+            lockout_window_min=_int(env.get("CONSOLE_LOCKOUT_WINDOW_MIN"), 15),
+            lockout_min=_int(env.get("CONSOLE_LOCKOUT_MIN"), 15),
         )
 
     def flask_config(self) -> dict[str, object]:
@@ -127,11 +143,13 @@ class Settings:
             "REMEMBER_COOKIE_SAMESITE": "Lax",
             "REMEMBER_COOKIE_SECURE": self.secure_cookies,
             "WTF_CSRF_TIME_LIMIT": None,
-            "RATELIMIT_STORAGE_URI": self.rate_limit_storage,
-            "RATELIMIT_HEADERS_ENABLED": True,
             "CONSOLE_WAREHOUSE_ROOTS": list(self.warehouse_roots),
             "CONSOLE_INSTANCE_DIR": self.instance_dir,
             "CONSOLE_LOGIN_LIMIT": self.login_limit,
+            "CONSOLE_TOKEN_LIFETIME_DAYS": self.token_lifetime_days,
+            "CONSOLE_LOCKOUT_ATTEMPTS": self.lockout_attempts,
+            "CONSOLE_LOCKOUT_WINDOW_MIN": self.lockout_window_min,
+            "CONSOLE_LOCKOUT_MIN": self.lockout_min,
             "CONSOLE_ADMIN_USER": self.admin_user,
             "CONSOLE_ADMIN_PASSWORD": self.admin_password,
             "CONSOLE_SPARK_MASTER": self.spark_master,

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from flask_limiter import Limiter
-from flask_limiter.util import get_remote_address
 from flask_login import LoginManager
 from flask_migrate import Migrate
 from flask_sqlalchemy import SQLAlchemy
@@ -19,5 +17,5 @@ db = SQLAlchemy(model_class=Base)
 migrate = Migrate()
 login_manager = LoginManager()
 csrf = CSRFProtect()
-# no default limits: only the login form and the token endpoint are throttled
-limiter = Limiter(key_func=get_remote_address, default_limits=[])
+# no Flask-Limiter: its storages share nothing between gunicorn workers without Redis, so the
+# login throttle and lockout count attempts in the console's database (`services/logins.py`)

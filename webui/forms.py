@@ -96,3 +96,13 @@ class NewUserForm(FlaskForm):
 
 class RoleForm(FlaskForm):
     role = SelectField("Role", choices=ROLES)
+
+
+class ChangePasswordForm(FlaskForm):
+    current = PasswordField("Current password", validators=[DataRequired(), Length(max=256)])
+    new = PasswordField("New password", validators=[DataRequired(), Length(max=256)])
+    confirm = PasswordField("New password again", validators=[DataRequired(), Length(max=256)])
+
+
+class ResetPasswordForm(FlaskForm):
+    password = PasswordField("Temporary password", validators=[DataRequired(), Length(min=8, max=256)])

@@ -61,6 +61,12 @@ class User(UserMixin, db.Model):
     role: Mapped[str] = mapped_column(sa.String(16), default=Role.VIEWER.value)
     active: Mapped[bool] = mapped_column(default=True)
     created_at: Mapped[datetime] = mapped_column(default=utcnow)
+    # set for the first admin's one-time password and by an admin's reset: every page leads to the
+    # change-password page, and the API refuses the user's tokens, until the user picks a password
+    must_change_password: Mapped[bool] = mapped_column(default=False, server_default=sa.false())
+    # after repeated failed logins (`webui.services.logins`); kept once past, as the point from
+    # which failures count again (an admin's unlock sets it to the unlock time)
+    locked_until: Mapped[datetime | None] = mapped_column(default=None)
 
     tokens: Mapped[list[ApiToken]] = relationship(back_populates="user", cascade="all, delete-orphan")
 
@@ -69,6 +75,17 @@ class User(UserMixin, db.Model):
 
     def check_password(self, password: str) -> bool:
         return check_password_hash(self.password_hash, password)
+
+    @property
+    def session_stamp(self) -> str:
+        """Part of the session's user id: a password change or reset ends every older session."""
+        return hashlib.sha256(self.password_hash.encode("utf-8")).hexdigest()[:16]
+
+    def get_id(self) -> str:  # Flask-Login: what the session cookie holds
+        return f"{self.id}:{self.session_stamp}"
+
+    def is_locked(self, now: datetime) -> bool:
+        return self.locked_until is not None and self.locked_until > now
 
     @property
     def role_enum(self) -> Role:
@@ -96,12 +113,37 @@ class ApiToken(db.Model):
     created_at: Mapped[datetime] = mapped_column(default=utcnow)
     last_used_at: Mapped[datetime | None] = mapped_column(default=None)
     revoked: Mapped[bool] = mapped_column(default=False)
+    revoked_at: Mapped[datetime | None] = mapped_column(default=None)
+    expires_at: Mapped[datetime | None] = mapped_column(default=None)  # None: never (lifetime 0)
 
     user: Mapped[User] = relationship(back_populates="tokens")
 
     @staticmethod
     def hash(token: str) -> str:
         return hashlib.sha256(token.encode("utf-8")).hexdigest()
+
+    def state(self, now: datetime) -> str:
+        """active, revoked or expired."""
+        if self.revoked:
+            return "revoked"
+        if self.expires_at is not None and self.expires_at <= now:
+            return "expired"
+        return "active"
+
+
+class LoginAttempt(db.Model):
+    """One login or token request (`webui.services.logins`): the shared budget of the login rate
+    limit (every gunicorn worker counts the same rows) and the failures that lock an account.
+    Never the password. Rows older than a day (or the lockout window) are pruned."""
+
+    __tablename__ = "login_attempts"
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    at: Mapped[datetime] = mapped_column(default=utcnow, index=True)
+    username: Mapped[str] = mapped_column(sa.String(80), index=True)
+    remote_addr: Mapped[str] = mapped_column(sa.String(64), index=True)
+    channel: Mapped[str] = mapped_column(sa.String(16))  # page or api
+    outcome: Mapped[str] = mapped_column(sa.String(16))  # pending, succeeded, failed, locked, throttled
 
 
 class TableEntry(db.Model):

@@ -58,14 +58,34 @@ def document() -> dict[str, Any]:
                      "a changed table refuses the call with 409 stale_plan"},
         plan_hash={"type": "string"})}}}
     paths: dict[str, Any] = {
-        "/tokens": {"post": {
-            "summary": "Exchange a user name and password for a bearer token", "security": [],
-            "requestBody": {"required": True, "content": {"application/json": {"schema": {
-                "type": "object", "required": ["username", "password"],
-                "properties": {"username": {"type": "string"}, "password": {"type": "string"}}}}}},
-            "responses": {"201": _json(_obj(token={"type": "string"}, username={"type": "string"}, role={"type": "string"}),
-                                       "a new token (shown once; only its hash is stored)"),
-                          "401": ERROR, "429": ERROR}}},
+        "/tokens": {
+            "post": {
+                "summary": "Exchange a user name and password for a bearer token (throttled per client address and "
+                           "locked after repeated failures, like the login page; the token expires after "
+                           "CONSOLE_TOKEN_LIFETIME_DAYS)", "security": [],
+                "requestBody": {"required": True, "content": {"application/json": {"schema": {
+                    "type": "object", "required": ["username", "password"],
+                    "properties": {"username": {"type": "string"}, "password": {"type": "string"}}}}}},
+                "responses": {"201": _json(_obj(token={"type": "string"}, id={"type": "integer"},
+                                                username={"type": "string"}, role={"type": "string"},
+                                                expires_at={"type": ["string", "null"], "format": "date-time"}),
+                                           "a new token (shown once; only its hash is stored)"),
+                              "401": ERROR,
+                              "403": _json({"$ref": "#/components/schemas/Error"},
+                                           "account_locked (repeated failed logins), or password_change_required "
+                                           "(a first-login or reset password: change it in the console first)"),
+                              "429": ERROR}},
+            "get": {
+                "summary": "Your tokens (never their values); admins: ?user=NAME or ?all=1",
+                "parameters": [_query("user", {"type": "string"}, "admins: this user's tokens"),
+                               _query("all", {"type": "string", "enum": ["1", "true"]}, "admins: everyone's tokens")],
+                "responses": {"200": _json(_obj(tokens={"type": "array", "items": {"$ref": "#/components/schemas/Token"}})),
+                              "401": ERROR, "403": ERROR}},
+        },
+        "/tokens/{token_id}/revoke": {"post": {
+            "summary": "Revoke a token: your own (admins: anyone's); revoking a revoked token changes nothing",
+            "parameters": [_path_param("token_id", "token id", {"type": "integer"})],
+            "responses": {"200": _json({"$ref": "#/components/schemas/Token"}, "the token, now revoked"), **STD_ERRORS}}},
         "/openapi.json": {"get": {"summary": "This document", "responses": {"200": _json({"type": "object"}), "401": ERROR}}},
         "/tables": {
             "get": {"summary": "Registered tables", "responses": {
@@ -159,13 +179,21 @@ def document() -> dict[str, Any]:
         "info": {"title": "hoodie console API", "version": "1.0.0",
                  "description": "Browse Hudi tables and act on them: writes, table services, jobs."},
         "servers": [{"url": "/api/v1"}],
-        "security": [{"bearer": []}],
+        "security": [{"bearer": []}],  # 401 with error.code token_expired / token_revoked / user_deactivated says why
         "paths": paths,
         "components": {
             "securitySchemes": {"bearer": {"type": "http", "scheme": "bearer"}},
             "schemas": {
                 "Table": table_schema,
                 "Job": job_schema,
+                "Token": _obj(id={"type": "integer"}, user={"type": "string"},
+                              state={"type": "string", "enum": ["active", "revoked", "expired"]},
+                              created_at={"type": "string", "format": "date-time"},
+                              expires_at={"type": ["string", "null"], "format": "date-time"},
+                              last_used_at={"type": ["string", "null"], "format": "date-time",
+                                            "description": "written at most once a minute"},
+                              revoked={"type": "boolean"},
+                              revoked_at={"type": ["string", "null"], "format": "date-time"}),
                 "Plan": _obj(operation={"type": "string"}, params={"type": "object"}, fingerprint={"type": "string"},
                              plan={}, summary={"type": "object"}, hash={"type": "string"}),
                 "Error": {"type": "object", "required": ["error"], "properties": {"error": _obj(

@@ -32,8 +32,11 @@ NOT_SET_IN_STACK = {
     "HOODIE_FAILPOINT_PGID": "crash tests only",
     # the console's optional settings (webui/config.py and its CLI, as on the console branch)
     "CONSOLE_SECURE_COOKIES": "Secure cookies behind TLS; the local stack serves plain HTTP",
-    "CONSOLE_RATELIMIT_STORAGE_URI": "login throttling store; memory:// (the default) is enough locally",
-    "CONSOLE_LOGIN_LIMIT": "login throttling rate (default 10 per minute)",
+    "CONSOLE_LOGIN_LIMIT": "login throttling rate per address (default 10 per minute), counted in the database",
+    "CONSOLE_LOCKOUT_ATTEMPTS": "failed logins that lock an account (default 5)",
+    "CONSOLE_LOCKOUT_WINDOW_MIN": "the window those failures count in (default 15 minutes)",
+    "CONSOLE_LOCKOUT_MIN": "how long a lock lasts (default 15 minutes)",
+    "CONSOLE_TOKEN_LIFETIME_DAYS": "API token lifetime (default 30 days)",
     "CONSOLE_PORT": "the port of `hoodie-console run` (make run); in the stack gunicorn's -b sets it, and "
                     "CONSOLE_PORT in .env is the published host port, never passed into a container",
     "CONSOLE_NEW_PASSWORD": "input of `hoodie-console create-user`",

@@ -85,15 +85,22 @@ def make_console(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, database_url: 
     return Console(app, tmp_path / "lake", table)
 
 
-def audit_rows(app: Flask) -> list[tuple]:
-    """(user, action, table, params, plan hash set?, outcome, job id) of every audit row, oldest first."""
+SESSION_ACTIONS = ("auth.login", "auth.login_failed", "auth.logout")
+
+
+def audit_rows(app: Flask, sessions: bool = False) -> list[tuple]:
+    """(user, action, table, params, plan hash set?, outcome, job id) of every audit row, oldest first;
+    logins, failed logins and logouts only with `sessions` (the other tests' logins are not their subject)."""
     import sqlalchemy as sa
 
     from webui.extensions import db
     from webui.models import AuditEntry
 
     with app.app_context():
-        rows = db.session.scalars(sa.select(AuditEntry).order_by(AuditEntry.id)).all()
+        q = sa.select(AuditEntry).order_by(AuditEntry.id)
+        if not sessions:
+            q = q.where(AuditEntry.action.not_in(SESSION_ACTIONS))
+        rows = db.session.scalars(q).all()
         return [(r.username, r.action, r.table_name, r.params, r.plan_hash is not None, r.outcome, r.job_id) for r in rows]
 
 

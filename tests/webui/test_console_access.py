@@ -8,7 +8,7 @@ from tests.support.console import PASSWORDS, audit_rows, csrf, jobs_rows
 
 PUBLIC = {"/healthz", "/login", "/api/v1/tokens"}
 ARGS = {"name": "trips", "instant": "20260101000000000", "job_id": 1, "operation": "clean", "user_id": 1,
-        "filename": "console.css"}
+        "filename": "console.css", "token_id": 1}
 
 # every mutating route, with the lowest role allowed (the test below checks the list is complete)
 MUTATIONS = [
@@ -26,6 +26,13 @@ MUTATIONS = [
     ("/tables/trips/services/compaction", "operator"),
     ("/admin/users", "admin"),
     ("/admin/users/1/role", "admin"),
+    ("/admin/users/3/password", "admin"),
+    ("/admin/users/3/deactivate", "admin"),
+    ("/admin/users/3/reactivate", "admin"),
+    ("/admin/users/3/unlock", "admin"),
+    ("/account/password", "viewer"),
+    ("/account/tokens/new", "viewer"),
+    ("/account/tokens/1/revoke", "viewer"),
     ("/tables/trips/preview", "viewer"),
     ("/jobs/1/cancel", "viewer"),
     ("/logout", "viewer"),
@@ -38,6 +45,7 @@ API_MUTATIONS = [
     ("/api/v1/tables/trips/services/clean", "operator", {}),
     ("/api/v1/tables/trips/compaction", "operator", {}),
     ("/api/v1/jobs/1/cancel", "viewer", {}),
+    ("/api/v1/tokens/999/revoke", "viewer", {}),  # no such token: 404 for every role (ownership: test_console_credentials)
 ]
 RANK = {"viewer": 0, "operator": 1, "admin": 2}
 

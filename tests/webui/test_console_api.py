@@ -75,7 +75,7 @@ def test_write_jobs_through_the_api(console):
     assert cancelled.status_code == 202 and cancelled.get_json()["state"] == "cancelled"
     assert jobs_rows(console.app) == [(1, "upsert", "queued", 2), (2, "insert", "cancelled", 2)]
     assert audit_rows(console.app) == [
-        ("operator", "token.create", None, {}, False, "issued", None),
+        ("operator", "token.create", None, {"id": 1, "via": "api"}, False, "issued", None),
         ("operator", "upsert", "trips", {"rows": 1, "filename": "records.json"}, False, "queued", 1),
         ("operator", "upsert", "trips", {"filename": "records"}, False,
          "refused: 1 row(s) have a null or empty record key (trip_id); every row needs a key", None),
@@ -134,13 +134,14 @@ def test_audit_log_is_append_only(console):
     assert client.get("/audit").status_code == 200
     with console.app.app_context():
         audit.record(None, "test.action", "done")
-        entry = db.session.scalars(sa.select(AuditEntry)).one()
+        mine = sa.select(AuditEntry).where(AuditEntry.action == "test.action")  # not the viewer's login row
+        entry = db.session.scalars(mine).one()
         entry.outcome = "changed"
         with pytest.raises(AuditLogIsAppendOnly):
             db.session.commit()
         db.session.rollback()
         with pytest.raises(AuditLogIsAppendOnly):
-            db.session.delete(db.session.scalars(sa.select(AuditEntry)).one())
+            db.session.delete(db.session.scalars(mine).one())
             db.session.commit()
         db.session.rollback()
         with pytest.raises(AuditLogIsAppendOnly):
@@ -153,7 +154,8 @@ def test_audit_log_is_append_only(console):
         for statement in ("UPDATE audit_log SET outcome = 'x'", "DELETE FROM audit_log"):
             with pytest.raises(sa.exc.DatabaseError, match="append-only"), db.engine.begin() as conn:
                 conn.execute(sa.text(statement))
-        assert [(e.action, e.outcome) for e in db.session.scalars(sa.select(AuditEntry))] == [("test.action", "done")]
+        assert [(e.action, e.outcome) for e in db.session.scalars(sa.select(AuditEntry))] == [
+            ("auth.login", "succeeded"), ("test.action", "done")]
 
 
 def test_audit_page_shows_own_entries_to_non_admins(console):
@@ -165,8 +167,11 @@ def test_audit_page_shows_own_entries_to_non_admins(console):
         audit.record(find("admin"), "rollback", "queued", table="trips")
     op = console.client("operator").get("/audit").get_data(as_text=True)
     admin = console.client("admin").get("/audit").get_data(as_text=True)
-    assert "<code>clean</code>" in op and "<code>rollback</code>" not in op and "your own actions · 1 entry" in op
-    assert "<code>clean</code>" in admin and "<code>rollback</code>" in admin and "every user&#39;s actions · 2 entries" in admin
+    # each client's login is an entry too: the operator's own (clean, login), every one for the admin
+    assert "<code>clean</code>" in op and "<code>rollback</code>" not in op and "your own actions · 2 entries" in op
+    assert op.count("<code>auth.login</code>") == 1
+    assert "<code>clean</code>" in admin and "<code>rollback</code>" in admin and "every user&#39;s actions · 4 entries" in admin
+    assert admin.count("<code>auth.login</code>") == 2
 
 
 PAGES = ["/tables", "/tables/trips", "/tables/trips/timeline", "/tables/trips/file-groups", "/tables/trips/write",

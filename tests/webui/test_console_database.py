@@ -48,11 +48,54 @@ def test_schema_comes_from_the_migrations(app):
     with app.app_context():
         names = set(sa.inspect(db.engine).get_table_names())
         version = db.session.execute(sa.text("SELECT version_num FROM alembic_version")).scalar_one()
-    assert names == {"alembic_version", "api_tokens", "audit_log", "jobs", "tables", "uploads", "users", "workers"}
-    assert version == "0002"
+    assert names == {"alembic_version", "api_tokens", "audit_log", "jobs", "login_attempts", "tables", "uploads",
+                     "users", "workers"}
+    assert version == "0003"
     with app.app_context():
         worker_columns = [c["name"] for c in sa.inspect(db.engine).get_columns("workers")]
     assert worker_columns == ["id", "host", "pid", "started_at", "heartbeat_at", "stopped", "process_start"]
+
+
+def test_the_models_match_the_migrations(app):
+    """Alembic's autogenerate finds nothing to add: every model column (0003's credentials
+    columns and login_attempts included) exists in the migrated schema, with its type and nullability."""
+    from alembic.autogenerate import compare_metadata
+    from alembic.migration import MigrationContext
+
+    from webui.extensions import db
+
+    with app.app_context(), db.engine.connect() as conn:
+        diff = compare_metadata(MigrationContext.configure(conn, opts={"compare_type": True}), db.metadata)
+    assert diff == []
+
+
+def test_0003_keeps_every_row_both_ways(app):
+    """Down to 0002 and up again on a database with users and tokens: no row is lost (on SQLite
+    a rebuilt `users` table would cascade-delete the tokens), existing users need no password
+    change and are not locked, and existing tokens never expire (expires_at stays null)."""
+    from flask_migrate import downgrade, upgrade
+
+    from webui.extensions import db
+
+    insert = ("INSERT INTO api_tokens (user_id, token_hash, created_at, revoked) "
+              "VALUES (1, :h, '2026-01-01 00:00:00', false)")
+    with app.app_context():
+        db.session.execute(sa.text(insert), {"h": "h1"})
+        db.session.commit()
+        db.session.close()
+        downgrade(revision="0002")
+        assert db.session.execute(sa.text("SELECT token_hash FROM api_tokens")).scalars().all() == ["h1"]
+        db.session.execute(sa.text(insert), {"h": "h2"})
+        db.session.commit()
+        db.session.close()
+        upgrade()
+        users = db.session.execute(sa.text("SELECT username, must_change_password, locked_until FROM users "
+                                           "ORDER BY id")).all()
+        tokens = db.session.execute(sa.text("SELECT token_hash, expires_at, revoked_at FROM api_tokens "
+                                            "ORDER BY id")).all()
+    assert [(u[0], bool(u[1]), u[2]) for u in users] == [
+        ("admin", False, None), ("operator", False, None), ("viewer", False, None)]
+    assert [tuple(t) for t in tokens] == [("h1", None, None), ("h2", None, None)]
 
 
 def test_audit_rows_cannot_be_changed_below_the_orm(app):

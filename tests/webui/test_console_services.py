@@ -5,6 +5,8 @@ from __future__ import annotations
 import re
 from datetime import UTC, datetime
 
+import sqlalchemy as sa
+
 from tests.support import handmade
 from tests.support.console import audit_rows, jobs_rows
 from tests.support.tables import tree_bytes
@@ -48,7 +50,7 @@ def test_rollback_preview_shows_the_plan_and_queues_a_job(console):
 
     with console.app.app_context():
         job = db.session.get(Job, 1)
-        entry = db.session.get(AuditEntry, 1)
+        entry = db.session.scalars(sa.select(AuditEntry).where(AuditEntry.action == "rollback")).one()
         assert job.params == {"instant": last, "fingerprint": fingerprint, "plan_hash": entry.plan_hash, "user": "admin"}
         assert entry.plan_hash == _hidden(page, "plan_hash")
     assert tree_bytes(t.path) == before

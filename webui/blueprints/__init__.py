@@ -7,6 +7,7 @@ from flask import Flask
 
 def register(app: Flask) -> None:
     from webui.blueprints import (
+        account,
         admin,
         api,
         audit,
@@ -21,7 +22,7 @@ def register(app: Flask) -> None:
     )
     from webui.extensions import csrf
 
-    for module in (health, auth, tables, browse, write, services, jobs, audit, admin):
+    for module in (health, auth, tables, browse, write, services, jobs, audit, account, admin):
         app.register_blueprint(module.bp)
     csrf.exempt(api.bp)  # bearer tokens only (never the session cookie), so no CSRF exposure
     app.register_blueprint(api.bp)

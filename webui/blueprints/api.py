@@ -12,10 +12,9 @@ from typing import Any
 from flask import Blueprint, current_app, jsonify, request
 
 from engine.errors import EngineError
-from webui.auth import api_error, authorize, current_actor, issue_token, requires
-from webui.extensions import limiter
+from webui.auth import api_error, authorize, current_actor, requires
 from webui.models import Role
-from webui.services import audit, browse, jobs, plans, tables, uploads, users
+from webui.services import audit, browse, jobs, logins, plans, tables, tokens, uploads
 from webui.services import file_groups as groups
 from webui.services.snapshot import TableSnapshot
 
@@ -35,15 +34,48 @@ def _int(key: str, default: int) -> int:
 
 
 @bp.post("/tokens")
-@limiter.limit(lambda: current_app.config["CONSOLE_LOGIN_LIMIT"])
 def create_token():  # type: ignore[no-untyped-def]
+    """The same rate limit and lockout as the login page (`webui.services.logins`)."""
     body = _body()
-    user = users.find(str(body.get("username") or ""))
-    if user is None or not user.active or not user.check_password(str(body.get("password") or "")):
+    result = logins.attempt(str(body.get("username") or ""), str(body.get("password") or ""),
+                            request.remote_addr or "", "api", logins.LoginPolicy.from_config(current_app.config))
+    if result.verdict is logins.Verdict.THROTTLED:
+        response, status = api_error(429, "too_many_requests", result.message)
+        response.headers["Retry-After"] = str(result.retry_after_s)
+        return response, status
+    if result.verdict is logins.Verdict.LOCKED:
+        return api_error(403, "account_locked", result.message)
+    user = result.user
+    if result.verdict is not logins.Verdict.SUCCEEDED or user is None:
         return api_error(401, "unauthorized", "wrong user name or password")
-    token = issue_token(user)
-    audit.record(user, "token.create", "issued")
-    return jsonify({"token": token, "username": user.username, "role": user.role}), 201
+    if user.must_change_password:
+        return api_error(403, "password_change_required", tokens.MUST_CHANGE.format(name=user.username))
+    token, row = tokens.issue(user, int(current_app.config["CONSOLE_TOKEN_LIFETIME_DAYS"]))
+    return jsonify({"token": token, "username": user.username, "role": user.role, "id": row.id,
+                    "expires_at": tokens.describe(row)["expires_at"]}), 201
+
+
+@bp.get("/tokens")
+@requires(Role.VIEWER)
+def list_tokens():  # type: ignore[no-untyped-def]
+    """Your tokens; an admin may ask for ?user=NAME or ?all=1."""
+    actor = current_actor()
+    rows = tokens.visible(actor, request.args.get("user") or None,  # type: ignore[arg-type]
+                          everyone=request.args.get("all") in ("1", "true"))
+    return jsonify({"tokens": [tokens.describe(r) for r in rows]})
+
+
+@bp.post("/tokens/<int:token_id>/revoke")
+@requires(Role.VIEWER)
+def revoke_token(token_id: int):  # type: ignore[no-untyped-def]
+    """Revoke one of your tokens (admins: anyone's); revoking the token of this very call works."""
+    actor = current_actor()
+    try:
+        row = tokens.get_for(actor, token_id)  # type: ignore[arg-type]
+    except tokens.TokenError as exc:
+        return api_error(exc.status, "not_found" if exc.status == 404 else "forbidden", exc.message)
+    tokens.revoke(actor, row, via="api")  # type: ignore[arg-type]  # a second revoke changes nothing
+    return jsonify(tokens.describe(row))
 
 
 @bp.get("/openapi.json")

@@ -1,43 +1,48 @@
-"""Login and logout (throttled by Flask-Limiter)."""
+"""Login and logout. Attempts are throttled per address and lock accounts after repeated
+failures through `webui.services.logins` (counted in the database, shared by every worker)."""
 
 from __future__ import annotations
 
 from urllib.parse import urlsplit
 
 from flask import Blueprint, current_app, flash, redirect, render_template, request, url_for
-from flask_login import login_user, logout_user
+from flask_login import current_user, login_user, logout_user
 
-from webui.extensions import limiter
 from webui.forms import ActionForm, LoginForm
-from webui.services import users
+from webui.services import audit, logins
 
 bp = Blueprint("auth", __name__)
 
-
-def _login_limit() -> str:
-    return current_app.config["CONSOLE_LOGIN_LIMIT"]
+STATUS = {logins.Verdict.FAILED: 401, logins.Verdict.LOCKED: 403, logins.Verdict.THROTTLED: 429}
 
 
 @bp.route("/login", methods=["GET", "POST"])
-@limiter.limit(_login_limit, methods=["POST"])
 def login():  # type: ignore[no-untyped-def]
     form = LoginForm()
     if form.validate_on_submit():
-        user = users.find(form.username.data or "")
-        if user is not None and user.active and user.check_password(form.password.data or ""):
-            login_user(user)
+        result = logins.attempt(form.username.data or "", form.password.data or "", request.remote_addr or "",
+                                "page", logins.LoginPolicy.from_config(current_app.config))
+        if result.verdict is logins.Verdict.SUCCEEDED and result.user is not None:
+            login_user(result.user)
+            if result.user.must_change_password:
+                return redirect(url_for("account.password"))
             target = request.args.get("next") or ""
             parts = urlsplit(target)
             if not target.startswith("/") or target.startswith("//") or parts.netloc or parts.scheme:
                 target = url_for("tables.index")
             return redirect(target)
-        flash("Wrong user name or password.", "danger")
-        return render_template("login.html", form=form), 401
+        flash(result.message, "danger")
+        response = current_app.make_response((render_template("login.html", form=form), STATUS[result.verdict]))
+        if result.verdict is logins.Verdict.THROTTLED:
+            response.headers["Retry-After"] = str(result.retry_after_s)
+        return response
     return render_template("login.html", form=form), (400 if request.method == "POST" else 200)
 
 
 @bp.post("/logout")
 def logout():  # type: ignore[no-untyped-def]
     ActionForm().validate_on_submit()  # CSRF is checked by CSRFProtect before we get here
+    if current_user.is_authenticated:
+        audit.record(current_user, "auth.logout", "logged out", params={"remote_addr": request.remote_addr or ""})  # type: ignore[arg-type]
     logout_user()
     return redirect(url_for("auth.login"))

@@ -20,11 +20,15 @@ def record(
     plan_hash: str | None = None,
     job_id: int | None = None,
     commit: bool = True,
+    who: str | None = None,
 ) -> AuditEntry:
-    """Append one audit row (`actor` None: the system, e.g. the job runner reporting an outcome)."""
+    """Append one audit row (`actor` None: the system, e.g. the job runner reporting an outcome).
+
+    `who` names the actor when it is not `actor` itself: the user name tried by a failed login
+    (the row still belongs to the account, `actor`, whose owner sees it), or "system" for a lock."""
     entry = AuditEntry(
         user_id=actor.id if actor is not None else None,
-        username=actor.username if actor is not None else "system",
+        username=(who or "")[:80] or (actor.username if actor is not None else "system"),
         action=action,
         table_name=table,
         params=_safe(params or {}),

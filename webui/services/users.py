@@ -1,4 +1,7 @@
-"""Users: the first admin, creating users and changing roles."""
+"""Users: the first admin, creating users, roles, passwords, deactivation.
+
+The credential changes here (own password change, an admin's reset, deactivate, reactivate)
+write their audit row in the same commit as the change."""
 
 from __future__ import annotations
 
@@ -11,6 +14,9 @@ from sqlalchemy.exc import IntegrityError, OperationalError, ProgrammingError
 
 from webui.extensions import db
 from webui.models import Role, User
+from webui.services import audit
+
+MIN_PASSWORD = 8
 
 
 class UserError(ValueError):
@@ -25,8 +31,7 @@ def create_user(username: str, password: str, role: str) -> User:
         role_value = Role(role).value
     except ValueError as exc:
         raise UserError(f"role must be one of {', '.join(r.value for r in Role)}") from exc
-    if len(password or "") < 8:
-        raise UserError("a password has at least 8 characters")
+    _check_password_rules(password)
     if db.session.scalar(sa.select(User.id).where(User.username == username)) is not None:
         raise UserError(f"user {username!r} already exists")
     user = User(username=username, role=role_value)
@@ -36,14 +41,73 @@ def create_user(username: str, password: str, role: str) -> User:
     return user
 
 
+def _check_password_rules(password: str | None) -> None:
+    if len(password or "") < MIN_PASSWORD:
+        raise UserError(f"a password has at least {MIN_PASSWORD} characters")
+    if len(password or "") > 256:
+        raise UserError("a password has at most 256 characters")
+
+
+def change_own_password(user: User, current: str, new: str, confirm: str) -> None:
+    """The user's own change: the current password, and the new one twice. Clears
+    must_change_password; other sessions of the user end (their session stamp changes)."""
+    if not user.check_password(current or ""):
+        audit.record(user, "user.password", "refused: wrong current password", params={"username": user.username})
+        raise UserError("The current password is wrong.")
+    if new != confirm:
+        raise UserError("The new password and its confirmation differ.")
+    _check_password_rules(new)
+    if user.check_password(new):
+        raise UserError("The new password must differ from the current one.")
+    user.set_password(new)
+    user.must_change_password = False
+    audit.record(user, "user.password", "changed", params={"username": user.username}, commit=False)
+    db.session.commit()
+
+
+def reset_password(actor: User, user: User, new: str) -> None:
+    """An admin sets a temporary password: the user must change it at the next login, and their
+    sessions end."""
+    _check_password_rules(new)
+    user.set_password(new)
+    user.must_change_password = True
+    audit.record(actor, "user.password_reset", "reset; must change at next login",
+                 params={"username": user.username}, commit=False)
+    db.session.commit()
+
+
+def _active_admins() -> int:
+    return db.session.scalar(sa.select(sa.func.count(User.id)).where(User.role == Role.ADMIN.value, User.active)) or 0
+
+
+def deactivate(actor: User, user: User) -> None:
+    """The user can no longer log in; their session and tokens stop working at once."""
+    if user.id == actor.id:
+        raise UserError("you cannot deactivate yourself")
+    if not user.active:
+        raise UserError(f"{user.username} is already deactivated")
+    if user.role == Role.ADMIN.value and _active_admins() <= 1:
+        raise UserError(f"{user.username} is the last active admin")
+    user.active = False
+    audit.record(actor, "user.deactivate", "deactivated", params={"username": user.username}, commit=False)
+    db.session.commit()
+
+
+def reactivate(actor: User, user: User) -> None:
+    if user.active:
+        raise UserError(f"{user.username} is already active")
+    user.active = True
+    audit.record(actor, "user.reactivate", "reactivated", params={"username": user.username}, commit=False)
+    db.session.commit()
+
+
 def set_role(user: User, role: str) -> None:
     try:
         new = Role(role).value
     except ValueError as exc:
         raise UserError(f"role must be one of {', '.join(r.value for r in Role)}") from exc
     if user.role == Role.ADMIN.value and new != Role.ADMIN.value:
-        admins = db.session.scalar(sa.select(sa.func.count(User.id)).where(User.role == Role.ADMIN.value, User.active))
-        if (admins or 0) <= 1:
+        if _active_admins() <= 1:
             raise UserError(f"{user.username} is the last admin: make someone else admin first")
     user.role = new
     db.session.commit()
@@ -67,7 +131,9 @@ def bootstrap_admin(app: Flask) -> str | None:
     generated = not password
     if generated:
         password = secrets.token_urlsafe(12)
-    user = User(username=name, role=Role.ADMIN.value)
+    # a generated one-time password was printed on stderr (logs keep it): it must be changed at
+    # the first login; a password the operator chose (CONSOLE_ADMIN_PASSWORD) need not
+    user = User(username=name, role=Role.ADMIN.value, must_change_password=generated)
     user.set_password(password)
     db.session.add(user)
     try:
