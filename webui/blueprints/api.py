@@ -48,7 +48,8 @@ def create_token():  # type: ignore[no-untyped-def]
     user = result.user
     if result.verdict is not logins.Verdict.SUCCEEDED or user is None:
         return api_error(401, "unauthorized", "wrong user name or password")
-    if user.must_change_password:
+    if user.must_change_password:  # the password was right (audited as a login), but no token yet
+        audit.record(user, "token.create", "refused: password change required")
         return api_error(403, "password_change_required", tokens.MUST_CHANGE.format(name=user.username))
     token, row = tokens.issue(user, int(current_app.config["CONSOLE_TOKEN_LIFETIME_DAYS"]))
     return jsonify({"token": token, "username": user.username, "role": user.role, "id": row.id,
