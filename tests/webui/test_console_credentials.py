@@ -210,6 +210,8 @@ def test_token_list_and_revoke(console):
         assert resp.status_code == 200
         return [(t["id"], t["user"], t["state"]) for t in resp.get_json()["tokens"]]
 
+    unauthenticated = client.get("/api/v1/tokens")
+    assert unauthenticated.status_code == 401 and unauthenticated.get_json()["error"]["code"] == "unauthorized"
     assert ids(viewer_token["token"]) == [(1, "viewer", "active")]
     assert ids(viewer_token["token"], "?all=1") == [(1, "viewer", "active")]  # not an admin: own only
     assert ids(admin_token["token"]) == [(3, "admin", "active")]
@@ -473,18 +475,35 @@ def test_logins_and_logouts_are_audited(console):
 
 
 # ---- the rate limit, shared through the database ---------------------------------------------------
-def test_the_rate_limit_is_shared_by_two_apps_on_one_database(tmp_path, monkeypatch):
+@pytest.fixture(scope="module")
+def pg_server():
+    from tests.support.postgres import postgres_server
+
+    with postgres_server() as url:
+        yield url
+
+
+@pytest.mark.parametrize("backend", ["sqlite", "postgresql"])
+def test_the_rate_limit_is_shared_by_two_apps_on_one_database(tmp_path, monkeypatch, request, backend):
     """Two apps (two gunicorn workers) on the same database spend one budget per address: 4 per
     minute in all, not 4 in each."""
     from webui import create_app
     from webui.extensions import db
     from webui.models import LoginAttempt
 
+    url = None
+    if backend == "postgresql":
+        from tests.support.postgres import fresh_database
+
+        url = fresh_database(request.getfixturevalue("pg_server"), "t_rate_limit")
     settings = {"CONSOLE_LOGIN_LIMIT": "4 per minute", "CONSOLE_LOCKOUT_ATTEMPTS": 0}
-    first = make_app(tmp_path, monkeypatch, **settings)
+    first = make_app(tmp_path, monkeypatch, url, **settings)
     second = create_app({"CONSOLE_BOOTSTRAP_ADMIN": False, "TESTING": True, **settings})  # the same DATABASE_URL
-    with first.app_context(), second.app_context():
-        assert str(db.engine.url) == f"sqlite:///{tmp_path / 'console.db'}"
+    with first.app_context():
+        first_url = db.engine.url.render_as_string(hide_password=False)
+    with second.app_context():
+        assert db.engine.url.render_as_string(hide_password=False) == first_url
+    assert first_url == (url or f"sqlite:///{tmp_path / 'console.db'}")
     a, b = first.test_client(), second.test_client()
     answers = [_login(c, "viewer", "wrong-password").status_code for c in (a, b, a, b)]
     assert answers == [401, 401, 401, 401]
@@ -501,3 +520,6 @@ def test_the_rate_limit_is_shared_by_two_apps_on_one_database(tmp_path, monkeypa
     # a minute later the budget is back
     _sql(first, "UPDATE login_attempts SET at = :at", at="2026-01-01 00:00:00")
     assert _login(b, "viewer", PASSWORDS["viewer"]).status_code == 302
+    for app in (first, second):
+        with app.app_context():
+            db.engine.dispose()
