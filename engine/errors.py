@@ -76,6 +76,11 @@ class CorruptTableError(EngineError):
     """A table file (properties, timeline, base file) could not be parsed."""
 
 
+class UnsupportedFeatureError(EngineError):
+    """The table uses something this engine does not read (a base file format, a log block kind);
+    the message names it and the file."""
+
+
 class UnsupportedTableVersionError(EngineError):
     """The table is a valid Hudi table of a version this engine does not read (`version`, or
     None when `hoodie.table.version` is missing or not a number); the message names the file."""

@@ -21,6 +21,8 @@ RECORD_KEY_FIELDS = "hoodie.table.recordkey.fields"
 PARTITION_FIELDS = "hoodie.table.partition.fields"
 PRECOMBINE_FIELD = "hoodie.table.precombine.field"
 KEYGEN_CLASS = "hoodie.table.keygenerator.class"
+KEYGEN_TYPE = "hoodie.table.keygenerator.type"  # versions 8 and 9 name the key generator by type
+ORDERING_FIELDS = "hoodie.table.ordering.fields"  # version 9: replaces the precombine field
 HIVE_STYLE = "hoodie.datasource.write.hive_style_partitioning"
 URL_ENCODE = "hoodie.datasource.write.partitionpath.urlencode"
 DROP_PARTITION_COLUMNS = "hoodie.datasource.write.drop.partition.columns"
@@ -34,7 +36,19 @@ INDEX_TYPE = "hoodie.index.type"
 SIMPLE_KEYGEN = "org.apache.hudi.keygen.SimpleKeyGenerator"
 COMPLEX_KEYGEN = "org.apache.hudi.keygen.ComplexKeyGenerator"
 NONPARTITIONED_KEYGEN = "org.apache.hudi.keygen.NonpartitionedKeyGenerator"
+TIMESTAMP_KEYGEN = "org.apache.hudi.keygen.TimestampBasedKeyGenerator"
+CUSTOM_KEYGEN = "org.apache.hudi.keygen.CustomKeyGenerator"
 _KNOWN_KEYGENS = {SIMPLE_KEYGEN, COMPLEX_KEYGEN, NONPARTITIONED_KEYGEN}
+# hoodie.table.keygenerator.type (versions 8, 9) -> the class version 6 names
+_KEYGEN_TYPES = {
+    "SIMPLE": SIMPLE_KEYGEN, "SIMPLE_AVRO": SIMPLE_KEYGEN,
+    "COMPLEX": COMPLEX_KEYGEN, "COMPLEX_AVRO": COMPLEX_KEYGEN,
+    "NON_PARTITION": NONPARTITIONED_KEYGEN, "NON_PARTITION_AVRO": NONPARTITIONED_KEYGEN,
+    "TIMESTAMP": TIMESTAMP_KEYGEN, "TIMESTAMP_AVRO": TIMESTAMP_KEYGEN,
+    "CUSTOM": CUSTOM_KEYGEN, "CUSTOM_AVRO": CUSTOM_KEYGEN,
+}
+# table versions this engine reads; it writes version 6 only (engine.services.transaction)
+READ_VERSIONS = (6, 8, 9)
 
 # the order in which we write the properties (others follow, sorted)
 _ORDER = (
@@ -192,24 +206,31 @@ class TableConfig:
             version = int(props[VERSION])
         except ValueError as exc:
             raise CorruptTableError(f"hoodie.properties: {VERSION}={props[VERSION]!r} is not a number") from exc
-        if version != TABLE_VERSION:
-            known = {8: " (written by Apache Hudi 1.0)", 9: " (written by Apache Hudi 1.1)"}.get(version, "")
+        if version not in READ_VERSIONS:
             raise UnsupportedTableVersionError(
-                f"table version {version}{known} is not supported "
-                f"(this engine reads and writes version 6)",
+                f"table version {version} is not supported (this engine reads versions 6, 8 and 9, and writes version 6)",
                 version,
             )
         database = props.get(DATABASE, "default") or "default"
         stored = props.get(CHECKSUM)
-        if stored is not None and stored.strip() != str(table_checksum(database, name)):
+        # Apache Hudi sums the database name as stated, "" when the properties name none
+        stated_db = props.get(DATABASE, "")
+        if stored is not None and stored.strip() != str(table_checksum(stated_db, name)):
             raise CorruptTableError(
                 f"hoodie.properties checksum mismatch: stored {stored}, "
-                f"expected {table_checksum(database, name)} for {database}.{name}"
+                f"expected {table_checksum(stated_db, name)} for {stated_db}.{name}"
             )
         record_keys = _split(props.get(RECORD_KEY_FIELDS))
         if not record_keys:
             raise CorruptTableError("hoodie.properties lacks hoodie.table.recordkey.fields")
         keygen = props.get(KEYGEN_CLASS)
+        if not keygen and props.get(KEYGEN_TYPE):
+            kind = props[KEYGEN_TYPE].strip().upper()
+            keygen = _KEYGEN_TYPES.get(kind) or (None if kind == "USER_PROVIDED" else f"type:{kind}")
+        # CUSTOM key generators store partition fields as `field:TYPE` (SIMPLE or TIMESTAMP)
+        partition_fields = tuple(f.partition(":")[0] for f in _split(props.get(PARTITION_FIELDS)))
+        ordering = _split(props.get(ORDERING_FIELDS))
+        precombine = props.get(PRECOMBINE_FIELD) or (ordering[0] if ordering else None)
         modelled = set(_ORDER) | {CHECKSUM}
         extra = tuple(sorted((k, v) for k, v in props.items() if k not in modelled))
         index = props.get(INDEX_TYPE)
@@ -220,8 +241,8 @@ class TableConfig:
             version=version,
             timeline_layout_version=int(props.get(TIMELINE_LAYOUT, str(TIMELINE_LAYOUT_VERSION))),
             record_key_fields=record_keys,
-            partition_fields=_split(props.get(PARTITION_FIELDS)),
-            precombine_field=props.get(PRECOMBINE_FIELD) or None,
+            partition_fields=partition_fields,
+            precombine_field=precombine,
             keygen_class=keygen if keygen in _KNOWN_KEYGENS else (keygen or None),
             hive_style=_bool(props.get(HIVE_STYLE), False),
             url_encode=_bool(props.get(URL_ENCODE), False),

@@ -63,6 +63,10 @@ class HeaderKey:
     TARGET_INSTANT_TIME = 1
     SCHEMA = 2
     COMMAND_BLOCK_TYPE = 3
+    COMPACTED_BLOCK_TIMES = 4  # table versions 8, 9: a log compaction's merged block instants
+    RECORD_POSITIONS = 5
+    BLOCK_IDENTIFIER = 6
+    IS_PARTIAL = 7  # "true": the block's records carry only some columns (partial updates)
 
 
 class CommandBlockType:

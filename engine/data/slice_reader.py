@@ -37,7 +37,7 @@ from engine.data.log_merge import (
     ordering_class,
     resolve_events,
 )
-from engine.errors import CorruptTableError, InvalidConfigError, InvalidInputError
+from engine.errors import CorruptTableError, InvalidConfigError, InvalidInputError, UnsupportedFeatureError
 from engine.storage import Storage
 from engine.table.file_group import FileSlice
 
@@ -158,6 +158,11 @@ def active_blocks(
                     )
                 queued = [(p, b) for p, b in queued if b.instant != target]
             elif kind in (BlockType.DELETE, BlockType.AVRO_DATA, BlockType.PARQUET_DATA):
+                if (block.header.get(HeaderKey.IS_PARTIAL) or "").strip().lower() == "true":
+                    raise UnsupportedFeatureError(
+                        f"{storage.uri(path)}: log block at offset {block.offset} holds partial updates "
+                        "(some columns only), which this engine does not merge yet"
+                    )
                 if is_committed(instant) and (as_of is None or instant <= as_of):
                     queued.append((path, block))
             elif kind in (BlockType.HFILE_DATA, BlockType.CDC_DATA):

@@ -14,7 +14,7 @@ from pyspark.sql import DataFrame, SparkSession
 
 from engine.data.keys import ScanFile, SliceMerge
 from engine.data.slice_reader import SliceFiles, merge_mode_for
-from engine.errors import InstantNotFoundError, InvalidInputError
+from engine.errors import InstantNotFoundError, InvalidInputError, UnsupportedFeatureError
 from engine.read.native import native_scan
 from engine.read.scan import SliceRead, scan_files, scan_slices
 from engine.table.file_group import FileSlice
@@ -96,6 +96,15 @@ def _scan_base_files(
     return scan_files(spark, meta.storage, files, schema, commit_range=commit_range, keys=keys)
 
 
+def check_base_file_format(meta: MetaClient) -> None:
+    """Refuse tables whose base files are not Parquet (Apache Hudi 1.2 writes Lance too): their
+    files would not be found, and the table would read empty."""
+    fmt = (meta.config.base_file_format or "PARQUET").upper()
+    if fmt != "PARQUET":
+        raise UnsupportedFeatureError(
+            f"{meta.storage.base_uri}: base file format {fmt} is not read by this engine (Parquet only)")
+
+
 def _check_as_of(timeline: Timeline, as_of: str | None, meta: MetaClient | None = None) -> str | None:
     if as_of is None:
         return None
@@ -123,6 +132,7 @@ def read_snapshot(
 ) -> DataFrame:
     """The latest slice of every file group among completed instants (at or before `as_of`);
     `read_optimized`: base files only (merge-on-read log files are not read)."""
+    check_base_file_format(meta)
     timeline = meta.timeline()
     as_of = _check_as_of(timeline, as_of, meta)
     schema = table_schema_or_empty(meta, timeline)
@@ -150,6 +160,7 @@ def read_incremental(spark: SparkSession, meta: MetaClient, start: str, end: str
         end = _check_instant(end, "end")
         if end < start:
             raise InvalidInputError(f"end {end} is before start {start}")
+    check_base_file_format(meta)
     timeline = meta.timeline()
     schema = table_schema_or_empty(meta, timeline)
     groups = incremental_groups(meta, timeline, start, end)

@@ -51,7 +51,8 @@ class WriteStat:
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> WriteStat:
-        known = {k: d[k] for k in cls.__dataclass_fields__ if k in d}
+        # (Avro metadata of versions 8 and 9 carries every field, null where unset: defaults then)
+        known = {k: d[k] for k in cls.__dataclass_fields__ if d.get(k) is not None}
         known.setdefault("fileId", "")
         known.setdefault("path", None)
         known.setdefault("partitionPath", "")
@@ -116,9 +117,21 @@ class CommitMetadata:
         return self.to_json().encode("utf-8")
 
     @classmethod
+    def from_bytes(cls, data: bytes) -> CommitMetadata:
+        """Commit metadata as a timeline file holds it: JSON (table version 6), or an Avro object
+        container file with one `HoodieCommitMetadata`/`HoodieReplaceCommitMetadata` record
+        (versions 8 and 9). Empty bytes are empty metadata."""
+        if data[:4] == AVRO_MAGIC:
+            return cls.from_dict(_one_avro_record(data))
+        return cls.from_json(data)
+
+    @classmethod
     def from_json(cls, data: bytes | str) -> CommitMetadata:
         if isinstance(data, bytes):
-            data = data.decode("utf-8")
+            try:
+                data = data.decode("utf-8")
+            except UnicodeDecodeError as exc:
+                raise CorruptTableError(f"commit metadata is neither JSON nor Avro: {exc}") from exc
         if not data.strip():
             return cls()
         try:
@@ -127,6 +140,10 @@ class CommitMetadata:
             raise CorruptTableError(f"commit metadata is not valid JSON: {exc}") from exc
         if not isinstance(d, dict):
             raise CorruptTableError("commit metadata is not a JSON object")
+        return cls.from_dict(d)
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> CommitMetadata:
         stats = {
             (p or ""): [WriteStat.from_dict(s) for s in (lst or [])]
             for p, lst in (d.get("partitionToWriteStats") or {}).items()
@@ -138,3 +155,21 @@ class CommitMetadata:
             compacted=bool(d.get("compacted", False)),
             partition_to_replace_file_ids=d.get("partitionToReplaceFileIds"),
         )
+
+
+AVRO_MAGIC = b"Obj\x01"
+
+
+def _one_avro_record(data: bytes) -> dict[str, Any]:
+    """The single record of an Avro object container file (the writer schema is embedded)."""
+    import io
+
+    import fastavro
+
+    try:
+        records = list(fastavro.reader(io.BytesIO(data)))
+    except Exception as exc:  # fastavro raises EOFError, ValueError, SchemaParseException...
+        raise CorruptTableError(f"commit metadata is not a readable Avro file: {exc!r}") from exc
+    if len(records) != 1 or not isinstance(records[0], dict):
+        raise CorruptTableError(f"commit metadata holds {len(records)} Avro records, not one")
+    return records[0]

@@ -65,6 +65,9 @@ class FileSystemView:
         pending = dict(pending_compaction or {})
         bases: dict[tuple[str, str, str], BaseFile] = {}
         logs: dict[tuple[str, str, str], list[LogFile]] = defaultdict(list)
+        completion = timeline.completion_times
+        by_completion = bool(completion)  # timeline layout 2 (table versions 8, 9)
+        late_logs: list[LogFile] = []
         for df in files:
             partition, name = df.partition, df.name
             bn = parse_base_file_name(name)
@@ -80,17 +83,26 @@ class FileSystemView:
             ln = parse_log_file_name(name)
             if ln is None:
                 continue
+            if by_completion:
+                # layout 2: named with the deltacommit that wrote it, sliced below once bases are known
+                if _visible(ln.base_instant, timeline, as_of):
+                    late_logs.append(LogFile(partition, ln, df.size))
+                continue
             after_compaction = pending.get((partition, ln.file_id)) == ln.base_instant
             if (after_compaction and (as_of is None or ln.base_instant <= as_of)) or _visible(
                 ln.base_instant, timeline, as_of
             ):
                 logs[(partition, ln.file_id, ln.base_instant)].append(LogFile(partition, ln, df.size))
+        if late_logs:
+            _slice_by_completion(late_logs, bases, pending, completion, logs)
         slices: dict[tuple[str, str], list[FileSlice]] = defaultdict(list)
         for key in set(bases) | set(logs):
             partition, file_id, instant = key
             if (partition, file_id) in replaced_ids:
                 continue
-            log_files = tuple(sorted(logs.get(key, ()), key=lambda lf: (lf.name.version, lf.name.write_token or "")))
+            log_files = tuple(sorted(logs.get(key, ()), key=lambda lf: (
+                completion.get(lf.name.base_instant, lf.name.base_instant) if by_completion else "",
+                lf.name.version, lf.name.write_token or "")))
             slices[(partition, file_id)].append(FileSlice(partition, file_id, instant, bases.get(key), log_files))
         groups = tuple(
             FileGroup(p, f, tuple(sorted(s, key=lambda sl: sl.base_instant)))
@@ -130,6 +142,33 @@ class FileSystemView:
             if g.partition == partition and g.file_id == file_id:
                 return g
         return None
+
+
+def _slice_by_completion(
+    late_logs: list[LogFile],
+    bases: Mapping[tuple[str, str, str], BaseFile],
+    pending: Mapping[tuple[str, str], str],
+    completion: Mapping[str, str],
+    logs: dict[tuple[str, str, str], list[LogFile]],
+) -> None:
+    """Timeline layout 2: a log file is named with the deltacommit that wrote it, and belongs to
+    the newest slice of its group that began at or before that deltacommit completed (a base
+    file's instant, or a pending compaction planned on the group); with none, it starts a slice
+    of its own (Java `HoodieFileGroup.addLogFile`, hudi-rs `FileGroup::add_log_file`)."""
+    starts: dict[tuple[str, str], set[str]] = defaultdict(set)
+    for partition, file_id, instant in bases:
+        starts[(partition, file_id)].add(instant)
+    for group, instant in pending.items():
+        starts[group].add(instant)
+    def done(lf: LogFile) -> str:  # older than the active timeline: its own time
+        return completion.get(lf.name.base_instant, lf.name.base_instant)
+
+    for lf in sorted(late_logs, key=lambda f: (done(f), f.name.version, f.name.write_token or "")):
+        group = (lf.partition, lf.name.file_id)
+        keys = [k for k in starts[group] if k <= done(lf)]
+        key = max(keys) if keys else lf.name.base_instant
+        starts[group].add(key)  # a log before any base starts a slice the next logs join
+        logs[(lf.partition, lf.name.file_id, key)].append(lf)
 
 
 def _visible(instant: str, timeline: Timeline, as_of: str | None) -> bool:

@@ -13,7 +13,7 @@ from datetime import UTC, datetime
 import pyarrow as pa
 
 from engine.config.table_config import TableConfig
-from engine.constants import METAFOLDER, PARTITION_METADATA_FILE, PROPERTIES_FILE
+from engine.constants import METAFOLDER, PARTITION_METADATA_FILE, PROPERTIES_FILE, TABLE_VERSION
 from engine.errors import (
     CorruptTableError,
     InstantNotFoundError,
@@ -28,6 +28,7 @@ from engine.table.fs_view import DataFile, FileSystemView
 from engine.table.ownership import is_below, nested_table_roots
 from engine.table.schema import avro_to_arrow
 from engine.timeline.instant import Action, Instant, State
+from engine.timeline.layout import TimelineLayout, layout_for
 from engine.timeline.timeline import Timeline
 
 PROPERTIES_PATH = f"{METAFOLDER}/{PROPERTIES_FILE}"
@@ -78,25 +79,47 @@ class MetaClient:
             raise TableExistsError(f"a Hudi table already exists at {storage.base_uri}") from exc
         return cls(storage, config)
 
+    def check_writable(self) -> None:
+        """Refuse (UnsupportedTableVersionError, nothing touched) to write or run a service on a
+        table of a version this engine reads but does not write (8, 9: Apache Hudi 1.x)."""
+        if self.config.version != TABLE_VERSION:
+            raise UnsupportedTableVersionError(
+                f"{self.storage.uri(PROPERTIES_PATH)}: table version {self.config.version} is read-only here "
+                f"(this engine writes version {TABLE_VERSION} only; writes, table services and repair of "
+                f"Apache Hudi 1.x tables are not supported yet)", self.config.version)
+
     def update_config(self, config: TableConfig, reason: str) -> None:
         """Replace `hoodie.properties` with `config` (one atomic write; the caller holds the table
         lock) and use it from now on. `reason` goes into the file's comment line."""
+        if config.version != TABLE_VERSION:
+            raise UnsupportedTableVersionError(
+                f"{self.storage.uri(PROPERTIES_PATH)}: this engine writes table version {TABLE_VERSION} only, "
+                f"not {config.version}", config.version)
         stamp = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
         self.storage.write_bytes(PROPERTIES_PATH, config.to_text(f"{reason} at {stamp}").encode())
         self.config = config
 
     # ---- timeline ------------------------------------------------------------------------
+    @property
+    def layout(self) -> TimelineLayout:
+        """Where the instant files live and how they are named (layout 1: version 6; 2: versions 8, 9)."""
+        c = self.config
+        return layout_for(c.version, c.timeline_layout_version, dict(c.extra), c.archivelog_folder)
+
     def timeline(self) -> Timeline:
         """The active timeline, freshly listed."""
-        entries = self.storage.list_dir(METAFOLDER)
+        layout = self.layout
+        entries = self.storage.list_dir(layout.folder)
         names = [f.name for f in entries if not f.is_dir]
-        has_archive = any(f.is_dir and f.name == self.config.archivelog_folder for f in entries) and bool(
-            self.storage.list_dir(f"{METAFOLDER}/{self.config.archivelog_folder}")
+        history = layout.history.rpartition("/")[2]
+        has_archive = any(f.is_dir and f.name == history for f in entries) and any(
+            not f.is_dir for f in self.storage.list_dir(layout.history)
         )
-        return Timeline.from_file_names(names, has_archive)
+        return Timeline.from_instants((i for i in map(layout.parse, names) if i is not None), has_archive)
 
     def instant_path(self, instant: Instant) -> str:
-        return f"{METAFOLDER}/{instant.file_name}"
+        layout = self.layout
+        return f"{layout.folder}/{layout.file_name(instant)}"
 
     def read_instant(self, instant: Instant) -> bytes:
         try:
@@ -113,7 +136,7 @@ class MetaClient:
                 raise InstantNotFoundError(f"{instant} is not a completed instant of {self.storage.base_uri}")
             instant = found
         try:
-            return CommitMetadata.from_json(self.read_instant(instant))
+            return CommitMetadata.from_bytes(self.read_instant(instant))
         except CorruptTableError as exc:
             raise CorruptTableError(f"{self.instant_path(instant)}: {exc}") from exc
 

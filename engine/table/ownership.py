@@ -40,6 +40,8 @@ def nested_table_roots(paths: Iterable[str]) -> set[str]:
     roots: set[str] = set()
     for path in paths:
         segments = path.split("/")
+        if segments[0] == METAFOLDER:
+            continue  # the table's own metadata (its metadata table holds a .hoodie/ too)
         for i in range(1, len(segments) - 1):
             if segments[i] == METAFOLDER:
                 roots.add("/".join(segments[:i]))

@@ -12,7 +12,7 @@ Timeline file names in table version 6 (all directly under `.hoodie/`):
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from enum import StrEnum
 
@@ -91,10 +91,16 @@ class Instant:
     time: str
     action: Action
     state: State
+    # when a completed instant completed (timeline layout 2, tables of version 8 and later name
+    # it in the completed file: `<time>_<completion>.<action>`); None in layout 1. Not part of
+    # equality: the instant is identified by (time, action, state) in both layouts.
+    completion_time: str | None = field(default=None, compare=False)
 
     def __post_init__(self) -> None:
         if not is_valid_instant_time(self.time):
             raise InvalidInputError(f"invalid instant time {self.time!r}")
+        if self.completion_time is not None and not is_valid_instant_time(self.completion_time):
+            raise InvalidInputError(f"invalid completion time {self.completion_time!r}")
 
     @classmethod
     def parse_file_name(cls, name: str) -> Instant | None:
@@ -141,7 +147,7 @@ class Instant:
         return self.state is State.REQUESTED
 
     def with_state(self, state: State) -> Instant:
-        return Instant(self.time, self.action, state)
+        return Instant(self.time, self.action, state, self.completion_time if state is State.COMPLETED else None)
 
     def sort_key(self) -> tuple[str, int, str]:
         return (self.time, _STATE_ORDER[self.state], self.action.value)

@@ -111,6 +111,11 @@ class Timeline:
         return inst is not None and inst.is_completed
 
     @cached_property
+    def completion_times(self) -> dict[str, str]:
+        """time -> completion time of completed instants (timeline layout 2; empty in layout 1)."""
+        return {i.time: i.completion_time for i in self.instants if i.is_completed and i.completion_time}
+
+    @cached_property
     def completed_times(self) -> frozenset[str]:
         return frozenset(i.time for i in self.instants if i.is_completed)
 
