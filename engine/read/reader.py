@@ -9,6 +9,8 @@ hudi-rs merges them: `engine.data.slice_reader`); read-optimized reads take the 
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 import pyarrow as pa
 from pyspark.sql import DataFrame, SparkSession
 
@@ -20,7 +22,7 @@ from engine.read.scan import SliceRead, scan_files, scan_slices
 from engine.table.file_group import FileSlice
 from engine.table.meta_client import MetaClient
 from engine.table.schema import with_meta_fields
-from engine.timeline.instant import is_valid_instant_time
+from engine.timeline.instant import Instant, is_valid_instant_time
 from engine.timeline.timeline import CommittedInstants, Timeline
 
 
@@ -144,26 +146,64 @@ def read_snapshot(
 
 def incremental_groups(meta: MetaClient, timeline: Timeline, start: str, end: str | None) -> set[tuple[str, str]]:
     """(partition, file id) of the file groups the completed writes in (start, end] wrote."""
+    return _groups_of(meta, timeline.completed_writes.between(start, end).instants)
+
+
+def _groups_of(meta: MetaClient, instants: Iterable[Instant]) -> set[tuple[str, str]]:
     groups = set()
-    for inst in timeline.completed_writes.between(start, end):
+    for inst in instants:
         for stat in meta.commit_metadata(inst).write_stats:
             if stat.path and stat.fileId:
                 groups.add((stat.partitionPath, stat.fileId))
     return groups
 
 
+def completion_window(timeline: Timeline, start: str, end: str | None) -> tuple[list[Instant], str, str] | None:
+    """Timeline layout 2 (versions 8, 9): an incremental window bounds completion times, as in
+    Apache Hudi 1.x: the completed writes that completed in (start, end], and the range (lo, hi]
+    of commit times that holds exactly them (None when none completed in the window). A window
+    whose writes completed in another order than they began cannot be such a range: refused."""
+    writes = timeline.completed_writes.instants
+    done = timeline.completion_times
+    chosen = [i for i in writes if start < done.get(i.time, i.time) and (end is None or done.get(i.time, i.time) <= end)]
+    if not chosen:
+        return None
+    times = {i.time for i in chosen}
+    lo = max((i.time for i in writes if i.time < min(times)), default="0" * 17)
+    hi = max(times)
+    strays = sorted(i.time for i in writes if lo < i.time <= hi and i.time not in times)
+    if strays:
+        raise UnsupportedFeatureError(
+            f"incremental window ({start}, {end or 'now'}]: commits {', '.join(strays)} began inside it but "
+            "completed outside it (concurrent writers); such windows are not read yet")
+    return chosen, lo, hi
+
+
 def read_incremental(spark: SparkSession, meta: MetaClient, start: str, end: str | None = None) -> DataFrame:
     """Records whose commit time is in (start, end]: the file groups those commits wrote, each read
     as of `end` (merged with its logs on merge-on-read), keeping the records committed in range."""
-    start = _check_instant(start, "start")
+    start = _check_instant(_pad_seconds(start), "start")
     if end is not None:
-        end = _check_instant(end, "end")
+        end = _check_instant(_pad_seconds(end), "end")
         if end < start:
             raise InvalidInputError(f"end {end} is before start {start}")
     check_base_file_format(meta)
     timeline = meta.timeline()
     schema = table_schema_or_empty(meta, timeline)
-    groups = incremental_groups(meta, timeline, start, end)
+    if timeline.completion_times:  # versions 8, 9: the window bounds completion times
+        window = completion_window(timeline, start, end)
+        if window is None:
+            return scan_latest(spark, meta, timeline, [], schema)
+        chosen, start, end = window
+        groups = _groups_of(meta, chosen)
+    else:
+        groups = incremental_groups(meta, timeline, start, end)
     view = meta.file_system_view(timeline, as_of=end)
     slices = [s for s in view.latest_slices() if (s.partition, s.file_id) in groups]
     return scan_latest(spark, meta, timeline, slices, schema, as_of=end, commit_range=(start, end))
+
+
+def _pad_seconds(value: str) -> str:
+    """`yyyyMMddHHmmss` (Apache Hudi accepts seconds too, e.g. "00000000000000") as `...SSS` = 000."""
+    text = str(value)
+    return text + "000" if len(text) == 14 and text.isdigit() else text

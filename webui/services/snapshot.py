@@ -18,7 +18,6 @@ from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import Any
 
-from engine.constants import METAFOLDER
 from engine.table.commit_metadata import CommitMetadata
 from engine.table.fs_view import FileSystemView
 from engine.table.meta_client import MetaClient
@@ -32,7 +31,7 @@ MAX_COMMITS = 20_000
 MAX_VIEWS = 256
 
 
-_INSTANT_FILE = re.compile(r"^\d{17}\.")
+_INSTANT_FILE = re.compile(r"^\d{17}[._]")  # <time>.<action>..., or <time>_<completion>.<action> (layout 2)
 
 
 def fingerprint_of(names: list[str], has_archive: bool) -> str:
@@ -53,17 +52,21 @@ class TableSnapshot:
 
     @classmethod
     def load(cls, meta: MetaClient) -> TableSnapshot:
-        entries = meta.storage.list_dir(METAFOLDER)
+        layout = meta.layout  # version 6: .hoodie/; versions 8, 9: .hoodie/timeline/ (engine.timeline.layout)
+        entries = meta.storage.list_dir(layout.folder)
         files = [f for f in entries if not f.is_dir and _INSTANT_FILE.match(f.name)]
         names = [f.name for f in files]
-        archive_dir = meta.config.archivelog_folder
-        has_archive = any(f.is_dir and f.name == archive_dir for f in entries) and bool(
-            meta.storage.list_dir(f"{METAFOLDER}/{archive_dir}")
+        history = layout.history.rpartition("/")[2]
+        has_archive = any(f.is_dir and f.name == history for f in entries) and any(
+            not f.is_dir for f in meta.storage.list_dir(layout.history)
         )
         mtimes = {f.name: f.mtime_ms for f in files if f.mtime_ms is not None}
         fingerprint = fingerprint_of(names, has_archive)
-        timeline = _cached(meta.storage.base_uri, fingerprint, "timeline",
-                           lambda: Timeline.from_file_names(names, has_archive))  # parsed only when it changed
+
+        def parse() -> Timeline:
+            return Timeline.from_instants((i for i in map(layout.parse, names) if i is not None), has_archive)
+
+        timeline = _cached(meta.storage.base_uri, fingerprint, "timeline", parse)  # parsed only when it changed
         return cls(meta, timeline, fingerprint, mtimes)
 
     @property
@@ -72,7 +75,7 @@ class TableSnapshot:
 
     def commit(self, instant: Instant) -> CommitMetadata:
         """The parsed metadata of a completed write (cached: completed commit files are immutable)."""
-        key = (self.base, instant.file_name)
+        key = (self.base, f"{instant.file_name}:{instant.completion_time}")
         with _LOCK:
             found = _COMMITS.get(key)
             if found is not None:
@@ -93,12 +96,15 @@ class TableSnapshot:
         return self.cached("view", lambda: self.meta.file_system_view(self.timeline))
 
     def completed_at_ms(self, instant: Instant) -> int | None:
-        return self.mtimes.get(instant.file_name)
+        try:
+            return self.mtimes.get(self.meta.layout.file_name(instant))
+        except ValueError:  # layout 2, an instant built without its completion time
+            return None
 
     def requested_at_ms(self, instant: Instant) -> int | None:
         from engine.timeline.instant import State
 
-        return self.mtimes.get(instant.with_state(State.REQUESTED).file_name)
+        return self.mtimes.get(self.meta.layout.file_name(instant.with_state(State.REQUESTED)))
 
 
 def _cached(base: str, fingerprint: str, what: str, build: Any) -> Any:
