@@ -6,82 +6,38 @@ from __future__ import annotations
 
 import os
 import re
-import shutil
-import socket
-import subprocess
-import sys
-import time
 from pathlib import Path
 
 import pytest
 
+from tests.support.browser import SHOTS, chromium, log_in, new_page, require_chromium, start_gunicorn
 from tests.support.console import PASSWORDS, make_app, start_worker, stop
 
 pytestmark = pytest.mark.spark
 
-CHROMIUM = "/usr/bin/chromium"
-ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
-        "--disable-sync", "--no-first-run", "--disable-quic"]
-REPO = Path(__file__).resolve().parents[2]
-SHOTS = REPO / "artifacts" / "screenshots"
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @pytest.fixture(scope="module")
 def site(tmp_path_factory):
-    if not os.path.exists(CHROMIUM):
-        message = "Debian's chromium is not installed (apt-get install -y chromium)"
-        if os.environ.get("CI") == "true":
-            pytest.fail(message)
-        pytest.skip(message)
-    pytest.importorskip("playwright")
+    require_chromium()
     tmp = tmp_path_factory.mktemp("browser")
     mp = pytest.MonkeyPatch()
     db_url = f"sqlite:///{tmp / 'console.db'}"
     make_app(tmp, mp, db_url)  # schema through the migrations, and the three users
-    port = _free_port()
     env = {**os.environ, "DATABASE_URL": db_url, "CONSOLE_WAREHOUSE_ROOTS": str(tmp / "lake"),
            "CONSOLE_SECRET_KEY": "test-secret-key"}
     env.pop("CONSOLE_TEST_HOLD_AT", None)
-    gunicorn = shutil.which("gunicorn", path=os.path.dirname(sys.executable)) or "gunicorn"
     log = open(tmp / "gunicorn.log", "w")  # noqa: SIM115
-    web = subprocess.Popen([gunicorn, "-b", f"127.0.0.1:{port}", "-w", "2", "--threads", "2", "webui:create_app()"],
-                           env=env, cwd=str(REPO), stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+    web, base = start_gunicorn(env, log, workers=2)
     worker = start_worker(tmp, db_url)
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        try:
-            socket.create_connection(("127.0.0.1", port), timeout=1).close()
-            break
-        except OSError:
-            time.sleep(0.2)
-    SHOTS.mkdir(parents=True, exist_ok=True)
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, args=ARGS, headless=True)
-        yield f"http://127.0.0.1:{port}", browser, tmp
-        browser.close()
+    with chromium() as browser:
+        yield base, browser, tmp
     stop(worker)
     stop(web)
     mp.undo()
 
 
 def _login(browser, base: str, user: str):  # type: ignore[no-untyped-def]
-    context = browser.new_context(viewport={"width": 1400, "height": 900})
-    page = context.new_page()
-    problems: list[str] = []
-    page.on("console", lambda m: problems.append(m.text) if m.type == "error" else None)
-    page.goto(f"{base}/login")
-    page.fill("#username", user)
-    page.fill("#password", PASSWORDS[user])
-    page.click("main button[type=submit]")
-    page.wait_for_url(f"{base}/tables")
+    page, problems = new_page(browser)
+    log_in(page, base, user, PASSWORDS[user])
     return page, problems
 
 

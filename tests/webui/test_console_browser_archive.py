@@ -5,40 +5,18 @@ as rollback's preview lists its files. A hand-made table; no job runner (nothing
 from __future__ import annotations
 
 import os
-import shutil
-import socket
-import subprocess
-import sys
-import time
 from datetime import UTC, datetime, timedelta
-from pathlib import Path
 
 import pytest
 
 from tests.support import handmade
+from tests.support.browser import SHOTS, chromium, log_in, new_page, require_chromium, start_gunicorn
 from tests.support.console import PASSWORDS, make_app, stop
-
-CHROMIUM = "/usr/bin/chromium"
-ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
-        "--disable-sync", "--no-first-run", "--disable-quic"]
-REPO = Path(__file__).resolve().parents[2]
-SHOTS = REPO / "artifacts" / "screenshots"
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 @pytest.fixture(scope="module")
 def site(tmp_path_factory):
-    if not os.path.exists(CHROMIUM):
-        message = "Debian's chromium is not installed (apt-get install -y chromium)"
-        if os.environ.get("CI") == "true":
-            pytest.fail(message)
-        pytest.skip(message)
-    pytest.importorskip("playwright")
+    require_chromium()
     tmp = tmp_path_factory.mktemp("browser-archive")
     mp = pytest.MonkeyPatch()
     db_url = f"sqlite:///{tmp / 'console.db'}"
@@ -52,42 +30,20 @@ def site(tmp_path_factory):
         from webui.services.tables import register_existing
 
         register_existing(table.path, "trips", None)
-    port = _free_port()
     env = {**os.environ, "DATABASE_URL": db_url, "CONSOLE_WAREHOUSE_ROOTS": str(tmp / "lake"),
            "CONSOLE_SECRET_KEY": "test-secret-key"}
-    gunicorn = shutil.which("gunicorn", path=os.path.dirname(sys.executable)) or "gunicorn"
     log = open(tmp / "gunicorn.log", "w")  # noqa: SIM115
-    web = subprocess.Popen([gunicorn, "-b", f"127.0.0.1:{port}", "-w", "1", "--threads", "2", "webui:create_app()"],
-                           env=env, cwd=str(REPO), stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        try:
-            socket.create_connection(("127.0.0.1", port), timeout=1).close()
-            break
-        except OSError:
-            time.sleep(0.2)
-    SHOTS.mkdir(parents=True, exist_ok=True)
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, args=ARGS, headless=True)
-        yield f"http://127.0.0.1:{port}", browser, table, debris
-        browser.close()
+    web, base = start_gunicorn(env, log, workers=1)
+    with chromium() as browser:
+        yield base, browser, table, debris
     stop(web)
     mp.undo()
 
 
 def test_archive_preview_lists_the_files_in_the_browser(site):
     base, browser, table, debris = site
-    context = browser.new_context(viewport={"width": 1400, "height": 1000})
-    page = context.new_page()
-    problems: list[str] = []
-    page.on("console", lambda m: problems.append(m.text) if m.type == "error" else None)
-    page.goto(f"{base}/login")
-    page.fill("#username", "operator")
-    page.fill("#password", PASSWORDS["operator"])
-    page.click("main button[type=submit]")
-    page.wait_for_url(f"{base}/tables")
+    page, problems = new_page(browser, 1400, 1000)
+    log_in(page, base, "operator", PASSWORDS["operator"])
 
     page.goto(f"{base}/tables/trips/services/archive")
     assert page.locator("[data-testid=plan-instants]").inner_text() == "12"
@@ -109,4 +65,4 @@ def test_archive_preview_lists_the_files_in_the_browser(site):
     page.screenshot(path=str(SHOTS / "console-archive-preview.png"), full_page=True)
     assert page.locator("[data-testid=confirm-service]").is_enabled()
     assert problems == []
-    context.close()
+    page.context.close()

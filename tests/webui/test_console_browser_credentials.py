@@ -8,29 +8,15 @@ from __future__ import annotations
 
 import os
 import re
-import shutil
-import socket
-import subprocess
-import sys
 import time
 from pathlib import Path
 
 import pytest
 
+from tests.support.browser import SHOTS, chromium, new_page, require_chromium, start_gunicorn
 from tests.support.console import PASSWORDS, stop
 
-CHROMIUM = "/usr/bin/chromium"
-ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
-        "--disable-sync", "--no-first-run", "--disable-quic"]
-REPO = Path(__file__).resolve().parents[2]
-SHOTS = REPO / "artifacts" / "screenshots"
 STATE: dict[str, str] = {}  # the admin's password, once the first test changed it
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def _one_time_password(log: Path, deadline: float) -> str:
@@ -44,12 +30,7 @@ def _one_time_password(log: Path, deadline: float) -> str:
 
 @pytest.fixture(scope="module")
 def site(tmp_path_factory):
-    if not os.path.exists(CHROMIUM):
-        message = "Debian's chromium is not installed (apt-get install -y chromium)"
-        if os.environ.get("CI") == "true":
-            pytest.fail(message)
-        pytest.skip(message)
-    pytest.importorskip("playwright")
+    require_chromium()
     tmp = tmp_path_factory.mktemp("browser-credentials")
     (tmp / "lake").mkdir()
     db_url = f"sqlite:///{tmp / 'console.db'}"
@@ -68,19 +49,10 @@ def site(tmp_path_factory):
     app = create_app({"CONSOLE_BOOTSTRAP_ADMIN": False})
     with app.app_context():
         upgrade()
-    port = _free_port()
-    gunicorn = shutil.which("gunicorn", path=os.path.dirname(sys.executable)) or "gunicorn"
     log_path = tmp / "gunicorn.log"
     log = open(log_path, "w")  # noqa: SIM115
-    web = subprocess.Popen([gunicorn, "-b", f"127.0.0.1:{port}", "-w", "2", "--threads", "2", "webui:create_app()"],
-                           env=env, cwd=str(REPO), stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+    web, base = start_gunicorn(env, log, workers=2)
     deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        try:
-            socket.create_connection(("127.0.0.1", port), timeout=1).close()
-            break
-        except OSError:
-            time.sleep(0.2)
     one_time = _one_time_password(log_path, deadline)
     with app.app_context():
         from webui.services.users import create_user
@@ -88,24 +60,15 @@ def site(tmp_path_factory):
         for role in ("operator", "viewer"):
             create_user(role, PASSWORDS[role], role)
         create_user("dave", "dave-pass-123", "viewer")
-    SHOTS.mkdir(parents=True, exist_ok=True)
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, args=ARGS, headless=True)
-        yield f"http://127.0.0.1:{port}", browser, one_time
-        browser.close()
+    with chromium() as browser:
+        yield base, browser, one_time
     stop(web)
     log.close()
     mp.undo()
 
 
 def _page(browser):  # type: ignore[no-untyped-def]
-    context = browser.new_context(viewport={"width": 1300, "height": 800})
-    page = context.new_page()
-    problems: list[str] = []
-    page.on("console", lambda m: problems.append(m.text) if m.type == "error" else None)
-    return page, problems
+    return new_page(browser, 1300, 800)
 
 
 def _submit_login(page, base: str, user: str, password: str) -> None:  # type: ignore[no-untyped-def]

@@ -12,12 +12,17 @@ COMPACTION = "20251220210129235"  # completed as a commit (operation COMPACT)
 UPDATE = "20251220210127080"  # a deltacommit: one log file, one update
 
 
-def test_a_version_8_table_is_registered_and_browsed(console):
+def _registered(console) -> hudi1x.Fixture:
     fx = hudi1x.fixture(NAME, console.root / "v8")
     with console.app.app_context():
         from webui.services.tables import register_existing
 
         register_existing(str(fx.table), "trips8", None)
+    return fx
+
+
+def test_a_version_8_table_is_registered_and_browsed(console):
+    fx = _registered(console)
     before = tree_bytes(fx.table)
     client = console.client("viewer")
 
@@ -43,11 +48,7 @@ def test_a_version_8_table_is_registered_and_browsed(console):
 
 
 def test_services_on_a_version_8_table_are_refused_with_the_reason(console):
-    fx = hudi1x.fixture(NAME, console.root / "v8")
-    with console.app.app_context():
-        from webui.services.tables import register_existing
-
-        register_existing(str(fx.table), "trips8", None)
+    fx = _registered(console)
     before = tree_bytes(fx.table)
     client = console.client("operator")
     resp = client.get("/tables/trips8/services/clean")
