@@ -40,6 +40,9 @@ def create_app(config: Mapping[str, Any] | None = None) -> Flask:
     login_manager.init_app(app)
     csrf.init_app(app)
     _sqlite_pragmas(app)
+    from webui import ratelimit
+
+    ratelimit.init_app(app)  # after CSRFProtect: a POST without a valid token is refused before it counts
 
     from webui import auth, blueprints, cli, filters
 

@@ -132,18 +132,31 @@ class ApiToken(db.Model):
 
 
 class LoginAttempt(db.Model):
-    """One login or token request (`webui.services.logins`): the shared budget of the login rate
-    limit (every gunicorn worker counts the same rows) and the failures that lock an account.
-    Never the password. Rows older than a day (or the lockout window) are pruned."""
+    """One login or token request that reached the password check (`webui.services.logins`): the
+    failures that lock an account and the successes after which they stop counting. Never the
+    password. The rate limit per address is not counted here but by Flask-Limiter
+    (`RateLimitWindow`). Rows older than a day (or the lockout window) are pruned."""
 
     __tablename__ = "login_attempts"
 
     id: Mapped[int] = mapped_column(primary_key=True)
     at: Mapped[datetime] = mapped_column(default=utcnow, index=True)
     username: Mapped[str] = mapped_column(sa.String(80), index=True)
-    remote_addr: Mapped[str] = mapped_column(sa.String(64), index=True)
+    remote_addr: Mapped[str] = mapped_column(sa.String(64))
     channel: Mapped[str] = mapped_column(sa.String(16))  # page or api
-    outcome: Mapped[str] = mapped_column(sa.String(16))  # pending, succeeded, failed, locked, throttled
+    outcome: Mapped[str] = mapped_column(sa.String(16))  # pending, succeeded, failed, locked
+
+
+class RateLimitWindow(db.Model):
+    """One fixed window of a Flask-Limiter rate limit (`webui.ratelimit.DatabaseStorage`): the key
+    (limit, scope, client address), the hits counted in it and when it ends. Every gunicorn worker
+    and every host on the console's database counts in the same row."""
+
+    __tablename__ = "rate_limits"
+
+    key: Mapped[str] = mapped_column(sa.String(255), primary_key=True)
+    hits: Mapped[int] = mapped_column(sa.Integer)
+    expires_at: Mapped[datetime] = mapped_column(index=True)  # naive UTC, like every time here
 
 
 class TableEntry(db.Model):

@@ -48,9 +48,9 @@ def test_schema_comes_from_the_migrations(app):
     with app.app_context():
         names = set(sa.inspect(db.engine).get_table_names())
         version = db.session.execute(sa.text("SELECT version_num FROM alembic_version")).scalar_one()
-    assert names == {"alembic_version", "api_tokens", "audit_log", "jobs", "login_attempts", "tables", "uploads",
-                     "users", "workers"}
-    assert version == "0003"
+    assert names == {"alembic_version", "api_tokens", "audit_log", "jobs", "login_attempts", "rate_limits", "tables",
+                     "uploads", "users", "workers"}
+    assert version == "0004"
     with app.app_context():
         worker_columns = [c["name"] for c in sa.inspect(db.engine).get_columns("workers")]
     assert worker_columns == ["id", "host", "pid", "started_at", "heartbeat_at", "stopped", "process_start"]

@@ -14,6 +14,7 @@ from flask import Blueprint, current_app, jsonify, request
 from engine.errors import EngineError
 from webui.auth import api_error, authorize, current_actor, requires
 from webui.models import Role
+from webui.ratelimit import login_limit
 from webui.services import audit, browse, jobs, logins, plans, tables, tokens, uploads
 from webui.services import file_groups as groups
 from webui.services.snapshot import TableSnapshot
@@ -34,15 +35,12 @@ def _int(key: str, default: int) -> int:
 
 
 @bp.post("/tokens")
+@login_limit  # the login page's budget per address (429 too_many_requests, Retry-After)
 def create_token():  # type: ignore[no-untyped-def]
-    """The same rate limit and lockout as the login page (`webui.services.logins`)."""
+    """The same rate limit (`webui.ratelimit`) and lockout (`webui.services.logins`) as the login page."""
     body = _body()
     result = logins.attempt(str(body.get("username") or ""), str(body.get("password") or ""),
                             request.remote_addr or "", "api", logins.LoginPolicy.from_config(current_app.config))
-    if result.verdict is logins.Verdict.THROTTLED:
-        response, status = api_error(429, "too_many_requests", result.message)
-        response.headers["Retry-After"] = str(result.retry_after_s)
-        return response, status
     if result.verdict is logins.Verdict.LOCKED:
         return api_error(403, "account_locked", result.message)
     user = result.user

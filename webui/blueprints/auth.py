@@ -1,5 +1,6 @@
-"""Login and logout. Attempts are throttled per address and lock accounts after repeated
-failures through `webui.services.logins` (counted in the database, shared by every worker)."""
+"""Login and logout. Attempts are rate-limited per client address by Flask-Limiter
+(`webui.ratelimit.login_limit`, shared with the token endpoint) and lock accounts after repeated
+failures (`webui.services.logins`); both are counted in the database, shared by every worker."""
 
 from __future__ import annotations
 
@@ -9,14 +10,16 @@ from flask import Blueprint, current_app, flash, redirect, render_template, requ
 from flask_login import current_user, login_user, logout_user
 
 from webui.forms import ActionForm, LoginForm
+from webui.ratelimit import login_limit
 from webui.services import audit, logins
 
 bp = Blueprint("auth", __name__)
 
-STATUS = {logins.Verdict.FAILED: 401, logins.Verdict.LOCKED: 403, logins.Verdict.THROTTLED: 429}
+STATUS = {logins.Verdict.FAILED: 401, logins.Verdict.LOCKED: 403}
 
 
 @bp.route("/login", methods=["GET", "POST"])
+@login_limit  # POST only; over the limit, a 429 with the login page (`ratelimit._throttled`)
 def login():  # type: ignore[no-untyped-def]
     form = LoginForm()
     if form.validate_on_submit():
@@ -32,10 +35,7 @@ def login():  # type: ignore[no-untyped-def]
                 target = url_for("tables.index")
             return redirect(target)
         flash(result.message, "danger")
-        response = current_app.make_response((render_template("login.html", form=form), STATUS[result.verdict]))
-        if result.verdict is logins.Verdict.THROTTLED:
-            response.headers["Retry-After"] = str(result.retry_after_s)
-        return response
+        return render_template("login.html", form=form), STATUS[result.verdict]
     return render_template("login.html", form=form), (400 if request.method == "POST" else 200)
 
 

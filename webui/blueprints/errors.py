@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from flask import Flask, render_template
+from flask_limiter import RateLimitExceeded
 from flask_wtf.csrf import CSRFError
 from werkzeug.exceptions import HTTPException
 
@@ -30,6 +31,8 @@ def register(app: Flask) -> None:
 
     @app.errorhandler(HTTPException)
     def _http(exc: HTTPException):  # type: ignore[no-untyped-def]
+        if isinstance(exc, RateLimitExceeded) and exc.response is not None:
+            return exc.response  # the limit's own answer (`ratelimit._throttled`)
         code = exc.code or 500
         message = exc.description if code not in (500,) else MESSAGES[500]
         if code == 413:

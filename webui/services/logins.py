@@ -1,24 +1,20 @@
-"""Logins: the rate limit per client address and the lockout per account, both kept in the
-database (`LoginAttempt` rows), so that every gunicorn worker and every host that shares the
-console's database spends the same budget.
+"""Logins: the lockout per account, kept in the database (`LoginAttempt` rows), so that every
+gunicorn worker and every host that shares the console's database sees the same failures.
 
-`attempt()` is the one path for the login page and the API's token endpoint:
+`attempt()` is the one path for the login page and the API's token endpoint (both already past
+the rate limit per address, which Flask-Limiter counts: `webui.ratelimit`):
 
-1. the attempt is recorded first, then the address's attempts in the limit's period are counted
-   (a burst spread over several workers sees every committed row, so it cannot exceed the limit;
-   at worst two racing attempts are both refused);
+1. the attempt is recorded;
 2. a locked account is refused whatever the password (the answer never says if it was right);
 3. a wrong password (or a deactivated user) is a failure; `lockout_attempts` failures within
    `lockout_window` since the last success, lock or unlock lock the account for `lockout_for`.
 
-Every outcome but `throttled` is audited (a throttled attempt is only a row here: an address that
-hammers the form must not flood the audit log).
+Every outcome is audited.
 """
 
 from __future__ import annotations
 
 import enum
-import re
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
@@ -35,24 +31,19 @@ class Verdict(enum.StrEnum):
     SUCCEEDED = "succeeded"
     FAILED = "failed"
     LOCKED = "locked"
-    THROTTLED = "throttled"
 
 
 @dataclass(frozen=True)
 class LoginPolicy:
-    """The limits of `attempt()`, from the console's settings."""
+    """The lockout of `attempt()`, from the console's settings."""
 
-    limit: int  # attempts per address ...
-    period: timedelta  # ... in this sliding period
     lockout_attempts: int  # failures that lock an account (0: never locked)
     lockout_window: timedelta
     lockout_for: timedelta
 
     @classmethod
     def from_config(cls, config: Any) -> LoginPolicy:
-        limit, period = parse_rate(str(config["CONSOLE_LOGIN_LIMIT"]))
-        return cls(limit=limit, period=period,
-                   lockout_attempts=int(config["CONSOLE_LOCKOUT_ATTEMPTS"]),
+        return cls(lockout_attempts=int(config["CONSOLE_LOCKOUT_ATTEMPTS"]),
                    lockout_window=timedelta(minutes=int(config["CONSOLE_LOCKOUT_WINDOW_MIN"])),
                    lockout_for=timedelta(minutes=int(config["CONSOLE_LOCKOUT_MIN"])))
 
@@ -62,7 +53,6 @@ class LoginResult:
     verdict: Verdict
     user: User | None = None
     locked_until: datetime | None = None
-    retry_after_s: int = 0
 
     @property
     def message(self) -> str:
@@ -71,24 +61,9 @@ class LoginResult:
             until = self.locked_until.strftime("%Y-%m-%d %H:%M UTC") if self.locked_until else "later"
             return (f"This account is locked after repeated failed logins. Try again after {until}, "
                     "or ask an admin to unlock it.")
-        if self.verdict is Verdict.THROTTLED:
-            return f"Too many login attempts from your address: wait {self.retry_after_s} s and try again."
         if self.verdict is Verdict.FAILED:
             return "Wrong user name or password."
         return "Logged in."
-
-
-UNITS = {"second": 1, "minute": 60, "hour": 3600, "day": 86400}
-_RATE = re.compile(r"^\s*(\d+)\s*(?:per|/)\s*(\d+)?\s*(second|minute|hour|day)s?\s*$", re.IGNORECASE)
-
-
-def parse_rate(text: str) -> tuple[int, timedelta]:
-    """`CONSOLE_LOGIN_LIMIT`, as Flask-Limiter spelled it: "10 per minute", "20/5 minutes"."""
-    found = _RATE.match(text)
-    if not found:
-        raise ValueError(f"CONSOLE_LOGIN_LIMIT: expected e.g. '10 per minute', got {text!r}")
-    amount, multiple, unit = int(found.group(1)), int(found.group(2) or 1), found.group(3).lower()
-    return amount, timedelta(seconds=multiple * UNITS[unit])
 
 
 _DUMMY_HASH: list[str] = []
@@ -112,18 +87,6 @@ def attempt(username: str, password: str, remote_addr: str, channel: str, policy
     db.session.add(row)
     db.session.commit()
     _prune(now, policy)
-
-    spent = db.session.scalar(sa.select(sa.func.count(LoginAttempt.id)).where(
-        LoginAttempt.remote_addr == remote_addr, LoginAttempt.at > now - policy.period,
-        LoginAttempt.outcome != Verdict.THROTTLED.value)) or 0
-    if spent > policy.limit:
-        oldest = db.session.scalar(sa.select(sa.func.min(LoginAttempt.at)).where(
-            LoginAttempt.remote_addr == remote_addr, LoginAttempt.at > now - policy.period,
-            LoginAttempt.outcome != Verdict.THROTTLED.value)) or now
-        row.outcome = Verdict.THROTTLED.value
-        db.session.commit()
-        retry = max(1, int((oldest + policy.period - now).total_seconds()) + 1)
-        return LoginResult(Verdict.THROTTLED, retry_after_s=retry)
 
     user = db.session.scalar(sa.select(User).where(User.username == username))
     params = {"username": username, "remote_addr": remote_addr, "via": channel}
@@ -206,8 +169,8 @@ def _lock_if_due(user: User | None, username: str, now: datetime, policy: LoginP
 
 
 def _prune(now: datetime, policy: LoginPolicy) -> None:
-    """Forget attempts nobody counts any more (the longest of the periods, at least a day)."""
-    keep = max(timedelta(days=1), policy.period, policy.lockout_window + policy.lockout_for)
+    """Forget attempts the lockout no longer counts (kept at least a day)."""
+    keep = max(timedelta(days=1), policy.lockout_window + policy.lockout_for)
     db.session.execute(sa.delete(LoginAttempt).where(LoginAttempt.at < now - keep))
     db.session.commit()
 
