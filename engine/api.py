@@ -17,7 +17,7 @@ from engine.services.maintenance import Maintenance
 from engine.services.transaction import Transaction
 from engine.storage import Storage, storage_for
 from engine.table.commit_metadata import CommitMetadata
-from engine.table.create import DEFAULT_INDEX, new_table_config
+from engine.table.create import DEFAULT_INDEX, new_table_config, require_writable
 from engine.table.fs_view import FileSystemView
 from engine.table.meta_client import MetaClient
 from engine.timeline.timeline import Timeline
@@ -109,6 +109,8 @@ class Table:
         if not isinstance(df, DataFrame):
             raise InvalidInputError(f"expected a Spark DataFrame, got {type(df).__name__}")
         config = WriteConfig.from_options(options)
+        self.meta.check_writable()
+        require_writable(self.meta.config)  # before the lock and repair: a refused write changes nothing
         itype = IndexType.parse(config.index_type or self.config.index_type or DEFAULT_INDEX)
         index = index_for(itype, dict(config.index_options), self.config.name)
         if self.spark is None:

@@ -31,7 +31,7 @@ from dataclasses import dataclass
 
 from engine import failpoints
 from engine.constants import METAFOLDER
-from engine.errors import CorruptTableError
+from engine.errors import CorruptTableError, UnsupportedFeatureError
 from engine.services.retention import last_earliest_retained
 from engine.services.serial import Documented
 from engine.storage.base import FileInfo
@@ -270,6 +270,10 @@ def archive(
     meta: MetaClient, keep_min: int, keep_max: int, dry_run: bool = False, fence: Callable[[], None] | None = None
 ) -> ArchivePlan | list[str]:
     """Plan and run archival (the caller holds the table lock); the plan alone in a dry run."""
+    if meta.layout.version >= 2:
+        raise UnsupportedFeatureError(
+            f"{meta.storage.base_uri}: archival into the LSM timeline of table versions 8 and 9 "
+            "(.hoodie/timeline/history/) is not written yet")
     plan = plan_archive(meta, meta.timeline(), keep_min, keep_max)
     return plan if dry_run else execute_archive(meta, plan, fence)
 

@@ -331,7 +331,7 @@ def _execute(meta, plan, spark, fence, progress, compression, bloom) -> Compacti
         stats.setdefault(out["partition"], []).append(_stat(out))
     extra = {"schema": avro_to_json(arrow_to_avro(data_schema, meta.config.name))}
     metadata = CommitMetadata(stats, OPERATION_TYPE, extra, compacted=True)
-    complete_instant(meta, plan.instant, Action.COMMIT, metadata.to_bytes())
+    complete_instant(meta, plan.instant, Action.COMMIT, meta.encode_commit_metadata(metadata))
     return CompactionResult(
         plan.instant,
         sorted(o["path"] for o in outs),

@@ -137,7 +137,7 @@ def repair(
         if not dry_run:
             remove_metadata_table(meta, fence)
     timeline = meta.timeline()
-    if timeline.has_archive:
+    if timeline.has_archive and meta.layout.version < 2:  # layout 2: an LSM history, not ours
         if dry_run:
             report.archival_finished = []
         else:
@@ -205,6 +205,6 @@ def remove_metadata_table(meta: MetaClient, fence: Callable[[], None] | None = N
         fence()
     partitions = metadata_table.named_partitions(meta.config)
     if partitions:
-        meta.update_config(metadata_table.without_metadata_table(meta.config), "Metadata table removed")
+        meta.remove_properties((metadata_table.PARTITIONS, metadata_table.PARTITIONS_INFLIGHT), "Metadata table removed")
     meta.storage.delete_dir(metadata_table.FOLDER)
     _log.warning("%s", metadata_table.removal_notice(meta.storage, partitions))

@@ -12,7 +12,7 @@ from datetime import UTC, datetime
 
 import pyarrow as pa
 
-from engine.config.table_config import TableConfig
+from engine.config.table_config import TableConfig, TableType
 from engine.constants import METAFOLDER, PARTITION_METADATA_FILE, PROPERTIES_FILE, TABLE_VERSION
 from engine.errors import (
     CorruptTableError,
@@ -27,11 +27,12 @@ from engine.table.commit_metadata import CommitMetadata
 from engine.table.fs_view import DataFile, FileSystemView
 from engine.table.ownership import is_below, nested_table_roots
 from engine.table.schema import avro_to_arrow
-from engine.timeline.instant import Action, Instant, State
+from engine.timeline.instant import Action, Instant, State, next_instant_time
 from engine.timeline.layout import TimelineLayout, layout_for
 from engine.timeline.timeline import Timeline
 
 PROPERTIES_PATH = f"{METAFOLDER}/{PROPERTIES_FILE}"
+WRITE_VERSIONS = (8, 9)  # besides version 6: copy-on-write tables of Apache Hudi 1.x
 _log = logging.getLogger(__name__)
 _WARNED_NESTED: set[tuple[str, str]] = set()
 
@@ -81,12 +82,30 @@ class MetaClient:
 
     def check_writable(self) -> None:
         """Refuse (UnsupportedTableVersionError, nothing touched) to write or run a service on a
-        table of a version this engine reads but does not write (8, 9: Apache Hudi 1.x)."""
-        if self.config.version != TABLE_VERSION:
-            raise UnsupportedTableVersionError(
-                f"{self.storage.uri(PROPERTIES_PATH)}: table version {self.config.version} is read-only here "
-                f"(this engine writes version {TABLE_VERSION} only; writes, table services and repair of "
-                f"Apache Hudi 1.x tables are not supported yet)", self.config.version)
+        table this engine reads but does not write: versions 8 and 9 (Apache Hudi 1.x) are written
+        for copy-on-write tables only."""
+        c = self.config
+        if c.version == TABLE_VERSION:
+            return
+        if c.version in WRITE_VERSIONS and c.table_type is TableType.COPY_ON_WRITE:
+            return
+        raise UnsupportedTableVersionError(
+            f"{self.storage.uri(PROPERTIES_PATH)}: table version {c.version} {c.table_type.value} is read-only here "
+            f"(this engine writes version {TABLE_VERSION}, and copy-on-write tables of versions 8 and 9; "
+            f"merge-on-read writes and services on Apache Hudi 1.x tables are not supported yet)", c.version)
+
+    def remove_properties(self, keys: tuple[str, ...], reason: str) -> None:
+        """Drop `keys` from hoodie.properties and keep every other line as it is (any version:
+        the file is edited, not rewritten from our model); the caller holds the table lock."""
+        import javaproperties
+
+        text = self.storage.read_bytes(PROPERTIES_PATH).decode("utf-8")
+        props = javaproperties.loads(text)
+        kept = {k: v for k, v in props.items() if k not in keys}
+        stamp = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+        body = f"#{reason} at {stamp}\n" + javaproperties.dumps(kept, timestamp=False, sort_keys=False)
+        self.storage.write_bytes(PROPERTIES_PATH, body.encode())
+        self.config = TableConfig.from_properties(kept)
 
     def update_config(self, config: TableConfig, reason: str) -> None:
         """Replace `hoodie.properties` with `config` (one atomic write; the caller holds the table
@@ -119,7 +138,38 @@ class MetaClient:
 
     def instant_path(self, instant: Instant) -> str:
         layout = self.layout
+        if layout.version >= 2 and instant.is_completed and instant.completion_time is None:
+            found = self.completed_file_name(instant.time, instant.action)
+            if found is None:  # a file about to be written: it completes now
+                found = layout.file_name(instant.with_completion(next_instant_time(datetime.now(UTC), instant.time)))
+            return f"{layout.folder}/{found}"
         return f"{layout.folder}/{layout.file_name(instant)}"
+
+    def completed_file_name(self, time: str, action: Action) -> str | None:
+        """Layout 2: the completed file of instant `time` (its name holds the completion time,
+        which only a listing tells); layout 1: its fixed name. None when there is none."""
+        layout = self.layout
+        if layout.version < 2:
+            return Instant(time, action, State.COMPLETED).file_name
+        for info in self.storage.list_dir(layout.folder):
+            parsed = None if info.is_dir or not info.name.startswith(f"{time}_") else layout.parse(info.name)
+            if parsed is not None and parsed.action is action:
+                return info.name
+        return None
+
+    def encode_commit_metadata(self, metadata: CommitMetadata) -> bytes:
+        """A write's commit metadata as its timeline file holds it: JSON in version 6, an Avro
+        `HoodieCommitMetadata` (`HoodieReplaceCommitMetadata` with replaced file groups) in 8, 9."""
+        if self.layout.version < 2:
+            return metadata.to_bytes()
+        from engine.timeline import avro_models
+
+        record = avro_models.commit_metadata_to_avro(metadata)
+        record["extraMetadata"].pop(avro_models.ROLLING_STAT_METADATA_KEY, None)  # an archival-only key
+        if metadata.partition_to_replace_file_ids is not None:
+            record["partitionToReplaceFileIds"] = metadata.partition_to_replace_file_ids
+            return avro_models.serialize("HoodieReplaceCommitMetadata", record)
+        return avro_models.serialize("HoodieCommitMetadata", record)
 
     def read_instant(self, instant: Instant) -> bytes:
         try:

@@ -149,6 +149,10 @@ class Instant:
     def with_state(self, state: State) -> Instant:
         return Instant(self.time, self.action, state, self.completion_time if state is State.COMPLETED else None)
 
+    def with_completion(self, completion_time: str) -> Instant:
+        """This instant completed at `completion_time` (timeline layout 2 names it so)."""
+        return Instant(self.time, self.action, State.COMPLETED, completion_time)
+
     def sort_key(self) -> tuple[str, int, str]:
         return (self.time, _STATE_ORDER[self.state], self.action.value)
 

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
-from engine.constants import METAFOLDER
 from engine.errors import CommitConflictError, CorruptTableError
 from engine.table.meta_client import MetaClient, instant_file_names
 from engine.timeline.instant import Action, Instant, State, next_instant_time
@@ -48,7 +47,16 @@ def complete_instant(meta: MetaClient, time: str, action: Action, body: bytes) -
     A retried conditional PUT (its first attempt succeeded, the answer was lost) sees its own file
     (same bytes): that is this writer's completion, not a conflict.
     """
-    path = meta.instant_path(Instant(time, action, State.COMPLETED))
+    done = Instant(time, action, State.COMPLETED)
+    if meta.layout.version >= 2:
+        # layout 2 names the completed file with its completion time: one completion per instant
+        existing = meta.completed_file_name(time, action)
+        if existing is not None:
+            if meta.storage.read_bytes(f"{meta.layout.folder}/{existing}") == body:
+                return
+            raise CommitConflictError(f"instant {time} was completed by another writer")
+        done = done.with_completion(next_instant_time(datetime.now(UTC), time))
+    path = meta.instant_path(done)
     try:
         meta.storage.create_exclusive(path, body)
     except FileExistsError as exc:
@@ -58,7 +66,8 @@ def complete_instant(meta: MetaClient, time: str, action: Action, body: bytes) -
 
 
 def is_instant_completed(meta: MetaClient, time: str, action: Action) -> bool:
-    return meta.storage.exists(meta.instant_path(Instant(time, action, State.COMPLETED)))
+    name = meta.completed_file_name(time, action)
+    return name is not None and meta.storage.exists(f"{meta.layout.folder}/{name}")
 
 
 def write_avro(meta: MetaClient, instant: Instant, model: str, record: dict, exclusive: bool = True) -> None:
@@ -98,9 +107,11 @@ def ensure_file(meta: MetaClient, instant: Instant, body: bytes = b"") -> None:
 def remove_instant(meta: MetaClient, time: str, action: Action) -> None:
     """Remove an instant's timeline files: requested and inflight first, the completed file last,
     so an interrupted removal never leaves a completed-looking instant without its history."""
-    names = instant_file_names(Instant(time, action, State.REQUESTED))
-    for name in names:  # requested, inflight, completed (State's order)
-        meta.storage.delete(f"{METAFOLDER}/{name}")
+    folder = meta.layout.folder
+    names = instant_file_names(Instant(time, action, State.REQUESTED))[:2]
+    completed = meta.completed_file_name(time, action)
+    for name in [*names, *([completed] if completed else [])]:  # requested, inflight, completed
+        meta.storage.delete(f"{folder}/{name}")
 
 
 def heartbeat_path(time: str) -> str:

@@ -88,7 +88,7 @@ def _mark_inflight(meta: MetaClient, pending: PendingCommit) -> None:
         },
         operation_type=pending.operation.value,
     )
-    transition_to_inflight(meta, pending.instant, pending.action, inflight.to_bytes())
+    transition_to_inflight(meta, pending.instant, pending.action, meta.encode_commit_metadata(inflight))
     for partition in pending.partitions:
         rel = f"{partition}/{PARTITION_METADATA_FILE}" if partition else PARTITION_METADATA_FILE
         if not meta.storage.exists(rel):
@@ -185,7 +185,7 @@ def complete(
 ) -> CommitMetadata:
     """Write the completed instant file (exclusively): from here on the write is visible."""
     metadata = build_metadata(meta, pending, write_schema, outcomes, absent_deletes, extra, stale_before_write)
-    complete_instant(meta, pending.instant, pending.action, metadata.to_bytes())
+    complete_instant(meta, pending.instant, pending.action, meta.encode_commit_metadata(metadata))
     return metadata
 
 

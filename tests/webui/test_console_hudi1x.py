@@ -53,5 +53,5 @@ def test_services_on_a_version_8_table_are_refused_with_the_reason(console):
     client = console.client("operator")
     resp = client.get("/tables/trips8/services/clean")
     assert resp.status_code == 409  # the engine refused to plan it (as for any refused service)
-    assert "table version 8 is read-only here" in resp.get_data(as_text=True)
+    assert "table version 8 MERGE_ON_READ is read-only here" in resp.get_data(as_text=True)
     assert tree_bytes(fx.table) == before
