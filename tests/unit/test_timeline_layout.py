@@ -94,3 +94,31 @@ def test_log_only_slices_and_uncommitted_logs():
     # time travel compares the instants the files were written at
     (early,) = FileSystemView.build([_log(FID, T1), _log(FID, T2)], tl, as_of=T1).groups
     assert [[lf.name.base_instant for lf in s.log_files] for s in early.slices] == [[T1]]
+
+
+def test_an_incremental_window_bounds_completion_times():
+    from engine.read.reader import completion_window
+
+    tl = _timeline(f"{T1}_20250101000000500.commit", f"{T2}_20250101000001500.commit",
+                   f"{T3}_20250101000002500.commit")
+    chosen, lo, hi = completion_window(tl, "20250101000000500", "20250101000001500")
+    assert [i.time for i in chosen] == [T2] and (lo, hi) == (T1, T2)
+    assert completion_window(tl, "20250101000002500", None) is None
+    chosen, lo, hi = completion_window(tl, "0" * 17, None)
+    assert [i.time for i in chosen] == [T1, T2, T3] and (lo, hi) == ("0" * 17, T3)
+
+
+def test_a_window_whose_commits_completed_out_of_order_is_refused():
+    from engine.errors import UnsupportedFeatureError
+    from engine.read.reader import completion_window
+
+    # T2 began between T1 and T3 but completed after the window (a concurrent writer): the
+    # window holds T1 and T3, which no range of commit times holds without T2
+    tl = _timeline(f"{T1}_20250101000002500.commit", f"{T2}_20250101000009000.commit",
+                   f"{T3}_20250101000002800.commit")
+    with pytest.raises(UnsupportedFeatureError, match=rf"commits {T2} began inside it but completed outside it"):
+        completion_window(tl, "20250101000002000", "20250101000003000")
+    # a commit that began before the window's first and completed after it is simply left out
+    tl = _timeline(f"{T1}_20250101000009000.commit", f"{T2}_20250101000002500.commit")
+    chosen, lo, hi = completion_window(tl, "20250101000002000", "20250101000003000")
+    assert [i.time for i in chosen] == [T2] and (lo, hi) == (T1, T2)
