@@ -274,3 +274,31 @@ def test_upsert_then_rollback_on_copy_on_write_tables_agree_with_hudi_rs(spark, 
     assert dict(written) == {name: "refused: InvalidConfigError" if name in refused else "written"
                              for name, _ in written}
     assert len(written) == 14
+
+
+def test_a_write_removes_the_metadata_table_hudi_rs_would_list_through(spark, tmp_path):
+    """Issue 23: hudi-rs lists a version 9 table's files through its metadata table when the
+    properties name its `files` partition. After our upsert (which removed it) hudi-rs sees the
+    new record; had it been left in place, stale, hudi-rs would not: the control puts the old
+    metadata table and properties back over the written table and hudi-rs misses the write."""
+    import shutil
+
+    name = "sample_table/cow/v9_txns_simple_meta"
+    fx = hudi1x.fixture(name, tmp_path / "written")
+    pristine = hudi1x.fixture(name, tmp_path / "pristine").table
+    props = fx.table / ".hoodie" / "hoodie.properties"
+    assert "files" in javaproperties.loads(props.read_text())["hoodie.table.metadata.partitions"].split(",")
+    assert (fx.table / ".hoodie" / "metadata" / "files").is_dir()
+    before = _oracle(fx.table)
+    table = Table.open(spark, str(fx.table))
+    batch, _column, _original = _changed_and_added(spark, table)
+    result = table.upsert(batch)
+
+    assert result.repaired is not None and "partitions: " in result.repaired.metadata_table_removed
+    assert not (fx.table / ".hoodie" / "metadata").exists()
+    assert "hoodie.table.metadata.partitions" not in javaproperties.loads(props.read_text())
+    assert len(_oracle(fx.table)) == len(before) + 1  # hudi-rs lists storage: it sees the write
+
+    shutil.copytree(pristine / ".hoodie" / "metadata", fx.table / ".hoodie" / "metadata")
+    shutil.copy(pristine / ".hoodie" / "hoodie.properties", props)
+    assert len(_oracle(fx.table)) == len(before)  # a stale metadata table hides the write
