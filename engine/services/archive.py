@@ -266,14 +266,20 @@ def remove_debris(meta: MetaClient, plan: ArchivePlan) -> list[str]:
     return removed
 
 
-def archive(
-    meta: MetaClient, keep_min: int, keep_max: int, dry_run: bool = False, fence: Callable[[], None] | None = None
-) -> ArchivePlan | list[str]:
-    """Plan and run archival (the caller holds the table lock); the plan alone in a dry run."""
+def check_supported(meta: MetaClient) -> None:
+    """Refuse archival of timeline layout 2 (versions 8, 9): its archive is an LSM tree of Parquet
+    files this engine does not write yet."""
     if meta.layout.version >= 2:
         raise UnsupportedFeatureError(
             f"{meta.storage.base_uri}: archival into the LSM timeline of table versions 8 and 9 "
             "(.hoodie/timeline/history/) is not written yet")
+
+
+def archive(
+    meta: MetaClient, keep_min: int, keep_max: int, dry_run: bool = False, fence: Callable[[], None] | None = None
+) -> ArchivePlan | list[str]:
+    """Plan and run archival (the caller holds the table lock); the plan alone in a dry run."""
+    check_supported(meta)
     plan = plan_archive(meta, meta.timeline(), keep_min, keep_max)
     return plan if dry_run else execute_archive(meta, plan, fence)
 

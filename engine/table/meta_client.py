@@ -12,7 +12,7 @@ from datetime import UTC, datetime
 
 import pyarrow as pa
 
-from engine.config.table_config import TableConfig, TableType
+from engine.config.table_config import TableConfig
 from engine.constants import METAFOLDER, PARTITION_METADATA_FILE, PROPERTIES_FILE, TABLE_VERSION
 from engine.errors import (
     CorruptTableError,
@@ -32,7 +32,7 @@ from engine.timeline.layout import TimelineLayout, layout_for
 from engine.timeline.timeline import Timeline
 
 PROPERTIES_PATH = f"{METAFOLDER}/{PROPERTIES_FILE}"
-WRITE_VERSIONS = (8, 9)  # besides version 6: copy-on-write tables of Apache Hudi 1.x
+WRITE_VERSIONS = (8, 9)  # besides version 6: tables of Apache Hudi 1.x (archival excepted)
 _log = logging.getLogger(__name__)
 _WARNED_NESTED: set[tuple[str, str]] = set()
 
@@ -82,17 +82,12 @@ class MetaClient:
 
     def check_writable(self) -> None:
         """Refuse (UnsupportedTableVersionError, nothing touched) to write or run a service on a
-        table this engine reads but does not write: versions 8 and 9 (Apache Hudi 1.x) are written
-        for copy-on-write tables only."""
+        table of a version this engine does not write (it writes 6, 8 and 9)."""
         c = self.config
-        if c.version == TABLE_VERSION:
-            return
-        if c.version in WRITE_VERSIONS and c.table_type is TableType.COPY_ON_WRITE:
-            return
-        raise UnsupportedTableVersionError(
-            f"{self.storage.uri(PROPERTIES_PATH)}: table version {c.version} {c.table_type.value} is read-only here "
-            f"(this engine writes version {TABLE_VERSION}, and copy-on-write tables of versions 8 and 9; "
-            f"merge-on-read writes and services on Apache Hudi 1.x tables are not supported yet)", c.version)
+        if c.version != TABLE_VERSION and c.version not in WRITE_VERSIONS:
+            raise UnsupportedTableVersionError(
+                f"{self.storage.uri(PROPERTIES_PATH)}: table version {c.version} is read-only here "
+                f"(this engine writes versions {TABLE_VERSION}, 8 and 9)", c.version)
 
     def remove_properties(self, keys: tuple[str, ...], reason: str) -> None:
         """Drop `keys` from hoodie.properties and keep every other line as it is (any version:

@@ -96,12 +96,16 @@ def _mark_inflight(meta: MetaClient, pending: PendingCommit) -> None:
             pending.created_partitions.append(partition)
 
 
-def planned_log_files(plan: WritePlan) -> dict[str, tuple[str, str, int]]:
-    """partition/file id -> (file id, base instant, version) of the log file each APPEND bucket
-    writes: its name up to the write token, which only the task that writes it knows."""
+def planned_log_files(plan: WritePlan, instant: str | None = None) -> dict[str, tuple[str, str, int]]:
+    """partition/file id -> (file id, instant in the name, version) of the log file each APPEND
+    bucket writes: its name up to the write token, which only the task that writes it knows.
+    With `instant` (table versions 8, 9) every log file is new and named with it, version 1."""
     out = {}
     for b in plan.buckets:
         if b.append and b.log_base_instant is not None:
+            if instant is not None:
+                out[f"{b.partition}/{b.file_id}"] = (b.file_id, instant, 1)
+                continue
             versions = (n for n in (parse_log_file_name(x) for x in b.log_names) if n is not None)
             out[f"{b.partition}/{b.file_id}"] = (b.file_id, b.log_base_instant, next_log_version(versions))
     return out
@@ -111,7 +115,7 @@ def remove_debris(meta: MetaClient, pending: PendingCommit, outcomes: list[dict]
     """Delete files of this instant that no successful task reported (failed or retried attempts):
     base files named with the instant, and log files with the planned name of an APPEND bucket."""
     keep = {o["path"] for o in outcomes}
-    planned = planned_log_files(pending.plan)
+    planned = planned_log_files(pending.plan, pending.instant if meta.layout.version >= 2 else None)
     removed = []
     ownership = FileOwnership(meta.storage)
     for partition in pending.partitions:

@@ -480,6 +480,7 @@ class WriteJob:
             mode=merge_mode_for(self.meta.config),
             committed=CommittedInstants(timeline.completed_write_times, timeline.archived_before),
             block_format=self.config.log_block_format,
+            log_per_commit=self.meta.layout.version >= 2,
         )
 
 

@@ -47,6 +47,9 @@ class AppendContext:
     mode: MergeMode
     committed: Callable[[str], bool]
     block_format: str = "parquet"
+    # table versions 8 and 9: each deltacommit writes a new log file named with its own instant
+    # (version 1), which joins its slice by completion time; version 6 names it after the slice
+    log_per_commit: bool = False
 
 
 def append_bucket(
@@ -70,8 +73,12 @@ def append_bucket(
     num_updates = _count_in(up_keys, stored_keys)
     live_deletes = deletes.filter(pc.is_in(deletes.column(KEY_COL), value_set=stored_keys))
 
-    version = next_log_version(n for n in (parse_log_file_name(x) for x in bucket.log_names) if n is not None)
-    name = log_file_name(bucket.file_id, bucket.log_base_instant, version, token)
+    if actx.log_per_commit:
+        version, named_for = 1, ctx.instant
+    else:
+        version = next_log_version(n for n in (parse_log_file_name(x) for x in bucket.log_names) if n is not None)
+        named_for = bucket.log_base_instant
+    name = log_file_name(bucket.file_id, named_for, version, token)
     path = join_path(bucket.partition, name)
     blocks: list[bytes] = []
     if upserts.num_rows:
@@ -96,7 +103,7 @@ def append_bucket(
         path=path if blocks else "",
         file_id=bucket.file_id,
         partition=bucket.partition,
-        prev_instant=bucket.log_base_instant,
+        prev_instant=named_for,  # versions 8, 9 (Apache Hudi 1.x): the deltacommit's own instant
         num_writes=upserts.num_rows,
         num_inserts=upserts.num_rows - num_updates,
         num_updates=num_updates,
@@ -106,8 +113,10 @@ def append_bucket(
         min_key=None,
         max_key=None,
         log_version=version if blocks else None,
-        base_file=bucket.base_path.rpartition("/")[2] if bucket.base_path and bucket.prev_instant == bucket.log_base_instant else "",
-        log_files=[*bucket.log_names, name] if blocks else list(bucket.log_names),
+        base_file="" if actx.log_per_commit else (
+            bucket.base_path.rpartition("/")[2] if bucket.base_path and bucket.prev_instant == bucket.log_base_instant else ""),
+        log_files=([name] if actx.log_per_commit else [*bucket.log_names, name]) if blocks else (
+            [] if actx.log_per_commit else list(bucket.log_names)),
     )
 
 

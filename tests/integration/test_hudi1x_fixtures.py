@@ -20,8 +20,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from engine import Table
-from engine.errors import CorruptTableError, UnsupportedFeatureError, UnsupportedTableVersionError
-from engine.services.maintenance import Maintenance
+from engine.errors import CorruptTableError, UnsupportedFeatureError
 from engine.spark.errors import translate
 from engine.table.meta_client import MetaClient
 from tests.support import hudi1x, hudi_rs
@@ -143,16 +142,25 @@ def test_the_timeline_carries_completion_times_from_the_file_names(tmp_path):
     assert [s.numInserts for s in stats] == [3]
 
 
-def test_merge_on_read_writes_and_services_are_refused_leaving_the_table_as_it_was(spark, tmp_path):
-    fx = hudi1x.fixture("quickstart_trips_table/mor/avro/v8_trips_8i3u1d", tmp_path)
-    before = tree_bytes(fx.table, include_lock=True)
+@pytest.mark.parametrize("name", ["quickstart_trips_table/mor/avro/v8_trips_8i3u1d",
+                                  "sample_table/mor/avro/v9_txns_simple_meta"])
+def test_compaction_keeps_what_hudi_rs_reads_and_archival_is_refused(spark, name, tmp_path):
+    fx = hudi1x.fixture(name, tmp_path)
     table = Table.open(spark, str(fx.table))
-    batch = table.read().limit(1).drop(*[c for c in table.read().columns if c.startswith("_hoodie_")])
-    with pytest.raises(UnsupportedTableVersionError, match="table version 8 MERGE_ON_READ is read-only here"):
-        table.upsert(batch)
-    with pytest.raises(UnsupportedTableVersionError, match="merge-on-read writes and services"):
-        Maintenance(table.meta).clean()
-    assert tree_bytes(fx.table, include_lock=True) == before
+    _batch, _column, _original, again = _changed_and_added(spark, table)
+    table.upsert(again)  # an update: a log file to compact
+    before = _oracle(fx.table)
+    plan = table.maintenance.schedule_compaction()
+    assert plan is not None and plan.operations
+    result = table.maintenance.run_compaction(plan.instant, spark=spark)
+    assert result.log_files_compacted >= 1
+    assert _oracle(fx.table) == before
+    done = [p for p in (fx.table / ".hoodie" / "timeline").iterdir() if p.name.startswith(f"{plan.instant}_")]
+    assert len(done) == 1 and done[0].name.endswith(".commit") and done[0].read_bytes()[:4] == b"Obj\x01"
+    files = tree_bytes(fx.table, include_lock=True)
+    with pytest.raises(UnsupportedFeatureError, match="archival into the LSM timeline of table versions 8 and 9"):
+        table.maintenance.archive()
+    assert tree_bytes(fx.table, include_lock=True) == files
 
 
 # windows of hudi-rs's incremental regression tests (bounds are completion times in Apache Hudi 1.x)
@@ -208,6 +216,7 @@ def test_read_optimized_and_incremental_reads_match_spark(spark, versioned, tmp_
 
 
 MARK = {"string": "changed by hoodie", "integer": 424242, "long": 424242}
+MARK2 = {"string": "changed again", "integer": 434343, "long": 434343}
 
 
 def _changed_and_added(spark, table: Table):
@@ -226,7 +235,8 @@ def _changed_and_added(spark, table: Table):
     key = cfg.record_key_fields[0]
     kind = data.schema[key].dataType.typeName()
     added = first.withColumn(key, F.lit("NEW-KEY-1") if kind == "string" else (F.col(key) + 1_000_000).cast(kind))
-    return changed.unionByName(added), column, first.collect()[0]
+    return changed.unionByName(added), column, first.collect()[0], first.withColumn(
+        column, F.lit(MARK2[field.dataType.typeName()]).cast(field.dataType))
 
 
 def _oracle(path: Path) -> list[dict]:
@@ -234,16 +244,18 @@ def _oracle(path: Path) -> list[dict]:
                    hudi_rs.snapshot(str(path))), key=lambda r: json.dumps(r, sort_keys=True, default=str))
 
 
-def test_upsert_then_rollback_on_copy_on_write_tables_agree_with_hudi_rs(spark, versioned, tmp_path):
+def test_upsert_then_rollback_agree_with_hudi_rs(spark, versioned, tmp_path):
+    """Every copy-on-write and merge-on-read fixture of the sample and trips tables (not the
+    `table_*` feature fixtures, which the read tests cover)."""
     written = []
     for name, props in versioned.items():
-        if props.get("hoodie.table.type") != "COPY_ON_WRITE" or "lance" in name or name.endswith("v8_empty"):
+        if "lance" in name or name.endswith("v8_empty") or "/table_" in name:
             continue
         fx = hudi1x.fixture(name, tmp_path / name.replace("/", "__"))
         table = Table.open(spark, str(fx.table))
         before = _oracle(fx.table)
         files = tree_bytes(fx.table)
-        batch, column, original = _changed_and_added(spark, table)
+        batch, column, original, again = _changed_and_added(spark, table)
         try:
             result = table.upsert(batch)
         except Exception as exc:  # refused before writing: the reason is typed and the table untouched
@@ -261,8 +273,23 @@ def test_upsert_then_rollback_on_copy_on_write_tables_agree_with_hudi_rs(spark, 
         # version and layout kept: a completed file named with its completion time, Avro metadata
         assert javaproperties.loads((fx.table / ".hoodie" / "hoodie.properties").read_text())[
             "hoodie.table.version"] == props["hoodie.table.version"], name
+        action = "commit" if props["hoodie.table.type"] == "COPY_ON_WRITE" else "deltacommit"
         done = [p.name for p in (fx.table / ".hoodie" / "timeline").iterdir() if p.name.startswith(f"{result.instant}_")]
-        assert len(done) == 1 and done[0].endswith(".commit"), (name, done)
+        assert len(done) == 1 and done[0].endswith(f".{action}"), (name, done)
+        assert _rows(table.read().toArrow().drop_columns(
+            [c for c in table.read().columns if c.startswith("_hoodie_")]), list(after[0])) == sorted(
+            json.dumps({c: r[c] for c in after[0]}, sort_keys=True, default=str) for r in after), name
+        if action == "deltacommit":  # an update alone goes to a log file named with the deltacommit
+            second = table.upsert(again)
+            logs = [p.name for p in fx.table.rglob(f".*_{second.instant}.log.1_*")]
+            assert len(logs) == 1, (name, logs)
+            updated = _oracle(fx.table)
+            assert [r[column] for r in updated if r[column] in MARK2.values()] == [
+                MARK2[table.read().schema[column].dataType.typeName()]], name
+            assert len(updated) == len(after), name
+            table.maintenance.rollback(second.instant)
+            assert not list(fx.table.rglob(f".*_{second.instant}.log.1_*")), name
+            assert _oracle(fx.table) == after, name
         assert (fx.table / ".hoodie" / "timeline" / done[0]).read_bytes()[:4] == b"Obj\x01", name
         assert not (fx.table / ".hoodie" / f"{result.instant}.commit").exists(), name  # nothing in layout 1
         table.maintenance.rollback(result.instant)
@@ -270,10 +297,11 @@ def test_upsert_then_rollback_on_copy_on_write_tables_agree_with_hudi_rs(spark, 
         written.append((name, "written"))
     refused = {"sample_table/cow/v8_simplekeygen_hivestyle_no_metafields",  # hoodie.populate.meta.fields=false
                "sample_table/cow/v9_timebasedkeygen_epochmillis", "sample_table/cow/v9_timebasedkeygen_nonhivestyle",
-               "sample_table/cow/v9_timebasedkeygen_unixtimestamp"}  # TimestampBasedKeyGenerator
+               "sample_table/cow/v9_timebasedkeygen_unixtimestamp",
+               "sample_table/mor/avro/v9_timebasedkeygen_nonhivestyle"}  # TimestampBasedKeyGenerator
     assert dict(written) == {name: "refused: InvalidConfigError" if name in refused else "written"
                              for name, _ in written}
-    assert len(written) == 14
+    assert len(written) == 28
 
 
 def test_a_write_removes_the_metadata_table_hudi_rs_would_list_through(spark, tmp_path):
@@ -291,7 +319,7 @@ def test_a_write_removes_the_metadata_table_hudi_rs_would_list_through(spark, tm
     assert (fx.table / ".hoodie" / "metadata" / "files").is_dir()
     before = _oracle(fx.table)
     table = Table.open(spark, str(fx.table))
-    batch, _column, _original = _changed_and_added(spark, table)
+    batch, _column, _original, _again = _changed_and_added(spark, table)
     result = table.upsert(batch)
 
     assert result.repaired is not None and "partitions: " in result.repaired.metadata_table_removed
