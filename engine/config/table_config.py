@@ -47,7 +47,7 @@ _KEYGEN_TYPES = {
     "TIMESTAMP": TIMESTAMP_KEYGEN, "TIMESTAMP_AVRO": TIMESTAMP_KEYGEN,
     "CUSTOM": CUSTOM_KEYGEN, "CUSTOM_AVRO": CUSTOM_KEYGEN,
 }
-# table versions this engine reads; it writes version 6 only (engine.services.transaction)
+# table versions this engine reads and writes (8 and 9: no archival yet, engine.services.archive)
 READ_VERSIONS = (6, 8, 9)
 
 # the order in which we write the properties (others follow, sorted)
@@ -208,7 +208,7 @@ class TableConfig:
             raise CorruptTableError(f"hoodie.properties: {VERSION}={props[VERSION]!r} is not a number") from exc
         if version not in READ_VERSIONS:
             raise UnsupportedTableVersionError(
-                f"table version {version} is not supported (this engine reads versions 6, 8 and 9, and writes version 6)",
+                f"table version {version} is not supported (this engine reads and writes versions 6, 8 and 9)",
                 version,
             )
         database = props.get(DATABASE, "default") or "default"

@@ -39,7 +39,6 @@ class Maintenance:
     """Rollback, restore, savepoints, clean, archival and repair of one table."""
 
     def __init__(self, meta: MetaClient, options: Mapping[str, object] | None = None) -> None:
-        meta.check_writable()  # table services plan and write in this engine's version only
         self.meta = meta
         self.config = WriteConfig.from_options(options)
         # what the repair before the last service did (None before the first, or in dry runs)

@@ -77,7 +77,6 @@ class Transaction:
         self.spark: object = None  # a writer's SparkSession: inline compaction runs its slices as tasks
 
     def __enter__(self) -> Transaction:
-        self.meta.check_writable()  # before the lock: a table of another version is not touched
         lock = TableLock(
             self.meta.storage,
             self.purpose,

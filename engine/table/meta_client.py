@@ -6,7 +6,7 @@ No Spark here: the console and the CLI browse tables with it alone.
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
@@ -23,6 +23,7 @@ from engine.errors import (
     UnsupportedTableVersionError,
 )
 from engine.storage import Storage, storage_for
+from engine.storage.base import FileInfo
 from engine.table.commit_metadata import CommitMetadata
 from engine.table.fs_view import DataFile, FileSystemView
 from engine.table.ownership import is_below, nested_table_roots
@@ -32,7 +33,6 @@ from engine.timeline.layout import TimelineLayout, layout_for
 from engine.timeline.timeline import Timeline
 
 PROPERTIES_PATH = f"{METAFOLDER}/{PROPERTIES_FILE}"
-WRITE_VERSIONS = (8, 9)  # besides version 6: tables of Apache Hudi 1.x (archival excepted)
 _log = logging.getLogger(__name__)
 _WARNED_NESTED: set[tuple[str, str]] = set()
 
@@ -80,15 +80,6 @@ class MetaClient:
             raise TableExistsError(f"a Hudi table already exists at {storage.base_uri}") from exc
         return cls(storage, config)
 
-    def check_writable(self) -> None:
-        """Refuse (UnsupportedTableVersionError, nothing touched) to write or run a service on a
-        table of a version this engine does not write (it writes 6, 8 and 9)."""
-        c = self.config
-        if c.version != TABLE_VERSION and c.version not in WRITE_VERSIONS:
-            raise UnsupportedTableVersionError(
-                f"{self.storage.uri(PROPERTIES_PATH)}: table version {c.version} is read-only here "
-                f"(this engine writes versions {TABLE_VERSION}, 8 and 9)", c.version)
-
     def remove_properties(self, keys: tuple[str, ...], reason: str) -> None:
         """Drop `keys` from hoodie.properties and keep every other line as it is (any version:
         the file is edited, not rewritten from our model); the caller holds the table lock."""
@@ -107,8 +98,8 @@ class MetaClient:
         lock) and use it from now on. `reason` goes into the file's comment line."""
         if config.version != TABLE_VERSION:
             raise UnsupportedTableVersionError(
-                f"{self.storage.uri(PROPERTIES_PATH)}: this engine writes table version {TABLE_VERSION} only, "
-                f"not {config.version}", config.version)
+                f"{self.storage.uri(PROPERTIES_PATH)}: this engine rewrites the properties of table version "
+                f"{TABLE_VERSION} only, not {config.version} (building a RECORD index needs that)", config.version)
         stamp = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
         self.storage.write_bytes(PROPERTIES_PATH, config.to_text(f"{reason} at {stamp}").encode())
         self.config = config
@@ -120,16 +111,26 @@ class MetaClient:
         c = self.config
         return layout_for(c.version, c.timeline_layout_version, dict(c.extra), c.archivelog_folder)
 
-    def timeline(self) -> Timeline:
-        """The active timeline, freshly listed."""
+    def list_timeline(self) -> tuple[list[FileInfo], bool]:
+        """The files of the active timeline's folder (instant files among them), and whether older
+        instants were archived (the archive folder holds files)."""
         layout = self.layout
         entries = self.storage.list_dir(layout.folder)
-        names = [f.name for f in entries if not f.is_dir]
         history = layout.history.rpartition("/")[2]
         has_archive = any(f.is_dir and f.name == history for f in entries) and any(
             not f.is_dir for f in self.storage.list_dir(layout.history)
         )
+        return [f for f in entries if not f.is_dir], has_archive
+
+    def timeline_of(self, names: Iterable[str], has_archive: bool) -> Timeline:
+        """The timeline that listed file `names` make up (other files are ignored)."""
+        layout = self.layout
         return Timeline.from_instants((i for i in map(layout.parse, names) if i is not None), has_archive)
+
+    def timeline(self) -> Timeline:
+        """The active timeline, freshly listed."""
+        files, has_archive = self.list_timeline()
+        return self.timeline_of((f.name for f in files), has_archive)
 
     def instant_path(self, instant: Instant) -> str:
         layout = self.layout
@@ -141,11 +142,13 @@ class MetaClient:
         return f"{layout.folder}/{layout.file_name(instant)}"
 
     def completed_file_name(self, time: str, action: Action) -> str | None:
-        """Layout 2: the completed file of instant `time` (its name holds the completion time,
-        which only a listing tells); layout 1: its fixed name. None when there is none."""
+        """The name of instant `time`'s completed file, None when there is none. Layout 1: its
+        fixed name, if the file exists; layout 2: found by listing (the name holds the completion
+        time)."""
         layout = self.layout
         if layout.version < 2:
-            return Instant(time, action, State.COMPLETED).file_name
+            name = Instant(time, action, State.COMPLETED).file_name
+            return name if self.storage.exists(f"{layout.folder}/{name}") else None
         for info in self.storage.list_dir(layout.folder):
             parsed = None if info.is_dir or not info.name.startswith(f"{time}_") else layout.parse(info.name)
             if parsed is not None and parsed.action is action:

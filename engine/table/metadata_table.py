@@ -43,11 +43,6 @@ def is_present(storage: Storage, config: TableConfig) -> bool:
     return bool(named_partitions(config)) or storage.exists(FOLDER)
 
 
-def without_metadata_table(config: TableConfig) -> TableConfig:
-    """`config` with the metadata-table properties gone (the rest kept as they were)."""
-    return config.with_updates(extra=tuple((k, v) for k, v in config.extra if k not in (PARTITIONS, PARTITIONS_INFLIGHT)))
-
-
 def check_enable_option(enable: bool | None, storage: Storage) -> None:
     """Refuse `hoodie.metadata.enable=true`: this engine cannot write the metadata table."""
     if enable:

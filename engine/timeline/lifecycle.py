@@ -10,7 +10,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 
 from engine.errors import CommitConflictError, CorruptTableError
-from engine.table.meta_client import MetaClient, instant_file_names
+from engine.table.meta_client import MetaClient
 from engine.timeline.instant import Action, Instant, State, next_instant_time
 from engine.timeline.timeline import Timeline
 
@@ -66,8 +66,7 @@ def complete_instant(meta: MetaClient, time: str, action: Action, body: bytes) -
 
 
 def is_instant_completed(meta: MetaClient, time: str, action: Action) -> bool:
-    name = meta.completed_file_name(time, action)
-    return name is not None and meta.storage.exists(f"{meta.layout.folder}/{name}")
+    return meta.completed_file_name(time, action) is not None
 
 
 def write_avro(meta: MetaClient, instant: Instant, model: str, record: dict, exclusive: bool = True) -> None:
@@ -107,11 +106,8 @@ def ensure_file(meta: MetaClient, instant: Instant, body: bytes = b"") -> None:
 def remove_instant(meta: MetaClient, time: str, action: Action) -> None:
     """Remove an instant's timeline files: requested and inflight first, the completed file last,
     so an interrupted removal never leaves a completed-looking instant without its history."""
-    folder = meta.layout.folder
-    names = instant_file_names(Instant(time, action, State.REQUESTED))[:2]
-    completed = meta.completed_file_name(time, action)
-    for name in [*names, *([completed] if completed else [])]:  # requested, inflight, completed
-        meta.storage.delete(f"{folder}/{name}")
+    for state in State:  # requested, inflight, completed (layout 2 finds its name by listing)
+        meta.storage.delete(meta.instant_path(Instant(time, action, state)))
 
 
 def heartbeat_path(time: str) -> str:

@@ -127,7 +127,7 @@ def test_a_crash_between_the_two_steps_leaves_a_folder_no_reader_uses_and_the_ne
     add_metadata_table(path)
     meta = MetaClient.open(storage_for(str(path)))
     # the first step only (what a writer killed after the properties write leaves)
-    meta.update_config(metadata_table.without_metadata_table(meta.config), "Metadata table removed")
+    meta.remove_properties((metadata_table.PARTITIONS, metadata_table.PARTITIONS_INFLIGHT), "Metadata table removed")
     assert metadata_table.PARTITIONS not in properties(path)
     assert (path / ".hoodie" / "metadata").is_dir()
     report = Maintenance(MetaClient.open(storage_for(str(path))), MANUAL).repair()

@@ -16,7 +16,6 @@ from __future__ import annotations
 import hashlib
 import html.parser
 import os
-import re
 import tarfile
 import urllib.parse
 import urllib.request
@@ -29,8 +28,6 @@ import pytest
 SDIST = "hudi-0.5.0.tar.gz"
 SDIST_SHA256 = "dc8e1f3405d262491b97e8f009bcae2cbd66279dd2a8300b738ecdc3d9cba51d"
 DATA_PREFIX = "hudi-0.5.0/crates/test/data/"
-_VERSIONED = re.compile(r"(?:^|/)v(8|9)_[^/]+\.zip$")
-_ANCHOR = re.compile(r'href="([^"]+)"')
 
 
 def cache_dir() -> Path:
@@ -107,25 +104,12 @@ def data_dir() -> Path:
     return data
 
 
-def list_fixtures() -> list[str]:
-    """Names (paths of the zips under hudi-rs's data folder, without `.zip`) of the version 8 and
-    9 tables; empty when they have not been fetched (collection never downloads)."""
-    data = cache_dir() / "hudi-rs-0.5.0-data"
-    if not (data / ".complete").exists():
-        return []
-    return sorted(p.relative_to(data).as_posix()[:-4] for p in data.rglob("*.zip")
-                  if _VERSIONED.search(p.relative_to(data).as_posix()))
-
-
 @dataclass(frozen=True)
 class Fixture:
     name: str  # e.g. "sample_table/cow/v8_nonpartitioned"
     table: Path  # the table folder
     gold: Path | None  # the folder of the Spark snapshot (one parquet), if the zip has one
 
-    @property
-    def version(self) -> int:
-        return int(re.search(r"v(8|9)_", self.name).group(1))  # type: ignore[union-attr]
 
 
 def fixture(name: str, tmp_dir: Path) -> Fixture:

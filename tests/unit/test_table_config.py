@@ -306,7 +306,7 @@ def test_another_table_version_is_refused_naming_it(version: str) -> None:
         TableConfig.from_properties(_props(hoodie_table_version=version))
     assert refused.value.version == int(version)
     assert str(refused.value) == (
-        f"table version {version} is not supported (this engine reads versions 6, 8 and 9, and writes version 6)")
+        f"table version {version} is not supported (this engine reads and writes versions 6, 8 and 9)")
 
 
 def test_versions_8_and_9_name_their_key_generator_by_type_and_9_its_ordering_fields() -> None:

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.browser import SHOTS, chromium, new_page, require_chromium, start_gunicorn
+from tests.support.browser import SHOTS, chromium, new_page, require_chromium, start_gunicorn, submit_login
 from tests.support.console import PASSWORDS, stop
 
 STATE: dict[str, str] = {}  # the admin's password, once the first test changed it
@@ -67,16 +67,16 @@ def site(tmp_path_factory):
     mp.undo()
 
 
+def _change_password(page, current: str, new: str, confirm: str) -> None:  # type: ignore[no-untyped-def]
+    """Fill in and send the change-password form."""
+    page.fill("#current", current)
+    page.fill("#new", new)
+    page.fill("#confirm", confirm)
+    page.click("[data-testid=password-submit]")
+
+
 def _page(browser):  # type: ignore[no-untyped-def]
     return new_page(browser, 1300, 800)
-
-
-def _submit_login(page, base: str, user: str, password: str) -> None:  # type: ignore[no-untyped-def]
-    page.goto(f"{base}/login")
-    page.fill("#username", user)
-    page.fill("#password", password)
-    page.click("main button[type=submit]")
-    page.wait_for_load_state()
 
 
 def _alerts(page) -> list[str]:  # type: ignore[no-untyped-def]
@@ -86,17 +86,14 @@ def _alerts(page) -> list[str]:  # type: ignore[no-untyped-def]
 def test_first_login_forces_a_password_change(site):
     base, browser, one_time = site
     page, problems = _page(browser)
-    _submit_login(page, base, "admin", one_time)
+    submit_login(page, base, "admin", one_time)
     assert page.url == f"{base}/account/password"
     assert "choose your own before you continue" in page.locator("[data-testid=must-change]").inner_text()
     page.goto(f"{base}/tables")  # any page leads back here until the password is changed
     assert page.url == f"{base}/account/password"
     assert page.locator("[data-testid=nav-tokens]").count() == 0
     page.screenshot(path=str(SHOTS / "console-first-login.png"), full_page=True)
-    page.fill("#current", one_time)
-    page.fill("#new", "admin-own-pass-1")
-    page.fill("#confirm", "admin-own-pass-1")
-    page.click("[data-testid=password-submit]")
+    _change_password(page, one_time, "admin-own-pass-1", "admin-own-pass-1")
     page.wait_for_url(f"{base}/tables")
     assert _alerts(page) == ["Your password was changed."]
     STATE["admin"] = "admin-own-pass-1"
@@ -111,34 +108,25 @@ def test_first_login_forces_a_password_change(site):
 def test_password_change_through_the_form(site):
     base, browser, _ = site
     page, problems = _page(browser)
-    _submit_login(page, base, "viewer", PASSWORDS["viewer"])
+    submit_login(page, base, "viewer", PASSWORDS["viewer"])
     page.wait_for_url(f"{base}/tables")
     page.click("[data-testid=nav-password]")
     page.wait_for_url(f"{base}/account/password")
-    page.fill("#current", "not-my-password")
-    page.fill("#new", "viewer-new-pass-2")
-    page.fill("#confirm", "viewer-new-pass-2")
-    page.click("[data-testid=password-submit]")
+    _change_password(page, "not-my-password", "viewer-new-pass-2", "viewer-new-pass-2")
     page.wait_for_load_state()
     assert _alerts(page) == ["The current password is wrong."]
-    page.fill("#current", PASSWORDS["viewer"])
-    page.fill("#new", "viewer-new-pass-2")
-    page.fill("#confirm", "viewer-new-pass-3")
-    page.click("[data-testid=password-submit]")
+    _change_password(page, PASSWORDS["viewer"], "viewer-new-pass-2", "viewer-new-pass-3")
     page.wait_for_load_state()
     assert _alerts(page) == ["The new password and its confirmation differ."]
     page.screenshot(path=str(SHOTS / "console-password-mismatch.png"), full_page=True)
-    page.fill("#current", PASSWORDS["viewer"])
-    page.fill("#new", "viewer-new-pass-2")
-    page.fill("#confirm", "viewer-new-pass-2")
-    page.click("[data-testid=password-submit]")
+    _change_password(page, PASSWORDS["viewer"], "viewer-new-pass-2", "viewer-new-pass-2")
     page.wait_for_url(f"{base}/tables")
     assert _alerts(page) == ["Your password was changed."]
     page.click("nav button[type=submit]")  # log out
     page.wait_for_url(f"{base}/login")
-    _submit_login(page, base, "viewer", PASSWORDS["viewer"])
+    submit_login(page, base, "viewer", PASSWORDS["viewer"])
     assert page.url == f"{base}/login" and _alerts(page) == ["Wrong user name or password."]
-    _submit_login(page, base, "viewer", "viewer-new-pass-2")
+    submit_login(page, base, "viewer", "viewer-new-pass-2")
     page.wait_for_url(f"{base}/tables")
     assert page.locator("[data-testid=whoami]").inner_text() == "viewer"
     assert [p for p in problems if "Content Security Policy" in p or "Refused" in p] == []
@@ -147,7 +135,7 @@ def test_password_change_through_the_form(site):
 def test_token_revoked_on_its_page(site):
     base, browser, _ = site
     page, problems = _page(browser)
-    _submit_login(page, base, "operator", PASSWORDS["operator"])
+    submit_login(page, base, "operator", PASSWORDS["operator"])
     page.wait_for_url(f"{base}/tables")
     page.click("[data-testid=nav-tokens]")
     page.wait_for_url(f"{base}/account/tokens")
@@ -178,17 +166,17 @@ def test_lockout_on_the_login_page_and_for_admins(site):
     assert "admin" in STATE, "the first test changes the admin's password"
     page, _problems = _page(browser)
     for _ in range(4):  # the requests land on either gunicorn worker: they count together
-        _submit_login(page, base, "dave", "wrong-password")
+        submit_login(page, base, "dave", "wrong-password")
         assert _alerts(page) == ["Wrong user name or password."]
-    _submit_login(page, base, "dave", "wrong-password")
+    submit_login(page, base, "dave", "wrong-password")
     locked = _alerts(page)
     assert len(locked) == 1 and locked[0].startswith("This account is locked after repeated failed logins.")
-    _submit_login(page, base, "dave", "dave-pass-123")  # the right password: the same answer
+    submit_login(page, base, "dave", "dave-pass-123")  # the right password: the same answer
     assert _alerts(page) == locked and page.url == f"{base}/login"
     page.screenshot(path=str(SHOTS / "console-login-locked.png"), full_page=True)
 
     admin, _ = _page(browser)
-    _submit_login(admin, base, "admin", STATE["admin"])
+    submit_login(admin, base, "admin", STATE["admin"])
     admin.wait_for_url(f"{base}/tables")
     admin.goto(f"{base}/admin/users")
     assert admin.locator("[data-testid=state-dave]").inner_text().strip() == "locked"
@@ -199,7 +187,7 @@ def test_lockout_on_the_login_page_and_for_admins(site):
     admin.click("[data-testid=unlock]")
     admin.wait_for_load_state()
     assert _alerts(admin) == ["dave was unlocked."]
-    _submit_login(page, base, "dave", "dave-pass-123")
+    submit_login(page, base, "dave", "dave-pass-123")
     page.wait_for_url(f"{base}/tables")
     admin.goto(f"{base}/audit")
     who = admin.locator("[data-testid=audit] tbody tr td:nth-child(2)").all_inner_texts()

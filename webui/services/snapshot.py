@@ -52,21 +52,13 @@ class TableSnapshot:
 
     @classmethod
     def load(cls, meta: MetaClient) -> TableSnapshot:
-        layout = meta.layout  # version 6: .hoodie/; versions 8, 9: .hoodie/timeline/ (engine.timeline.layout)
-        entries = meta.storage.list_dir(layout.folder)
-        files = [f for f in entries if not f.is_dir and _INSTANT_FILE.match(f.name)]
+        listed, has_archive = meta.list_timeline()  # .hoodie/ (version 6) or .hoodie/timeline/ (8, 9)
+        files = [f for f in listed if _INSTANT_FILE.match(f.name)]
         names = [f.name for f in files]
-        history = layout.history.rpartition("/")[2]
-        has_archive = any(f.is_dir and f.name == history for f in entries) and any(
-            not f.is_dir for f in meta.storage.list_dir(layout.history)
-        )
         mtimes = {f.name: f.mtime_ms for f in files if f.mtime_ms is not None}
         fingerprint = fingerprint_of(names, has_archive)
-
-        def parse() -> Timeline:
-            return Timeline.from_instants((i for i in map(layout.parse, names) if i is not None), has_archive)
-
-        timeline = _cached(meta.storage.base_uri, fingerprint, "timeline", parse)  # parsed only when it changed
+        timeline = _cached(meta.storage.base_uri, fingerprint, "timeline",
+                           lambda: meta.timeline_of(names, has_archive))  # parsed only when it changed
         return cls(meta, timeline, fingerprint, mtimes)
 
     @property
