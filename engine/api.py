@@ -10,6 +10,7 @@ from pyspark.sql import DataFrame, SparkSession
 
 from engine.config.table_config import IndexType, TableConfig, TableType
 from engine.config.write_config import WriteConfig
+from engine.constants import TABLE_VERSION
 from engine.errors import InvalidConfigError, InvalidInputError
 from engine.index import index_for
 from engine.read import reader
@@ -56,11 +57,13 @@ class Table:
         storage_options: Mapping[str, str] | None = None,
         record_index_buckets: int | None = None,
         record_index_hash: str | None = None,
+        table_version: int = TABLE_VERSION,
     ) -> Table:
         """Create an empty table at `path` (local path or s3://bucket/prefix).
 
         `record_index_buckets` / `record_index_hash`: index RECORD only, fixed for the table's life
-        (default 16 buckets, Java's String.hashCode)."""
+        (default 16 buckets, Java's String.hashCode). `table_version`: 6 (default), 8 or 9 (the
+        formats of Apache Hudi 0.14/0.15, 1.0 and 1.1)."""
         config = new_table_config(
             name=name,
             record_key=record_key,
@@ -72,6 +75,7 @@ class Table:
             schema=schema,
             record_index_buckets=record_index_buckets,
             record_index_hash=record_index_hash,
+            table_version=table_version,
         )
         storage = storage_for(path, dict(storage_options) if storage_options else None)
         return cls(spark, MetaClient.create(storage, config))

@@ -50,7 +50,8 @@ from engine.cli.table_cmds import (
     cmd_init,
     cmd_show,
 )
-from engine.config.table_config import TableType
+from engine.config.table_config import CREATE_VERSIONS, TableType
+from engine.constants import TABLE_VERSION
 from engine.errors import EngineError
 from engine.table.create import AVAILABLE_INDEXES, DEFAULT_INDEX
 
@@ -88,6 +89,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="index RECORD: number of buckets, fixed at creation (default 16)")
     p.add_argument("--record-index-hash", metavar="NAME",
                    help="index RECORD: hash function (JAVA_STRING_HASH default, MURMUR3_32, or module:function)")
+    p.add_argument("--table-version", type=int, default=TABLE_VERSION, choices=CREATE_VERSIONS, metavar="N",
+                   help="Hudi table version: 6 (default; Apache Hudi 0.14/0.15), 8 (Hudi 1.0) or 9 (Hudi 1.1)")
 
     command("show", "show the table config, schema and timeline summary", cmd_show)
     p = command("commits", "list the instants of the timeline", cmd_commits)

@@ -58,6 +58,7 @@ def cmd_init(args: argparse.Namespace) -> int:
         hive_style=args.hive_style,
         record_index_buckets=args.record_index_buckets,
         record_index_hash=args.record_index_hash,
+        table_version=args.table_version,
     )
     meta = MetaClient.create(storage_for(args.path), config)
     doc = _config_doc(meta)

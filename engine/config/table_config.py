@@ -1,4 +1,4 @@
-"""`TableConfig`: the contents of `.hoodie/hoodie.properties` (table version 6), parsed once, immutable."""
+"""`TableConfig`: the contents of `.hoodie/hoodie.properties` (table versions 6, 8 and 9), parsed once, immutable."""
 
 from __future__ import annotations
 
@@ -47,8 +47,10 @@ _KEYGEN_TYPES = {
     "TIMESTAMP": TIMESTAMP_KEYGEN, "TIMESTAMP_AVRO": TIMESTAMP_KEYGEN,
     "CUSTOM": CUSTOM_KEYGEN, "CUSTOM_AVRO": CUSTOM_KEYGEN,
 }
-# table versions this engine reads and writes (8 and 9: no archival yet, engine.services.archive)
+_KEYGEN_TYPE_NAMES = {cls: kind for kind, cls in _KEYGEN_TYPES.items() if not kind.endswith("_AVRO")}
+# table versions this engine reads and writes, and creates (`Table.create(table_version=...)`)
 READ_VERSIONS = (6, 8, 9)
+CREATE_VERSIONS = (6, 8, 9)
 
 # the order in which we write the properties (others follow, sorted)
 _ORDER = (
@@ -168,7 +170,6 @@ class TableConfig:
             VERSION: str(self.version),
             TIMELINE_LAYOUT: str(self.timeline_layout_version),
             RECORD_KEY_FIELDS: ",".join(self.record_key_fields),
-            KEYGEN_CLASS: str(self.keygen_class),
             HIVE_STYLE: str(self.hive_style).lower(),
             URL_ENCODE: str(self.url_encode).lower(),
             DROP_PARTITION_COLUMNS: str(self.drop_partition_columns).lower(),
@@ -178,8 +179,14 @@ class TableConfig:
         }
         if self.partition_fields:
             props[PARTITION_FIELDS] = ",".join(self.partition_fields)
+        # versions 8 and 9 name the key generator by type, version 9 the ordering field(s)
+        # instead of the precombine field (Apache Hudi 1.x's HoodieTableConfig)
+        if self.version < 8:
+            props[KEYGEN_CLASS] = str(self.keygen_class)
+        elif self.keygen_class in _KEYGEN_TYPE_NAMES:
+            props[KEYGEN_TYPE] = _KEYGEN_TYPE_NAMES[str(self.keygen_class)]
         if self.precombine_field:
-            props[PRECOMBINE_FIELD] = self.precombine_field
+            props[ORDERING_FIELDS if self.version >= 9 else PRECOMBINE_FIELD] = self.precombine_field
         if self.index_type is not None:
             props[INDEX_TYPE] = self.index_type.value
         if self.create_schema:

@@ -12,18 +12,23 @@ import pyarrow as pa
 
 from engine.config.table_config import (
     COMPLEX_KEYGEN,
+    CREATE_VERSIONS,
     NONPARTITIONED_KEYGEN,
     SIMPLE_KEYGEN,
     IndexType,
     TableConfig,
     TableType,
 )
+from engine.constants import TABLE_VERSION
 from engine.errors import InvalidConfigError, InvalidInputError
 from engine.table.schema import arrow_to_create_schema, avro_to_json, normalize_for_write
 
 PAYLOAD_CLASS = "hoodie.compaction.payload.class"
 DEFAULT_PAYLOAD = "org.apache.hudi.common.model.DefaultHoodieRecordPayload"  # event-time ordering
 OVERWRITE_PAYLOAD = "org.apache.hudi.common.model.OverwriteWithLatestAvroPayload"
+# Apache Hudi 1.x (HoodieRecordMerger): the merge strategy ids a version 8 table records
+EVENT_TIME_STRATEGY = "eeb8d96f-b1e4-49fd-bbf8-28ac514178e5"
+COMMIT_TIME_STRATEGY = "ce9acb64-bde0-424c-9b91-f6ebba25356d"
 
 # the table types and indexes this version can write with
 WRITABLE_TABLE_TYPES = frozenset({TableType.COPY_ON_WRITE, TableType.MERGE_ON_READ})
@@ -70,12 +75,19 @@ def new_table_config(
     schema: pa.Schema | None = None,
     record_index_buckets: int | None = None,
     record_index_hash: str | None = None,
+    table_version: int = TABLE_VERSION,
 ) -> TableConfig:
     """Validate the creation arguments and return the table's config (typed errors otherwise).
+
+    `table_version` 6 (the default), 8 (Apache Hudi 1.0) or 9 (Apache Hudi 1.1): see
+    `version_properties` for what a version 8 or 9 table states beyond a version 6 one.
 
     RECORD tables also record the index's bucket count and hash function in hoodie.properties
     (`hoodie.record.index.buckets`, `hoodie.record.index.hash.function`): fixed at creation.
     """
+    if table_version not in CREATE_VERSIONS:
+        raise InvalidConfigError(
+            f"table version {table_version!r} cannot be created: use {', '.join(map(str, CREATE_VERSIONS))}")
     ttype = TableType.parse(table_type)
     if ttype not in WRITABLE_TABLE_TYPES:
         raise InvalidConfigError(f"this version writes {', '.join(t.value for t in WRITABLE_TABLE_TYPES)} tables only")
@@ -98,10 +110,8 @@ def new_table_config(
         if missing:
             raise InvalidInputError(f"schema lacks field(s) {', '.join(missing)}")
         create_schema = avro_to_json(arrow_to_create_schema(normalize_for_write(schema), name))
-    # record the merge semantics we implement, so Apache Hudi writers merge the same way
-    payload = DEFAULT_PAYLOAD if precombine_field else OVERWRITE_PAYLOAD
     return TableConfig(
-        extra=((PAYLOAD_CLASS, payload), *index_props),
+        extra=(*version_properties(table_version, bool(precombine_field)), *index_props),
         name=name,
         record_key_fields=keys,
         partition_fields=parts,
@@ -110,7 +120,34 @@ def new_table_config(
         hive_style=hive_style,
         index_type=itype,
         create_schema=create_schema,
+        version=table_version,
+        timeline_layout_version=2 if table_version >= 8 else 1,
     )
+
+
+def version_properties(table_version: int, has_ordering_field: bool) -> tuple[tuple[str, str], ...]:
+    """The merge semantics we implement (event-time ordering with an ordering field, commit-time
+    without), stated so Apache Hudi writers merge the same way, plus what a new table of
+    `table_version` states beyond the modelled keys.
+
+    Version 6 records the payload class. Version 8 (Apache Hudi 1.0's `HoodieTableConfig` for a
+    new table) records the merge mode, the payload class and the merge strategy id; version 9
+    the merge mode only (its ordering fields are written by `TableConfig.to_properties`), and
+    `hoodie.table.format=native`. Both record the initial version and the timeline folders."""
+    payload = DEFAULT_PAYLOAD if has_ordering_field else OVERWRITE_PAYLOAD
+    if table_version < 8:
+        return ((PAYLOAD_CLASS, payload),)
+    mode = "EVENT_TIME_ORDERING" if has_ordering_field else "COMMIT_TIME_ORDERING"
+    common = (
+        ("hoodie.table.initial.version", str(table_version)),
+        ("hoodie.timeline.path", "timeline"),
+        ("hoodie.timeline.history.path", "history"),
+        ("hoodie.record.merge.mode", mode),
+    )
+    if table_version == 8:
+        strategy = EVENT_TIME_STRATEGY if has_ordering_field else COMMIT_TIME_STRATEGY
+        return (*common, (PAYLOAD_CLASS, payload), ("hoodie.record.merge.strategy.id", strategy))
+    return (*common, ("hoodie.table.format", "native"))
 
 
 def require_writable(config: TableConfig) -> None:

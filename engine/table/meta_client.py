@@ -78,7 +78,11 @@ class MetaClient:
             storage.create_exclusive(PROPERTIES_PATH, config.to_text(f"Properties saved on {stamp}").encode())
         except FileExistsError as exc:
             raise TableExistsError(f"a Hudi table already exists at {storage.base_uri}") from exc
-        return cls(storage, config)
+        meta = cls(storage, config)
+        if meta.layout.version >= 2:  # as Apache Hudi 1.x creates them (folders: local file systems only)
+            storage.makedirs(meta.layout.folder)
+            storage.makedirs(meta.layout.history)
+        return meta
 
     def remove_properties(self, keys: tuple[str, ...], reason: str) -> None:
         """Drop `keys` from hoodie.properties and keep every other line as it is (any version:

@@ -470,3 +470,65 @@ def test_the_checksum_of_a_table_without_a_database_name_sums_an_empty_one() -> 
     assert TableConfig.from_properties(props).name == "h8"
     with pytest.raises(CorruptTableError, match="expected 1219816393 for .h8"):
         TableConfig.from_properties({**props, "hoodie.table.checksum": str(zlib.crc32(b"default.h8"))})
+
+
+def _created(version: int, precombine: str | None) -> dict[str, str]:
+    from engine.table.create import new_table_config
+
+    config = new_table_config(name="trips", record_key="id", partition_fields="city", precombine_field=precombine,
+                              table_version=version)
+    return javaproperties.loads(config.to_text())
+
+
+def test_a_new_version_8_table_states_what_apache_hudi_1_0_states() -> None:
+    props = _created(8, "ts")
+    hudi_1x = {  # the keys a fixture Apache Hudi 1.0 wrote (sample_table/cow/v8_*) states, with our values
+        "hoodie.table.version": "8", "hoodie.table.initial.version": "8", "hoodie.timeline.layout.version": "2",
+        "hoodie.timeline.path": "timeline", "hoodie.timeline.history.path": "history",
+        "hoodie.table.keygenerator.type": "SIMPLE", "hoodie.table.precombine.field": "ts",
+        "hoodie.record.merge.mode": "EVENT_TIME_ORDERING",
+        "hoodie.record.merge.strategy.id": "eeb8d96f-b1e4-49fd-bbf8-28ac514178e5",
+        "hoodie.compaction.payload.class": "org.apache.hudi.common.model.DefaultHoodieRecordPayload",
+        "hoodie.table.recordkey.fields": "id", "hoodie.table.partition.fields": "city",
+        "hoodie.archivelog.folder": "archived", "hoodie.table.checksum": str(table_checksum("default", "trips")),
+    }
+    assert {k: props.get(k) for k in hudi_1x} == hudi_1x
+    assert "hoodie.table.keygenerator.class" not in props and "hoodie.table.ordering.fields" not in props
+    config = TableConfig.from_text(_created_text(8, "ts"))
+    assert (config.version, config.timeline_layout_version, config.keygen_class, config.precombine_field) == (
+        8, 2, SIMPLE_KEYGEN, "ts")
+
+
+def _created_text(version: int, precombine: str | None) -> str:
+    from engine.table.create import new_table_config
+
+    return new_table_config(name="trips", record_key="id", partition_fields="city", precombine_field=precombine,
+                            table_version=version).to_text()
+
+
+def test_a_new_version_9_table_states_ordering_fields_and_the_merge_mode_only() -> None:
+    props = _created(9, "ts")
+    assert props["hoodie.table.version"] == props["hoodie.table.initial.version"] == "9"
+    assert props["hoodie.table.ordering.fields"] == "ts" and "hoodie.table.precombine.field" not in props
+    assert props["hoodie.record.merge.mode"] == "EVENT_TIME_ORDERING"
+    assert props["hoodie.table.format"] == "native"
+    assert "hoodie.compaction.payload.class" not in props and "hoodie.record.merge.strategy.id" not in props
+    assert TableConfig.from_text(_created_text(9, "ts")).precombine_field == "ts"
+    # without an ordering field the last write wins: commit-time ordering, in both versions
+    assert _created(9, None)["hoodie.record.merge.mode"] == "COMMIT_TIME_ORDERING"
+    v8 = _created(8, None)
+    assert (v8["hoodie.record.merge.mode"], v8["hoodie.record.merge.strategy.id"], v8["hoodie.compaction.payload.class"]) == (
+        "COMMIT_TIME_ORDERING", "ce9acb64-bde0-424c-9b91-f6ebba25356d",
+        "org.apache.hudi.common.model.OverwriteWithLatestAvroPayload")
+
+
+def test_version_6_stays_the_default_and_other_versions_are_refused() -> None:
+    from engine.table.create import new_table_config
+
+    props = javaproperties.loads(new_table_config(name="trips", record_key="id").to_text())
+    assert props["hoodie.table.version"] == "6" and props["hoodie.timeline.layout.version"] == "1"
+    assert props["hoodie.table.keygenerator.class"] == NONPARTITIONED_KEYGEN
+    assert "hoodie.record.merge.mode" not in props and "hoodie.timeline.path" not in props
+    for bad in (5, 7, 10):
+        with pytest.raises(InvalidConfigError, match=f"table version {bad} cannot be created: use 6, 8, 9"):
+            new_table_config(name="trips", record_key="id", table_version=bad)
