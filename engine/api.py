@@ -113,7 +113,7 @@ class Table:
         if not isinstance(df, DataFrame):
             raise InvalidInputError(f"expected a Spark DataFrame, got {type(df).__name__}")
         config = WriteConfig.from_options(options)
-        require_writable(self.meta.config)  # before the lock and repair: a refused write changes nothing
+        require_writable(self.meta.config, self.meta.properties_uri)  # before the lock and repair: a refused write changes nothing
         itype = IndexType.parse(config.index_type or self.config.index_type or DEFAULT_INDEX)
         index = index_for(itype, dict(config.index_options), self.config.name)
         if self.spark is None:

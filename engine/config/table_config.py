@@ -218,6 +218,12 @@ class TableConfig:
                 f"table version {version} is not supported (this engine reads and writes versions 6, 8 and 9)",
                 version,
             )
+        layout = props.get(TIMELINE_LAYOUT, str(TIMELINE_LAYOUT_VERSION)).strip()
+        if not layout.isdigit():
+            raise CorruptTableError(f"hoodie.properties: {TIMELINE_LAYOUT}={layout!r} is not a number")
+        if int(layout) not in (1, 2):
+            raise UnsupportedTableVersionError(
+                f"timeline layout version {layout} is not supported (this engine reads layouts 1 and 2)", version)
         database = props.get(DATABASE, "default") or "default"
         stored = props.get(CHECKSUM)
         # Apache Hudi sums the database name as stated, "" when the properties name none
@@ -246,7 +252,7 @@ class TableConfig:
             database=database,
             table_type=TableType.parse(props.get(TYPE, "COPY_ON_WRITE")),
             version=version,
-            timeline_layout_version=int(props.get(TIMELINE_LAYOUT, str(TIMELINE_LAYOUT_VERSION))),
+            timeline_layout_version=int(layout),
             record_key_fields=record_keys,
             partition_fields=partition_fields,
             precombine_field=precombine,

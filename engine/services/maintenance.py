@@ -180,7 +180,9 @@ class Maintenance:
         pending, schedule one and run it. With `spark`, the slices merge in Spark tasks."""
         from engine.services import compaction as compaction_service
         from engine.table.compaction_plan import read_plan
+        from engine.table.create import require_format_writable
 
+        require_format_writable(self.meta.config, self.meta.properties_uri)  # before the lock: nothing touched
         with self._tx("compaction", self._index()) as tx:
             compression, bloom = self.config.compression, self._bloom()
             beat = self.config.heartbeat_interval_ms / 1000

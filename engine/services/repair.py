@@ -130,6 +130,9 @@ def repair(
 ) -> RepairReport:
     report = RepairReport(dry_run=dry_run)
     metadata_table.check_enable_option(metadata_enable, meta.storage)
+    # before anything changes: a timeline this engine cannot read (layouts mixed, the latest
+    # commit's metadata truncated) refuses the write or service with the table as it was
+    meta.latest_avro_schema(meta.timeline())
     if metadata_table.is_present(meta.storage, meta.config):
         report.metadata_table_removed = metadata_table.removal_notice(
             meta.storage, metadata_table.named_partitions(meta.config)

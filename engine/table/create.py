@@ -19,6 +19,7 @@ from engine.config.table_config import (
     TableConfig,
     TableType,
 )
+from engine.config.table_features import write_problems
 from engine.constants import TABLE_VERSION
 from engine.errors import InvalidConfigError, InvalidInputError
 from engine.table.schema import arrow_to_create_schema, avro_to_json, normalize_for_write
@@ -150,8 +151,29 @@ def version_properties(table_version: int, has_ordering_field: bool) -> tuple[tu
     return (*common, ("hoodie.table.format", "native"))
 
 
-def require_writable(config: TableConfig) -> None:
-    """Refuse to write a table whose layout options this version does not implement (typed error)."""
+def require_format_writable(config: TableConfig, where: str | None = None) -> None:
+    """Refuse a table service that writes data files where `format_problems` finds any."""
+    problems = format_problems(config)
+    if problems:
+        raise InvalidConfigError((f"{where}: " if where else "") + "this version cannot write " + "; ".join(problems))
+
+
+def format_problems(config: TableConfig) -> list[str]:
+    """What the table's properties ask of a writer that this engine does not do
+    (`engine.config.table_features`), and a merge mode it does not implement."""
+    from engine.data.slice_reader import merge_mode_for
+
+    problems = write_problems(config.to_properties())
+    try:
+        merge_mode_for(config)
+    except InvalidConfigError as exc:
+        problems.append(f"its merge ({exc})")
+    return problems
+
+
+def require_writable(config: TableConfig, where: str | None = None) -> None:
+    """Refuse to write a table whose layout options this version does not implement (typed error;
+    `where`: the table's hoodie.properties, named in the message)."""
     problems = []
     if config.table_type not in WRITABLE_TABLE_TYPES:
         problems.append(f"table type {config.table_type.value}")
@@ -163,5 +185,6 @@ def require_writable(config: TableConfig) -> None:
         problems.append("tables without meta fields (hoodie.populate.meta.fields=false)")
     if config.keygen_class not in (SIMPLE_KEYGEN, COMPLEX_KEYGEN, NONPARTITIONED_KEYGEN):
         problems.append(f"key generator {config.keygen_class}")
+    problems.extend(format_problems(config))
     if problems:
-        raise InvalidConfigError("this version cannot write " + "; ".join(problems))
+        raise InvalidConfigError((f"{where}: " if where else "") + "this version cannot write " + "; ".join(problems))

@@ -59,6 +59,8 @@ class MetaClient:
             config = TableConfig.from_text(text)
         except UnsupportedTableVersionError as exc:
             raise UnsupportedTableVersionError(f"{storage.uri(PROPERTIES_PATH)}: {exc}", exc.version) from None
+        except CorruptTableError as exc:  # named with the file, as every error about a table's files is
+            raise CorruptTableError(f"{storage.uri(PROPERTIES_PATH)}: {exc}") from None
         return cls(storage, config)
 
     @classmethod
@@ -83,6 +85,11 @@ class MetaClient:
             storage.makedirs(meta.layout.folder)
             storage.makedirs(meta.layout.history)
         return meta
+
+    @property
+    def properties_uri(self) -> str:
+        """Where `hoodie.properties` is (named in errors about the table's properties)."""
+        return self.storage.uri(PROPERTIES_PATH)
 
     def remove_properties(self, keys: tuple[str, ...], reason: str) -> None:
         """Drop `keys` from hoodie.properties and keep every other line as it is (any version:

@@ -152,7 +152,7 @@ class WriteJob:
     def run(self, df: DataFrame) -> WriteResult:
         """Write `df` as one instant; the table is left as it was when anything fails."""
         started = time.monotonic()
-        require_writable(self.meta.config)
+        require_writable(self.meta.config, self.meta.properties_uri)
         self.index.check_available()
         cached: list[DataFrame] = []
         try:
