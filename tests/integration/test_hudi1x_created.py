@@ -52,8 +52,9 @@ def test_a_table_we_create_in_version_8_or_9_takes_writes_and_services_as_hudi_r
     assert (props["hoodie.table.version"], props["hoodie.timeline.layout.version"]) == (str(version), "2")
     write = "commit" if table_type == "COPY_ON_WRITE" else "deltacommit"
 
-    first = t.insert(spark.createDataFrame([(1, "a", "oslo", 1), (2, "b", "lima", 1), (3, "c", "oslo", 1)], SCHEMA),
-                     options=MANUAL)
+    load = t.insert if version == 8 else t.bulk_insert
+    first = load(spark.createDataFrame([(1, "a", "oslo", 1), (2, "b", "lima", 1), (3, "c", "oslo", 1)], SCHEMA),
+                 options=MANUAL)
     s1 = [(1, "a", "oslo", 1), (2, "b", "lima", 1), (3, "c", "oslo", 1)]
     assert ours(t) == theirs(t) == s1
     second = t.upsert(spark.createDataFrame([(1, "a2", "oslo", 2), (4, "d", "rome", 2)], SCHEMA), options=MANUAL)
