@@ -152,37 +152,96 @@ class _Cursor:
         return entries
 
 
+def _decode_block(data: bytes, pos: int) -> tuple[LogBlock, int]:
+    """The block whose magic is at `pos` and the offset just past it; CorruptTableError if malformed."""
+    head = _Cursor(data, pos + len(MAGIC), len(data), pos)
+    rest_length = head.int64("block length")
+    end = head.pos + rest_length
+    if rest_length < 8 or end > len(data):
+        raise CorruptTableError(
+            f"log block at offset {pos}: length {rest_length} runs past the end of the file ({len(data)} bytes)"
+        )
+    cur = _Cursor(data, head.pos, end, pos)
+    version = cur.int32("format version")
+    if version != LOG_FORMAT_VERSION:
+        raise CorruptTableError(f"log block at offset {pos}: unsupported log format version {version}")
+    block_type = cur.int32("block type")
+    header = cur.metadata("header")
+    content = cur.take(cur.int64("content length"), "content")
+    footer = cur.metadata("footer")
+    written = cur.int64("block size trailer")
+    if cur.pos != end or written != end - pos - 8:
+        raise CorruptTableError(
+            f"log block at offset {pos}: trailer says {written} bytes before it, "
+            f"block has {end - pos - 8} (length field {rest_length})"
+        )
+    return LogBlock(pos, block_type, header, content, footer), end
+
+
 def decode_log_blocks(data: bytes) -> list[LogBlock]:
-    """Every block of a Hudi log file (format version 1), in order; CorruptTableError with the offset."""
+    """Every block of a Hudi log file (format version 1), in order; CorruptTableError with the offset.
+
+    Strict: any malformed block raises (the archived timeline reads this way). Merge-on-read log
+    files are read with `scan_log_blocks`, which skips corrupt blocks as Apache Hudi does."""
     blocks: list[LogBlock] = []
     pos = 0
     while pos < len(data):
         if data[pos:pos + len(MAGIC)] != MAGIC:
             raise CorruptTableError(f"log block at offset {pos}: missing {MAGIC!r} magic")
-        head = _Cursor(data, pos + len(MAGIC), len(data), pos)
-        rest_length = head.int64("block length")
-        end = head.pos + rest_length
-        if rest_length < 8 or end > len(data):
-            raise CorruptTableError(
-                f"log block at offset {pos}: length {rest_length} runs past the end of the file ({len(data)} bytes)"
-            )
-        cur = _Cursor(data, head.pos, end, pos)
-        version = cur.int32("format version")
-        if version != LOG_FORMAT_VERSION:
-            raise CorruptTableError(f"log block at offset {pos}: unsupported log format version {version}")
-        block_type = cur.int32("block type")
-        header = cur.metadata("header")
-        content = cur.take(cur.int64("content length"), "content")
-        footer = cur.metadata("footer")
-        written = cur.int64("block size trailer")
-        if cur.pos != end or written != end - pos - 8:
-            raise CorruptTableError(
-                f"log block at offset {pos}: trailer says {written} bytes before it, "
-                f"block has {end - pos - 8} (length field {rest_length})"
-            )
-        blocks.append(LogBlock(pos, block_type, header, content, footer))
-        pos = end
+        block, pos = _decode_block(data, pos)
+        blocks.append(block)
     return blocks
+
+
+def corrupt_reason(data: bytes, pos: int) -> str | None:
+    """Why the block whose magic is at `pos` is corrupt by HoodieLogFileReader.isBlockCorrupt's
+    checks, or None when it passes them: its length field is cut off or runs past the end of
+    the file, the size trailer at the end it names disagrees with it, or what follows it is
+    neither the end of the file (or less than a magic's worth of bytes) nor the next magic."""
+    start = pos + len(MAGIC)
+    if start + 8 > len(data):
+        return f"length field cut off ({len(data)} bytes)"
+    (rest_length,) = struct.unpack(">q", data[start:start + 8])
+    end = start + 8 + rest_length
+    if rest_length < 8 or end > len(data):
+        return f"length {rest_length} runs past the end of the file ({len(data)} bytes)"
+    (written,) = struct.unpack(">q", data[end - 8:end])
+    if written - len(MAGIC) != rest_length:
+        return f"length {rest_length} disagrees with the size trailer ({written} bytes before it)"
+    following = data[end:end + len(MAGIC)]
+    if len(following) == len(MAGIC) and following != MAGIC:
+        return "no magic after its size trailer"
+    return None
+
+
+def scan_log_blocks(data: bytes) -> tuple[list[LogBlock], list[tuple[int, str]]]:
+    """The readable blocks of a merge-on-read log file, in order, as HoodieLogFileReader reads them,
+    and the corrupt blocks it skips as (offset, reason).
+
+    A block that fails `corrupt_reason`'s checks (a writer that died mid-block, a torn tail)
+    is a HoodieCorruptBlock, which the log scanners skip: it spans from its magic to the next
+    magic after it (or the end of the file), and reading resumes at that magic. Fewer than six
+    bytes after the last block are a magic cut short and end the file. A file that does not start
+    with the magic, and a block that passes those checks but does not parse (bad version, header
+    or content lengths that disagree with its length), raise CorruptTableError as before: Apache
+    Hudi fails on those too.
+    """
+    blocks: list[LogBlock] = []
+    skipped: list[tuple[int, str]] = []
+    pos = 0
+    while len(data) - pos >= len(MAGIC):
+        if data[pos:pos + len(MAGIC)] != MAGIC:
+            raise CorruptTableError(f"log block at offset {pos}: missing {MAGIC!r} magic")
+        reason = corrupt_reason(data, pos)
+        if reason is None:
+            block, pos = _decode_block(data, pos)
+            blocks.append(block)
+            continue
+        found = data.find(MAGIC, pos + len(MAGIC))
+        end = found if found >= 0 else len(data)
+        skipped.append((pos, reason))
+        pos = end
+    return blocks, skipped
 
 
 def decode_block_head(data: bytes, offset: int = 0) -> tuple[int, int, dict[int, str]] | None:
@@ -409,6 +468,7 @@ __all__ = [
     "decode_block_head",
     "decode_data_block",
     "decode_delete_block",
+    "corrupt_reason",
     "decode_log_blocks",
     "encode_avro_content",
     "encode_avro_data_block",
@@ -416,4 +476,5 @@ __all__ = [
     "encode_log_block",
     "encode_parquet_block",
     "encode_rollback_block",
+    "scan_log_blocks",
 ]

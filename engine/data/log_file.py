@@ -8,32 +8,43 @@ order equals write order for Apache Hudi and hudi-rs alike, and object stores ne
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Iterable, Sequence
 
-from engine.data.log_block import MAGIC, HeaderKey, LogBlock, decode_block_head, decode_log_blocks
+from engine.data.log_block import MAGIC, HeaderKey, LogBlock, decode_block_head, scan_log_blocks
 from engine.errors import CorruptTableError, InvalidInputError
 from engine.storage import Storage
 from engine.table.file_names import LogFileName
+
+_log = logging.getLogger(__name__)
 
 _HEAD_READ = 64 * 1024  # one read covers a block's header (the writer schema is a few KB) in most files
 
 
 def read_log_blocks(storage: Storage, path: str) -> list[LogBlock]:
-    """Every block of the log file at `path` (relative to the table), in file order.
+    """Every readable block of the log file at `path` (relative to the table), in file order.
 
-    A malformed file raises CorruptTableError naming the file and the block's offset; a missing
-    one stays FileNotFoundError.
+    Corrupt blocks (a torn tail, a writer that died mid-block: `scan_log_blocks`) are skipped
+    with a warning naming the file and offset, as Apache Hudi's log scanners skip them. A file
+    that is otherwise malformed raises CorruptTableError naming the file and the block's offset;
+    a missing one stays FileNotFoundError.
     """
     data = storage.read_bytes(path)
     try:
-        return decode_log_blocks(data)
+        blocks, skipped = scan_log_blocks(data)
     except CorruptTableError as exc:
         raise CorruptTableError(f"{storage.uri(path)}: {exc}") from exc
+    for offset, reason in skipped:
+        _log.warning("%s: skipping the corrupt log block at offset %d: %s", storage.uri(path), offset, reason)
+    return blocks
 
 
 def log_block_instants(storage: Storage, path: str) -> list[str]:
     """The INSTANT_TIME of each block of the log file at `path`, in file order, reading only the
-    blocks' headers (one ranged read per block in the usual case)."""
+    blocks' headers (one ranged read per block in the usual case).
+
+    Strict, unlike `read_log_blocks`: rollback and archival decide which files to delete from
+    these instants, so a corrupt block raises CorruptTableError rather than being guessed past."""
     instants: list[str] = []
     with storage.open_input_file(path) as f:
         size = f.size()
