@@ -90,6 +90,20 @@ class LogBlock:
         """The INSTANT_TIME header: the instant that wrote the block (None when absent)."""
         return self.header.get(HeaderKey.INSTANT_TIME)
 
+    @property
+    def is_partial(self) -> bool:
+        """IS_PARTIAL is "true": the block's records carry only the columns of its SCHEMA header."""
+        return (self.header.get(HeaderKey.IS_PARTIAL) or "").strip().lower() == "true"
+
+    def schema_field_names(self) -> list[str]:
+        """The top-level field names of the block's SCHEMA header (CorruptTableError if it has none
+        or it is not a record schema)."""
+        try:
+            fields = json.loads(self.header[HeaderKey.SCHEMA])["fields"]
+            return [str(f["name"]) for f in fields]
+        except (KeyError, TypeError, ValueError) as exc:
+            raise CorruptTableError(f"log block at offset {self.offset}: no record SCHEMA header ({exc})") from exc
+
 
 def _metadata_bytes(entries: Mapping[int, str]) -> bytes:
     out = [struct.pack(">i", len(entries))]

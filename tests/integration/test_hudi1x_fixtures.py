@@ -1,8 +1,9 @@
 """Tables Apache Hudi 1.x wrote (versions 8 and 9), from hudi-rs's fixtures (tests/support/hudi1x.py).
 
 Every version 8 and 9 fixture with Parquet base files reads exactly as Spark + Apache Hudi read it
-(`gold_data/`, row for row, every column), except the three whose log blocks this engine does not
-merge yet, which are refused with a typed error naming the file; Lance tables are refused too.
+(`gold_data/`, row for row, every column), partial updates and a corrupt tail block included,
+except the one whose log blocks this engine does not read (REFUSED), which is refused with a
+typed error naming the file; Lance tables are refused too.
 Time travel to every completed write instant agrees with hudi-rs on a spread of fixtures. Writes
 and table services on these versions are refused before anything is touched (issue 18 continues).
 """
@@ -30,12 +31,7 @@ pytestmark = pytest.mark.spark
 
 # fixture -> (error type, text in its message): what this engine does not read yet
 REFUSED = {
-    "quickstart_trips_table/mor/avro/table_corrupt_tail_block": (
-        CorruptTableError, "log block at offset 884: length 1000000 runs past the end of the file"),
     "quickstart_trips_table/mor/avro/table_hfile_log_block": (CorruptTableError, "HFILE blocks are unsupported"),
-    "quickstart_trips_table/mor/avro/table_partial_update": (UnsupportedFeatureError, "holds partial updates"),
-    "quickstart_trips_table/mor/avro/table_partial_update_event_time": (
-        UnsupportedFeatureError, "holds partial updates"),
 }
 TIME_TRAVEL = [
     "sample_table/cow/v8_nonpartitioned",
@@ -112,7 +108,7 @@ def test_every_fixture_reads_as_spark_read_it(spark, versioned, tmp_path):
         assert ours.num_rows == gold.num_rows, (name, ours.num_rows, gold.num_rows)
         assert _rows(ours, gold.column_names) == _rows(gold, gold.column_names), name
         checked.append(name)
-    assert len(checked) == 46 and len(lance) == 6
+    assert len(checked) == 49 and len(lance) == 6
 
 
 @pytest.mark.parametrize("name", TIME_TRAVEL)
