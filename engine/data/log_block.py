@@ -430,13 +430,13 @@ def encode_avro_data_block(instant: str, table: pa.Table, writer_schema_json: st
     return encode_log_block(BlockType.AVRO_DATA, header, content)
 
 
-_UNSUPPORTED_DATA = {BlockType.HFILE_DATA: "HFILE", BlockType.CDC_DATA: "CDC", BlockType.CORRUPT: "CORRUPT"}
+_UNSUPPORTED_DATA = {BlockType.CDC_DATA: "CDC", BlockType.CORRUPT: "CORRUPT"}
 
 
 def decode_data_block(block: LogBlock, schema: pa.Schema) -> pa.Table:
-    """The records of a PARQUET or AVRO data block, conformed to `schema` (by column name: the
-    block's other columns are dropped, a column it lacks comes back as nulls, types are cast to
-    `schema`'s). HFILE and CDC blocks raise CorruptTableError ("unsupported")."""
+    """The records of a PARQUET, AVRO or HFILE data block, conformed to `schema` (by column name:
+    the block's other columns are dropped, a column it lacks comes back as nulls, types are cast
+    to `schema`'s). CDC blocks raise CorruptTableError ("unsupported")."""
     if block.block_type == BlockType.PARQUET_DATA:
         try:
             pf = pq.ParquetFile(pa.BufferReader(block.content))
@@ -445,7 +445,11 @@ def decode_data_block(block: LogBlock, schema: pa.Schema) -> pa.Table:
         except (pa.ArrowInvalid, OSError) as exc:
             raise CorruptTableError(f"log block at offset {block.offset}: PARQUET content does not read: {exc}") from exc
     elif block.block_type == BlockType.AVRO_DATA:
-        table = _avro_block_table(block, schema)
+        table = _records_table(block, decode_avro_content(block), schema)
+    elif block.block_type == BlockType.HFILE_DATA:
+        from engine.data.hfile_block import decode_hfile_content
+
+        table = _records_table(block, decode_hfile_content(block), schema)
     else:
         name = _UNSUPPORTED_DATA.get(block.block_type, f"type {block.block_type}")
         raise CorruptTableError(f"log block at offset {block.offset}: {name} data blocks are unsupported")
@@ -457,8 +461,8 @@ def decode_data_block(block: LogBlock, schema: pa.Schema) -> pa.Table:
         ) from exc
 
 
-def _avro_block_table(block: LogBlock, schema: pa.Schema) -> pa.Table:
-    records = decode_avro_content(block)
+def _records_table(block: LogBlock, records: list[dict[str, Any]], schema: pa.Schema) -> pa.Table:
+    """Decoded Avro records of a block as Arrow, in the block's SCHEMA header's types."""
     try:
         written = avro_to_arrow(block.header[HeaderKey.SCHEMA])
     except SchemaMismatchError as exc:

@@ -160,14 +160,11 @@ def active_blocks(
                         f"(type {command!r}, target {target!r})"
                     )
                 queued = [(p, b) for p, b in queued if b.instant != target]
-            elif kind in (BlockType.DELETE, BlockType.AVRO_DATA, BlockType.PARQUET_DATA):
+            elif kind in (BlockType.DELETE, BlockType.AVRO_DATA, BlockType.PARQUET_DATA, BlockType.HFILE_DATA):
                 if is_committed(instant) and (as_of is None or instant <= as_of):
                     queued.append((path, block))
-            elif kind in (BlockType.HFILE_DATA, BlockType.CDC_DATA):
-                name = "HFILE" if kind == BlockType.HFILE_DATA else "CDC"
-                raise CorruptTableError(
-                    f"{storage.uri(path)}: log block at offset {block.offset}: {name} blocks are unsupported"
-                )
+            elif kind == BlockType.CDC_DATA:
+                raise CorruptTableError(f"{storage.uri(path)}: log block at offset {block.offset}: CDC blocks are unsupported")
             else:
                 raise CorruptTableError(f"{storage.uri(path)}: log block at offset {block.offset}: unknown block type {kind}")
     return queued

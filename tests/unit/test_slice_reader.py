@@ -252,7 +252,7 @@ def _slice_with_log(t: MorTable, blocks: list[bytes]) -> tuple[LocalStorage, Sli
         (lambda t: [t.avro_block(I[2], [("a", 2, "x")]), lb.encode_log_block(9, {0: I[2]}, b"")],
          "log block at offset {second}: unknown block type 9"),
         (lambda t: [t.avro_block(I[2], [("a", 2, "x")]), lb.encode_log_block(4, {0: I[2]}, b"")],
-         "log block at offset {second}: HFILE blocks are unsupported"),
+         "log block at offset {second}: HFILE block without a SCHEMA header"),
         (lambda t: [t.avro_block(I[2], [("a", 2, "x")]), lb.encode_log_block(6, {0: I[2]}, b"")],
          "log block at offset {second}: CDC blocks are unsupported"),
         (lambda t: [t.avro_block(I[2], [("a", 2, "x")]),
