@@ -21,7 +21,7 @@ from __future__ import annotations
 import io
 import json
 import struct
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -207,22 +207,24 @@ def decode_log_blocks(data: bytes) -> list[LogBlock]:
     return blocks
 
 
-def corrupt_reason(data: bytes, pos: int) -> str | None:
+def corrupt_reason(read_at: Callable[[int, int], bytes], size: int, pos: int) -> str | None:
     """Why the block whose magic is at `pos` is corrupt by HoodieLogFileReader.isBlockCorrupt's
     checks, or None when it passes them: its length field is cut off or runs past the end of
     the file, the size trailer at the end it names disagrees with it, or what follows it is
-    neither the end of the file (or less than a magic's worth of bytes) nor the next magic."""
+    neither the end of the file (or less than a magic's worth of bytes) nor the next magic.
+    `read_at(n, offset)` reads the file (of `size` bytes); two small reads at most."""
     start = pos + len(MAGIC)
-    if start + 8 > len(data):
-        return f"length field cut off ({len(data)} bytes)"
-    (rest_length,) = struct.unpack(">q", data[start:start + 8])
+    if start + 8 > size:
+        return f"length field cut off ({size} bytes)"
+    (rest_length,) = struct.unpack(">q", read_at(8, start))
     end = start + 8 + rest_length
-    if rest_length < 8 or end > len(data):
-        return f"length {rest_length} runs past the end of the file ({len(data)} bytes)"
-    (written,) = struct.unpack(">q", data[end - 8:end])
+    if rest_length < 8 or end > size:
+        return f"length {rest_length} runs past the end of the file ({size} bytes)"
+    tail = read_at(min(8 + len(MAGIC), size - (end - 8)), end - 8)
+    (written,) = struct.unpack(">q", tail[:8])
     if written - len(MAGIC) != rest_length:
         return f"length {rest_length} disagrees with the size trailer ({written} bytes before it)"
-    following = data[end:end + len(MAGIC)]
+    following = tail[8:]
     if len(following) == len(MAGIC) and following != MAGIC:
         return "no magic after its size trailer"
     return None
@@ -246,7 +248,7 @@ def scan_log_blocks(data: bytes) -> tuple[list[LogBlock], list[tuple[int, str]]]
     while len(data) - pos >= len(MAGIC):
         if data[pos:pos + len(MAGIC)] != MAGIC:
             raise CorruptTableError(f"log block at offset {pos}: missing {MAGIC!r} magic")
-        reason = corrupt_reason(data, pos)
+        reason = corrupt_reason(lambda n, at: data[at:at + n], len(data), pos)
         if reason is None:
             block, pos = _decode_block(data, pos)
             blocks.append(block)
