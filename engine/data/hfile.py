@@ -12,7 +12,8 @@ reader (HFileReaderImpl) and hudi-rs's `hfile/` read it:
         cell: int32 key length, int32 value length, key, value, Hadoop vlong memstore timestamp
         key (HBase KeyValue): int16 row length, row, byte family length, family, qualifier,
             int64 timestamp, byte type; Hudi puts the record key in the row
-    index, meta and file-info blocks (not needed to read every cell in order)
+    index, meta and file-info blocks (not needed to read every cell in order; leaf index and bloom
+        chunks that HBase's writer puts between the data blocks of big files are stepped over)
     trailer, the last 4096 bytes: magic 'TRABLK"$', a length-delimited protobuf
         (FixedFileTrailer), zero padding, and the version (minor byte, major in three bytes: 3)
 
@@ -30,6 +31,7 @@ from dataclasses import dataclass
 TRAILER_SIZE = 4096
 TRAILER_MAGIC = b'TRABLK"$'
 DATA_BLOCK_MAGIC = b"DATABLK*"
+INLINE_BLOCK_MAGICS = (b"IDXLEAF2", b"BLMFBLK2")  # HBase writes these between data blocks of big files
 BLOCK_HEADER_SIZE = 33
 
 # Compression.Algorithm ordinals (the trailer's compression codec)
@@ -174,6 +176,9 @@ def read_hfile_cells(data: bytes) -> list[tuple[bytes, bytes]]:
         magic = data[offset:offset + 8]
         on_disk, uncompressed, _prev, _checksum_type, _per_checksum, data_with_header = struct.unpack_from(
             ">iiqbii", data, offset + 8)
+        if magic in INLINE_BLOCK_MAGICS and 0 <= on_disk and offset + BLOCK_HEADER_SIZE + on_disk <= end_of_data:
+            offset += BLOCK_HEADER_SIZE + on_disk  # a leaf index or bloom chunk among the data blocks
+            continue
         if magic != DATA_BLOCK_MAGIC:
             if magic == b"DATABLKE":
                 raise UnsupportedHFileError(f"HFile block at {offset}: an encoded data block (DATABLKE)")

@@ -42,12 +42,17 @@ def cell(row: bytes, value: bytes, memstore_ts: int = 0) -> bytes:
     return struct.pack(">ii", len(key), len(value)) + key + value + vlong(memstore_ts)
 
 
-def hfile_bytes(blocks: Sequence[Sequence[bytes]], codec: int = hfile.CODEC_GZ, entry_count: int | None = None) -> bytes:
-    """An HFile of data blocks holding `blocks` (encoded cells each), then its trailer."""
+def hfile_bytes(blocks: Sequence[Sequence[bytes]], codec: int = hfile.CODEC_GZ, entry_count: int | None = None,
+                inline_leaf_index: bool = False) -> bytes:
+    """An HFile of data blocks holding `blocks` (encoded cells each), then its trailer; with
+    `inline_leaf_index`, a leaf index block (not a real one) after each data block but the last."""
     out = bytearray()
     offsets = []
     prev = -1
-    for cells in blocks:
+    for i, cells in enumerate(blocks):
+        if inline_leaf_index and i:
+            body = b"\x00" * 20
+            out += b"IDXLEAF2" + struct.pack(">iiqbii", len(body), len(body), prev, 0, 16384, 33 + len(body)) + body
         raw = b"".join(cells)
         data = gzip.compress(raw) if codec == hfile.CODEC_GZ else raw
         checksums = b"\x00" * 4

@@ -31,6 +31,11 @@ def test_cells_of_several_data_blocks_in_order(codec: int) -> None:
     assert hfile.read_trailer(data).compression_codec == codec
 
 
+def test_leaf_index_blocks_among_the_data_blocks_are_stepped_over() -> None:
+    data = hfile_bytes([[cell(b"a", b"1")], [cell(b"b", b"2")], [cell(b"c", b"3")]], inline_leaf_index=True)
+    assert hfile.read_hfile_cells(data) == [(b"a", b"1"), (b"b", b"2"), (b"c", b"3")]
+
+
 def test_vlongs_of_every_width() -> None:
     for n in (0, 127, 128, -112, -113, 300, 2**40):
         data = hfile_bytes([[cell(b"k", b"v", memstore_ts=n), cell(b"l", b"w")]], hfile.CODEC_NONE)
