@@ -41,6 +41,8 @@ TIME_TRAVEL = [
     "sample_table/mor/avro/v9_txns_simple_meta",
     "sample_table/mor/avro/v9_nonpartitioned_rollback",
     "quickstart_trips_table/mor/avro/table_log_only",
+    "quickstart_trips_table/mor/avro/table_partial_update_event_time",
+    "quickstart_trips_table/mor/avro/table_corrupt_tail_block",
 ]
 
 
