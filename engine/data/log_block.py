@@ -11,6 +11,7 @@ merge-on-read log files and the archived timeline.
 
 AVRO data block content (HoodieAvroDataBlock, version 3): int32 version, int32 record count, per
 record int32 length + Avro binary datum. PARQUET data block content: a complete parquet file.
+HFILE data block content: a complete HFile (`engine.data.hfile_block`).
 DELETE block content: see `engine.data.delete_records`. COMMAND blocks have no content; a
 ROLLBACK command names the rolled-back instant in its TARGET_INSTANT_TIME header.
 All integers are big-endian. Pure functions: bytes and Arrow tables in and out.
