@@ -11,6 +11,7 @@ merge-on-read log files and the archived timeline.
 
 AVRO data block content (HoodieAvroDataBlock, version 3): int32 version, int32 record count, per
 record int32 length + Avro binary datum. PARQUET data block content: a complete parquet file.
+HFILE data block content: a complete HFile (`engine.data.hfile_block`).
 DELETE block content: see `engine.data.delete_records`. COMMAND blocks have no content; a
 ROLLBACK command names the rolled-back instant in its TARGET_INSTANT_TIME header.
 All integers are big-endian. Pure functions: bytes and Arrow tables in and out.
@@ -21,7 +22,7 @@ from __future__ import annotations
 import io
 import json
 import struct
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -90,6 +91,20 @@ class LogBlock:
         """The INSTANT_TIME header: the instant that wrote the block (None when absent)."""
         return self.header.get(HeaderKey.INSTANT_TIME)
 
+    @property
+    def is_partial(self) -> bool:
+        """IS_PARTIAL is "true": the block's records carry only the columns of its SCHEMA header."""
+        return (self.header.get(HeaderKey.IS_PARTIAL) or "").strip().lower() == "true"
+
+    def schema_field_names(self) -> list[str]:
+        """The top-level field names of the block's SCHEMA header (CorruptTableError if it has none
+        or it is not a record schema)."""
+        try:
+            fields = json.loads(self.header[HeaderKey.SCHEMA])["fields"]
+            return [str(f["name"]) for f in fields]
+        except (KeyError, TypeError, ValueError) as exc:
+            raise CorruptTableError(f"log block at offset {self.offset}: no record SCHEMA header ({exc})") from exc
+
 
 def _metadata_bytes(entries: Mapping[int, str]) -> bytes:
     out = [struct.pack(">i", len(entries))]
@@ -152,37 +167,98 @@ class _Cursor:
         return entries
 
 
+def _decode_block(data: bytes, pos: int) -> tuple[LogBlock, int]:
+    """The block whose magic is at `pos` and the offset just past it; CorruptTableError if malformed."""
+    head = _Cursor(data, pos + len(MAGIC), len(data), pos)
+    rest_length = head.int64("block length")
+    end = head.pos + rest_length
+    if rest_length < 8 or end > len(data):
+        raise CorruptTableError(
+            f"log block at offset {pos}: length {rest_length} runs past the end of the file ({len(data)} bytes)"
+        )
+    cur = _Cursor(data, head.pos, end, pos)
+    version = cur.int32("format version")
+    if version != LOG_FORMAT_VERSION:
+        raise CorruptTableError(f"log block at offset {pos}: unsupported log format version {version}")
+    block_type = cur.int32("block type")
+    header = cur.metadata("header")
+    content = cur.take(cur.int64("content length"), "content")
+    footer = cur.metadata("footer")
+    written = cur.int64("block size trailer")
+    if cur.pos != end or written != end - pos - 8:
+        raise CorruptTableError(
+            f"log block at offset {pos}: trailer says {written} bytes before it, "
+            f"block has {end - pos - 8} (length field {rest_length})"
+        )
+    return LogBlock(pos, block_type, header, content, footer), end
+
+
 def decode_log_blocks(data: bytes) -> list[LogBlock]:
-    """Every block of a Hudi log file (format version 1), in order; CorruptTableError with the offset."""
+    """Every block of a Hudi log file (format version 1), in order; CorruptTableError with the offset.
+
+    Strict: any malformed block raises (the archived timeline reads this way). Merge-on-read log
+    files are read with `scan_log_blocks`, which skips corrupt blocks as Apache Hudi does."""
     blocks: list[LogBlock] = []
     pos = 0
     while pos < len(data):
         if data[pos:pos + len(MAGIC)] != MAGIC:
             raise CorruptTableError(f"log block at offset {pos}: missing {MAGIC!r} magic")
-        head = _Cursor(data, pos + len(MAGIC), len(data), pos)
-        rest_length = head.int64("block length")
-        end = head.pos + rest_length
-        if rest_length < 8 or end > len(data):
-            raise CorruptTableError(
-                f"log block at offset {pos}: length {rest_length} runs past the end of the file ({len(data)} bytes)"
-            )
-        cur = _Cursor(data, head.pos, end, pos)
-        version = cur.int32("format version")
-        if version != LOG_FORMAT_VERSION:
-            raise CorruptTableError(f"log block at offset {pos}: unsupported log format version {version}")
-        block_type = cur.int32("block type")
-        header = cur.metadata("header")
-        content = cur.take(cur.int64("content length"), "content")
-        footer = cur.metadata("footer")
-        written = cur.int64("block size trailer")
-        if cur.pos != end or written != end - pos - 8:
-            raise CorruptTableError(
-                f"log block at offset {pos}: trailer says {written} bytes before it, "
-                f"block has {end - pos - 8} (length field {rest_length})"
-            )
-        blocks.append(LogBlock(pos, block_type, header, content, footer))
-        pos = end
+        block, pos = _decode_block(data, pos)
+        blocks.append(block)
     return blocks
+
+
+def corrupt_reason(read_at: Callable[[int, int], bytes], size: int, pos: int) -> str | None:
+    """Why the block whose magic is at `pos` is corrupt by HoodieLogFileReader.isBlockCorrupt's
+    checks, or None when it passes them: its length field is cut off or runs past the end of
+    the file, the size trailer at the end it names disagrees with it, or what follows it is
+    neither the end of the file (or less than a magic's worth of bytes) nor the next magic.
+    `read_at(n, offset)` reads the file (of `size` bytes); two small reads at most."""
+    start = pos + len(MAGIC)
+    if start + 8 > size:
+        return f"length field cut off ({size} bytes)"
+    (rest_length,) = struct.unpack(">q", read_at(8, start))
+    end = start + 8 + rest_length
+    if rest_length < 8 or end > size:
+        return f"length {rest_length} runs past the end of the file ({size} bytes)"
+    tail = read_at(min(8 + len(MAGIC), size - (end - 8)), end - 8)
+    (written,) = struct.unpack(">q", tail[:8])
+    if written - len(MAGIC) != rest_length:
+        return f"length {rest_length} disagrees with the size trailer ({written} bytes before it)"
+    following = tail[8:]
+    if len(following) == len(MAGIC) and following != MAGIC:
+        return "no magic after its size trailer"
+    return None
+
+
+def scan_log_blocks(data: bytes) -> tuple[list[LogBlock], list[tuple[int, str]]]:
+    """The readable blocks of a merge-on-read log file, in order, as HoodieLogFileReader reads them,
+    and the corrupt blocks it skips as (offset, reason).
+
+    A block that fails `corrupt_reason`'s checks (a writer that died mid-block, a torn tail)
+    is a HoodieCorruptBlock, which the log scanners skip: it spans from its magic to the next
+    magic after it (or the end of the file), and reading resumes at that magic. Fewer than six
+    bytes after the last block are a magic cut short and end the file. A file that does not start
+    with the magic, and a block that passes those checks but does not parse (bad version, header
+    or content lengths that disagree with its length), raise CorruptTableError as before: Apache
+    Hudi fails on those too.
+    """
+    blocks: list[LogBlock] = []
+    skipped: list[tuple[int, str]] = []
+    pos = 0
+    while len(data) - pos >= len(MAGIC):
+        if data[pos:pos + len(MAGIC)] != MAGIC:
+            raise CorruptTableError(f"log block at offset {pos}: missing {MAGIC!r} magic")
+        reason = corrupt_reason(lambda n, at: data[at:at + n], len(data), pos)
+        if reason is None:
+            block, pos = _decode_block(data, pos)
+            blocks.append(block)
+            continue
+        found = data.find(MAGIC, pos + len(MAGIC))
+        end = found if found >= 0 else len(data)
+        skipped.append((pos, reason))
+        pos = end
+    return blocks, skipped
 
 
 def decode_block_head(data: bytes, offset: int = 0) -> tuple[int, int, dict[int, str]] | None:
@@ -357,13 +433,13 @@ def encode_avro_data_block(instant: str, table: pa.Table, writer_schema_json: st
     return encode_log_block(BlockType.AVRO_DATA, header, content)
 
 
-_UNSUPPORTED_DATA = {BlockType.HFILE_DATA: "HFILE", BlockType.CDC_DATA: "CDC", BlockType.CORRUPT: "CORRUPT"}
+_UNSUPPORTED_DATA = {BlockType.CDC_DATA: "CDC", BlockType.CORRUPT: "CORRUPT"}
 
 
 def decode_data_block(block: LogBlock, schema: pa.Schema) -> pa.Table:
-    """The records of a PARQUET or AVRO data block, conformed to `schema` (by column name: the
-    block's other columns are dropped, a column it lacks comes back as nulls, types are cast to
-    `schema`'s). HFILE and CDC blocks raise CorruptTableError ("unsupported")."""
+    """The records of a PARQUET, AVRO or HFILE data block, conformed to `schema` (by column name:
+    the block's other columns are dropped, a column it lacks comes back as nulls, types are cast
+    to `schema`'s). CDC blocks raise CorruptTableError ("unsupported")."""
     if block.block_type == BlockType.PARQUET_DATA:
         try:
             pf = pq.ParquetFile(pa.BufferReader(block.content))
@@ -372,7 +448,11 @@ def decode_data_block(block: LogBlock, schema: pa.Schema) -> pa.Table:
         except (pa.ArrowInvalid, OSError) as exc:
             raise CorruptTableError(f"log block at offset {block.offset}: PARQUET content does not read: {exc}") from exc
     elif block.block_type == BlockType.AVRO_DATA:
-        table = _avro_block_table(block, schema)
+        table = _records_table(block, decode_avro_content(block), schema)
+    elif block.block_type == BlockType.HFILE_DATA:
+        from engine.data.hfile_block import decode_hfile_content
+
+        table = _records_table(block, decode_hfile_content(block), schema)
     else:
         name = _UNSUPPORTED_DATA.get(block.block_type, f"type {block.block_type}")
         raise CorruptTableError(f"log block at offset {block.offset}: {name} data blocks are unsupported")
@@ -384,8 +464,8 @@ def decode_data_block(block: LogBlock, schema: pa.Schema) -> pa.Table:
         ) from exc
 
 
-def _avro_block_table(block: LogBlock, schema: pa.Schema) -> pa.Table:
-    records = decode_avro_content(block)
+def _records_table(block: LogBlock, records: list[dict[str, Any]], schema: pa.Schema) -> pa.Table:
+    """Decoded Avro records of a block as Arrow, in the block's SCHEMA header's types."""
     try:
         written = avro_to_arrow(block.header[HeaderKey.SCHEMA])
     except SchemaMismatchError as exc:
@@ -409,6 +489,7 @@ __all__ = [
     "decode_block_head",
     "decode_data_block",
     "decode_delete_block",
+    "corrupt_reason",
     "decode_log_blocks",
     "encode_avro_content",
     "encode_avro_data_block",
@@ -416,4 +497,5 @@ __all__ = [
     "encode_log_block",
     "encode_parquet_block",
     "encode_rollback_block",
+    "scan_log_blocks",
 ]

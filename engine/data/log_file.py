@@ -8,58 +8,74 @@ order equals write order for Apache Hudi and hudi-rs alike, and object stores ne
 
 from __future__ import annotations
 
+import functools
+import logging
 from collections.abc import Iterable, Sequence
 
-from engine.data.log_block import MAGIC, HeaderKey, LogBlock, decode_block_head, decode_log_blocks
+from engine.data.log_block import (
+    MAGIC,
+    HeaderKey,
+    LogBlock,
+    corrupt_reason,
+    decode_block_head,
+    scan_log_blocks,
+)
 from engine.errors import CorruptTableError, InvalidInputError
 from engine.storage import Storage
 from engine.table.file_names import LogFileName
+
+_log = logging.getLogger(__name__)
 
 _HEAD_READ = 64 * 1024  # one read covers a block's header (the writer schema is a few KB) in most files
 
 
 def read_log_blocks(storage: Storage, path: str) -> list[LogBlock]:
-    """Every block of the log file at `path` (relative to the table), in file order.
+    """Every readable block of the log file at `path` (relative to the table), in file order.
 
-    A malformed file raises CorruptTableError naming the file and the block's offset; a missing
-    one stays FileNotFoundError.
+    Corrupt blocks (a torn tail, a writer that died mid-block: `scan_log_blocks`) are skipped
+    with a warning naming the file and offset, as Apache Hudi's log scanners skip them. A file
+    that is otherwise malformed raises CorruptTableError naming the file and the block's offset;
+    a missing one stays FileNotFoundError.
     """
     data = storage.read_bytes(path)
     try:
-        return decode_log_blocks(data)
+        blocks, skipped = scan_log_blocks(data)
     except CorruptTableError as exc:
         raise CorruptTableError(f"{storage.uri(path)}: {exc}") from exc
+    for offset, reason in skipped:
+        _log.warning("%s: skipping the corrupt log block at offset %d: %s", storage.uri(path), offset, reason)
+    return blocks
 
 
 def log_block_instants(storage: Storage, path: str) -> list[str]:
-    """The INSTANT_TIME of each block of the log file at `path`, in file order, reading only the
-    blocks' headers (one ranged read per block in the usual case)."""
+    """The INSTANT_TIME of each readable block of the log file at `path`, in file order, reading
+    only the blocks' headers (one ranged read per block in the usual case, plus one for the size
+    trailer of a block longer than that read). Corrupt blocks are skipped as `read_log_blocks`
+    skips them (with a warning), so rollback and archival see the blocks readers count."""
     instants: list[str] = []
     with storage.open_input_file(path) as f:
         size = f.size()
         pos = 0
-        while pos < size:
+        while size - pos >= len(MAGIC):
+            chunk = f.read_at(min(_HEAD_READ, size - pos), pos)
+            if chunk[:len(MAGIC)] != MAGIC:
+                raise CorruptTableError(f"{storage.uri(path)}: log block at offset {pos}: missing {MAGIC!r} magic")
+            reason = corrupt_reason(functools.partial(_read_at, f, chunk, pos), size, pos)
+            if reason is not None:
+                _log.warning("%s: skipping the corrupt log block at offset %d: %s", storage.uri(path), pos, reason)
+                pos = _next_magic(f, pos + len(MAGIC), size)
+                continue
             want = _HEAD_READ
             while True:
-                chunk = f.read_at(min(want, size - pos), pos)
                 try:
                     head = decode_block_head(chunk, pos)
                 except CorruptTableError as exc:
                     raise CorruptTableError(f"{storage.uri(path)}: {exc}") from exc
                 if head is not None:
                     break
-                if pos + len(chunk) >= size:
-                    raise CorruptTableError(
-                        f"{storage.uri(path)}: log block at offset {pos}: truncated header "
-                        f"(the file ends at {size})"
-                    )
                 want *= 4
+                chunk = f.read_at(min(want, size - pos), pos)
             length, block_type, header = head
-            if pos + length > size:
-                raise CorruptTableError(
-                    f"{storage.uri(path)}: log block at offset {pos}: length {length} runs past the end "
-                    f"of the file ({size} bytes)"
-                )
             instant = header.get(HeaderKey.INSTANT_TIME)
             if instant is None:
                 raise CorruptTableError(
@@ -68,6 +84,25 @@ def log_block_instants(storage: Storage, path: str) -> list[str]:
             instants.append(instant)
             pos += length
     return instants
+
+
+def _read_at(f, chunk: bytes, chunk_at: int, n: int, at: int) -> bytes:  # type: ignore[no-untyped-def]
+    if chunk_at <= at and at + n <= chunk_at + len(chunk):
+        return chunk[at - chunk_at:at - chunk_at + n]
+    return bytes(f.read_at(n, at))
+
+
+def _next_magic(f, start: int, size: int) -> int:  # type: ignore[no-untyped-def]
+    """Offset of the first magic at or after `start`, or `size` (HoodieLogFileReader's resync)."""
+    step = 1 << 20
+    pos = start
+    while pos < size:
+        window = bytes(f.read_at(min(step + len(MAGIC) - 1, size - pos), pos))
+        found = window.find(MAGIC)
+        if found >= 0:
+            return pos + found
+        pos += step
+    return size
 
 
 def write_log_file(storage: Storage, path: str, blocks: Sequence[bytes]) -> int:

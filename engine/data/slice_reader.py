@@ -5,7 +5,9 @@ so it runs in Spark tasks, on the driver and in the console alike.
 Blocks are applied in file order (the slice's log files ordered by base instant, version and
 write token, then the blocks of each file). A data or delete block counts only when its instant
 is committed (`is_committed`) and not after `as_of`; a ROLLBACK command block removes the blocks
-of its target instant that came before it. The per-key merge rules are in `engine.data.log_merge`.
+of its target instant that came before it; corrupt blocks are skipped (`engine.data.log_file`).
+The per-key merge rules are in `engine.data.log_merge`, and in `engine.data.partial_merge` for a
+slice whose log holds partial updates (data blocks with IS_PARTIAL "true", Apache Hudi 1.x).
 """
 
 from __future__ import annotations
@@ -37,7 +39,8 @@ from engine.data.log_merge import (
     ordering_class,
     resolve_events,
 )
-from engine.errors import CorruptTableError, InvalidConfigError, InvalidInputError, UnsupportedFeatureError
+from engine.data.partial_merge import merge_partial
+from engine.errors import CorruptTableError, InvalidConfigError, InvalidInputError
 from engine.storage import Storage
 from engine.table.file_group import FileSlice
 
@@ -157,19 +160,11 @@ def active_blocks(
                         f"(type {command!r}, target {target!r})"
                     )
                 queued = [(p, b) for p, b in queued if b.instant != target]
-            elif kind in (BlockType.DELETE, BlockType.AVRO_DATA, BlockType.PARQUET_DATA):
-                if (block.header.get(HeaderKey.IS_PARTIAL) or "").strip().lower() == "true":
-                    raise UnsupportedFeatureError(
-                        f"{storage.uri(path)}: log block at offset {block.offset} holds partial updates "
-                        "(some columns only), which this engine does not merge yet"
-                    )
+            elif kind in (BlockType.DELETE, BlockType.AVRO_DATA, BlockType.PARQUET_DATA, BlockType.HFILE_DATA):
                 if is_committed(instant) and (as_of is None or instant <= as_of):
                     queued.append((path, block))
-            elif kind in (BlockType.HFILE_DATA, BlockType.CDC_DATA):
-                name = "HFILE" if kind == BlockType.HFILE_DATA else "CDC"
-                raise CorruptTableError(
-                    f"{storage.uri(path)}: log block at offset {block.offset}: {name} blocks are unsupported"
-                )
+            elif kind == BlockType.CDC_DATA:
+                raise CorruptTableError(f"{storage.uri(path)}: log block at offset {block.offset}: CDC blocks are unsupported")
             else:
                 raise CorruptTableError(f"{storage.uri(path)}: log block at offset {block.offset}: unknown block type {kind}")
     return queued
@@ -203,6 +198,7 @@ class _LogEvents:
     is_natural: np.ndarray  # natural-order deletes
     ordering: pa.Array | None  # comparable ordering value per event (event time only)
     rows: np.ndarray  # row of `data` per event, -1 for deletes
+    present: np.ndarray | None  # per event, which columns of `data` it carries; None: no partial block
 
 
 def _collect_events(
@@ -218,6 +214,8 @@ def _collect_events(
     naturals: list[np.ndarray] = []
     orders: list[pa.Array] = []
     rows: list[np.ndarray] = []
+    present: list[np.ndarray] = []
+    any_partial = False
     next_row = 0
     for path, block in blocks:
         try:
@@ -233,6 +231,7 @@ def _collect_events(
                 if ordering is not None:
                     orders.append(value)
                 rows.append(np.full(n, -1, dtype=np.int64))
+                present.append(np.zeros((n, len(schema)), dtype=bool))
             else:
                 records = decode_data_block(block, _block_schema(schema))
                 if keys is not None:
@@ -247,6 +246,13 @@ def _collect_events(
                     orders.append(normalize_field_ordering(records.column(ordering.name), ordering.type))
                 rows.append(np.arange(next_row, next_row + n, dtype=np.int64))
                 next_row += n
+                if block.is_partial:
+                    any_partial = True
+                    given = set(block.schema_field_names())
+                    carried = np.array([name in given for name in schema.names], dtype=bool)
+                else:
+                    carried = np.ones(len(schema), dtype=bool)
+                present.append(np.broadcast_to(carried, (n, len(schema))))
         except CorruptTableError as exc:
             raise CorruptTableError(f"{storage.uri(path)}: {exc}") from exc
         if key_parts[-1].null_count:
@@ -259,6 +265,7 @@ def _collect_events(
         is_natural=np.concatenate(naturals) if naturals else np.zeros(0, dtype=bool),
         ordering=pa.concat_arrays(orders) if ordering is not None and orders else None,
         rows=np.concatenate(rows) if rows else np.zeros(0, dtype=np.int64),
+        present=np.concatenate(present) if any_partial else None,
     )
 
 
@@ -312,7 +319,12 @@ def read_slice(
     blocks = active_blocks(storage, files.log_paths, is_committed, as_of) if files.log_paths else []
     if blocks:
         events = _collect_events(storage, blocks, read_schema, ordering, key_set)
-        if len(events.keys):
+        if events.present is not None:
+            base = merge_partial(
+                base, events.data, events.keys, events.rows, events.present, events.is_delete, events.is_natural,
+                events.ordering, _base_ordering(base, ordering), RECORD_KEY_COL,
+            )
+        elif len(events.keys):
             base = _merge(base, events, ordering)
     return base.select(out_names)
 
@@ -335,6 +347,10 @@ def _key_set(keys: pa.Array | pa.ChunkedArray | None) -> pa.Array | None:
     return arr.cast(pa.string())
 
 
+def _base_ordering(base: pa.Table, ordering: pa.Field | None) -> pa.Array | None:
+    return normalize_field_ordering(base.column(ordering.name), ordering.type) if ordering is not None else None
+
+
 def _merge(base: pa.Table, events: _LogEvents, ordering: pa.Field | None) -> pa.Table:
     encoded = pc.dictionary_encode(events.keys)
     unique = encoded.dictionary
@@ -343,9 +359,7 @@ def _merge(base: pa.Table, events: _LogEvents, ordering: pa.Field | None) -> pa.
     winners = resolve_events(codes, len(unique), events.is_delete, events.is_natural, events.ordering, event_time)
     base_keys = base.column(RECORD_KEY_COL).combine_chunks()
     base_codes = pc.index_in(base_keys, value_set=unique).fill_null(-1).to_numpy(zero_copy_only=False)
-    base_ordering = (
-        normalize_field_ordering(base.column(ordering.name), ordering.type) if ordering is not None else None
-    )
+    base_ordering = _base_ordering(base, ordering)
     keep, emit = merge_base(
         base_codes.astype(np.int64), base_ordering, winners, events.is_delete, events.is_natural,
         events.ordering, event_time,

@@ -183,7 +183,8 @@ def _run_operation(job: _Job, op: CompactionOperation, token: str) -> dict:
             log_blocks += 1
             if block.block_type == BlockType.COMMAND:
                 rollback_blocks += 1
-            elif block.block_type in (BlockType.PARQUET_DATA, BlockType.AVRO_DATA, BlockType.DELETE):
+            elif block.block_type in (BlockType.PARQUET_DATA, BlockType.AVRO_DATA, BlockType.HFILE_DATA,
+                                      BlockType.DELETE):
                 log_records += _block_records(block)
     # records whose latest version came from a log block (Hudi's totalUpdatedRecordsCompacted)
     updated = int(pc.sum(pc.not_equal(merged.column("_hoodie_commit_time"), op.base_instant).cast(pa.int64())).as_py() or 0)
@@ -214,6 +215,10 @@ def _block_records(block) -> int:
         return pq.ParquetFile(io.BytesIO(block.content)).metadata.num_rows
     if block.block_type == BlockType.AVRO_DATA:
         return int(struct.unpack(">i", block.content[4:8])[0]) if len(block.content) >= 8 else 0
+    if block.block_type == BlockType.HFILE_DATA:
+        from engine.data.hfile import read_trailer
+
+        return read_trailer(block.content).entry_count
     from engine.data.log_block import decode_delete_block
 
     return decode_delete_block(block).num_rows

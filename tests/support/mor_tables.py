@@ -10,6 +10,7 @@ Rows are `(id, ts, val)` tuples of the default schema (`id` string key, `ts` lon
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
@@ -94,6 +95,20 @@ class MorTable:
 
     def avro_block(self, instant: str, rows: Sequence[Any], file_id: str = FID) -> bytes:
         return lb.encode_avro_data_block(instant, self.records(instant, rows, file_id), self.writer_schema)
+
+    def partial_block(self, instant: str, rows: Sequence[dict[str, Any]], columns: Sequence[str], *,
+                      parquet: bool = False, file_id: str = FID) -> bytes:
+        """A data block with IS_PARTIAL "true", as Apache Hudi 1.x writes partial updates: its SCHEMA
+        header and records hold the meta fields and only the data `columns` (`rows` are dicts with
+        `id`, the record key, and those columns)."""
+        full = self.records(instant, [{n: r.get(n) for n in self.data_schema.names} for r in rows], file_id)
+        table = full.select([*META_COLUMNS, *columns])
+        schema = json.loads(self.writer_schema)
+        schema["fields"] = [f for f in schema["fields"] if f["name"] in set(table.column_names)]
+        encode = lb.encode_parquet_block if parquet else lb.encode_avro_data_block
+        [block] = lb.decode_log_blocks(encode(instant, table, json.dumps(schema)))
+        header = {**block.header, lb.HeaderKey.IS_PARTIAL: "true"}
+        return lb.encode_log_block(block.block_type, header, block.content)
 
     def delete_block(self, instant: str, keys: Sequence[str], ordering: pa.Array | None = None,
                      with_schema: bool = True, partition: str | None = None) -> bytes:

@@ -283,7 +283,7 @@ def test_data_blocks_need_the_meta_columns_first() -> None:
         lb.encode_avro_data_block(T1, table.select(["id", *table.column_names[:5]]), writer)
 
 
-@pytest.mark.parametrize(("block_type", "name"), [(4, "HFILE"), (6, "CDC"), (2, "CORRUPT"), (9, "type 9")])
+@pytest.mark.parametrize(("block_type", "name"), [(6, "CDC"), (2, "CORRUPT"), (9, "type 9")])
 def test_unsupported_data_blocks(block_type: int, name: str) -> None:
     block = lb.LogBlock(7, block_type, {0: T1}, b"x", {})
     with pytest.raises(CorruptTableError, match=f"offset 7: {name} data blocks are unsupported"):

@@ -82,24 +82,78 @@ def _corrupt(storage: Storage, data: bytes) -> str:
 
 
 @pytest.mark.parametrize(
-    ("cut", "offset"), [(lambda b: b[:-1], "second"), (lambda b: b[:-60], "second"), (lambda b: b + b"#HU", "end")]
+    ("cut", "instants"), [(lambda b: b[:-1], [T2]), (lambda b: b[:-60], [T2]), (lambda b: b + b"#HU", [T2, T3]),
+                          (lambda b: b[:90], [T2]), (lambda b: b[:len(b) // 2] + b, [T2, T2, T3])],
 )
-def test_truncated_files_name_the_file_and_block(storage: Storage, cut, offset: str) -> None:  # type: ignore[no-untyped-def]
+def test_header_scans_skip_the_blocks_reads_skip(storage: Storage, caplog, cut, instants: list[str]) -> None:  # type: ignore[no-untyped-def]
+    # rollback and archival list a file's instants as readers count its blocks
+    _corrupt(storage, cut(b"".join(_blocks()[:2])))
+    with caplog.at_level("WARNING", logger="engine.data.log_file"):
+        assert [b.instant for b in read_log_blocks(storage, NAME)] == instants
+        read_warnings = list(caplog.messages)
+        caplog.clear()
+        assert log_block_instants(storage, NAME) == instants
+    assert caplog.messages == read_warnings
+
+
+@pytest.mark.parametrize(("cut", "reason"), [(1, "length 91 runs past the end"), (60, "length 91 runs past the end")])
+def test_a_torn_tail_block_is_skipped_with_a_warning(storage: Storage, caplog, cut: int, reason: str) -> None:  # type: ignore[no-untyped-def]
     blocks = _blocks()[:2]
-    data = cut(b"".join(blocks))
-    where = {"second": len(blocks[0]), "end": len(blocks[0]) + len(blocks[1])}[offset]
-    uri = _corrupt(storage, data)
-    for read in (read_log_blocks, log_block_instants):
-        with pytest.raises(CorruptTableError, match=rf"^{uri}: log block at offset {where}: "):
-            read(storage, NAME)
+    uri = _corrupt(storage, b"".join(blocks)[:-cut])
+    with caplog.at_level("WARNING", logger="engine.data.log_file"):
+        read = read_log_blocks(storage, NAME)
+    assert [(b.offset, b.block_type, b.instant) for b in read] == [(0, 1, T2)]
+    assert caplog.messages == [f"{uri}: skipping the corrupt log block at offset {len(blocks[0])}: "
+                               f"{reason} of the file ({sum(map(len, blocks)) - cut} bytes)"]
 
 
-def test_bad_magic_names_the_file_and_offset(storage: Storage) -> None:
+def test_a_magic_cut_short_after_the_last_block_ends_the_file(storage: Storage, caplog) -> None:  # type: ignore[no-untyped-def]
+    blocks = _blocks()[:2]
+    _corrupt(storage, b"".join(blocks) + b"#HU")
+    with caplog.at_level("WARNING"):
+        assert [b.instant for b in read_log_blocks(storage, NAME)] == [T2, T3]
+    assert caplog.messages == []
+
+
+def test_a_corrupt_block_in_the_middle_is_skipped_up_to_the_next_magic(storage: Storage, caplog) -> None:  # type: ignore[no-untyped-def]
+    first, second, third = _blocks()
+    torn = second[:40]  # a writer died 40 bytes into the block; the next write starts a new block
+    uri = _corrupt(storage, first + torn + third)
+    with caplog.at_level("WARNING", logger="engine.data.log_file"):
+        read = read_log_blocks(storage, NAME)
+    assert [(b.offset, b.block_type, b.instant) for b in read] == [(0, 1, T2), (len(first) + 40, 1, T3)]
+    # its length field reaches into the third block, whose bytes there are no size trailer
+    data = first + torn + third
+    end = len(first) + len(second)
+    trailer = int.from_bytes(data[end - 8:end], "big", signed=True)
+    assert caplog.messages == [f"{uri}: skipping the corrupt log block at offset {len(first)}: "
+                               f"length {len(second) - 14} disagrees with the size trailer ({trailer} bytes before it)"]
+
+
+def test_a_block_followed_by_garbage_is_corrupt_too(storage: Storage, caplog) -> None:  # type: ignore[no-untyped-def]
+    # HoodieLogFileReader.isBlockCorrupt: a block is whole only if the next magic (or the end) follows
     first, second = _blocks()[:2]
-    uri = _corrupt(storage, first + b"#HUDX#" + second[6:])
+    uri = _corrupt(storage, first + b"#HUDX#" + second[6:] + second)
+    with caplog.at_level("WARNING", logger="engine.data.log_file"):
+        read = read_log_blocks(storage, NAME)
+    assert [(b.offset, b.instant) for b in read] == [(len(first) + len(second), T3)]
+    assert caplog.messages == [f"{uri}: skipping the corrupt log block at offset 0: no magic after its size trailer"]
+
+
+def test_bad_magic_at_the_start_names_the_file_and_offset(storage: Storage) -> None:
+    first = _blocks()[0]
+    uri = _corrupt(storage, b"#HUDX#" + first[6:])
     for read in (read_log_blocks, log_block_instants):
-        with pytest.raises(CorruptTableError, match=rf"^{uri}: log block at offset {len(first)}: missing b'#HUDI#' magic"):
+        with pytest.raises(CorruptTableError, match=rf"^{uri}: log block at offset 0: missing b'#HUDI#' magic"):
             read(storage, NAME)
+
+
+def test_a_block_that_passes_the_size_checks_but_does_not_parse_raises(storage: Storage) -> None:
+    first = bytearray(_blocks()[0])
+    first[14:18] = (2).to_bytes(4, "big")  # format version 2: whole, but not a block we can read
+    uri = _corrupt(storage, bytes(first))
+    with pytest.raises(CorruptTableError, match=rf"^{uri}: log block at offset 0: unsupported log format version 2"):
+        read_log_blocks(storage, NAME)
 
 
 def test_a_block_without_instant_is_corrupt_in_a_data_log(storage: Storage) -> None:
@@ -130,3 +184,11 @@ def test_instants_of_the_samples_log_files(tmp_path: Path) -> None:
         rel = str(log.relative_to(table))
         assert log_block_instants(storage, rel) == [instant]
         assert [b.instant for b in read_log_blocks(storage, rel)] == [instant]
+
+
+def test_header_scans_resync_past_a_long_torn_block(storage: Storage) -> None:
+    big = lb.encode_log_block(lb.BlockType.DELETE, {lb.HeaderKey.INSTANT_TIME: T1}, b"\x00" * 2_500_000)
+    last = _blocks()[2]
+    _corrupt(storage, big[:-10] + last)  # the next magic lies 2.5 MB on, past the 1 MB scan window
+    assert log_block_instants(storage, NAME) == [T3]
+    assert [b.instant for b in read_log_blocks(storage, NAME)] == [T3]

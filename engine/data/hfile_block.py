@@ -1,0 +1,59 @@
+"""HFILE log data blocks (HoodieHFileDataBlock): the block's content is a whole HFile
+(`engine.data.hfile`) whose cells map each record key (the row) to the record, Avro binary
+written with the block's SCHEMA header. Pure: a LogBlock in, records out.
+
+The writer empties a field named `key` in each record (HoodieHFileDataBlock.serializeRecord
+truncates HoodieAvroHFileReader's KEY_FIELD_NAME, the metadata table's key field, "to avoid
+duplicating the key w/in payload"), whatever the table's record key field is; the reader puts
+the cell's key back where that field is an empty string (HoodieAvroHFileReaderImplBase.deserialize).
+"""
+
+from __future__ import annotations
+
+import io
+import json
+from typing import Any
+
+import fastavro
+
+from engine.data.hfile import UnsupportedHFileError, read_hfile_cells
+from engine.data.log_block import HeaderKey, LogBlock
+from engine.errors import CorruptTableError, UnsupportedFeatureError
+
+KEY_FIELD = "key"  # HoodieAvroHFileReader.KEY_FIELD_NAME
+
+
+def decode_hfile_content(block: LogBlock) -> list[dict[str, Any]]:
+    """The records of an HFILE data block, in key order, with an empty `key` field given back its
+    cell's key (as Apache Hudi and hudi-rs read them).
+    A malformed HFile raises CorruptTableError; one in a codec or layout not read (only the
+    uncompressed and GZ version 3 files Hudi writes are), UnsupportedFeatureError."""
+    where = f"log block at offset {block.offset}"
+    if HeaderKey.SCHEMA not in block.header:
+        raise CorruptTableError(f"{where}: HFILE block without a SCHEMA header")
+    try:
+        writer_schema = fastavro.parse_schema(json.loads(block.header[HeaderKey.SCHEMA]))
+    except Exception as exc:
+        raise CorruptTableError(f"{where}: bad SCHEMA header: {exc}") from exc
+    try:
+        cells = read_hfile_cells(block.content)
+    except UnsupportedHFileError as exc:
+        raise UnsupportedFeatureError(f"{where}: HFILE block: {exc}") from exc
+    except ValueError as exc:
+        raise CorruptTableError(f"{where}: HFILE content: {exc}") from exc
+    records: list[dict[str, Any]] = []
+    for i, (key, value) in enumerate(cells):
+        try:
+            record: Any = fastavro.schemaless_reader(io.BytesIO(value), writer_schema, None)
+        except Exception as exc:
+            raise CorruptTableError(f"{where}: HFILE record {i} does not decode: {type(exc).__name__}: {exc}") from exc
+        if isinstance(record, dict) and record.get(KEY_FIELD) == "":
+            try:
+                record[KEY_FIELD] = key.decode("utf-8")
+            except UnicodeDecodeError as exc:
+                raise CorruptTableError(f"{where}: HFILE record {i} has a key that is not UTF-8") from exc
+        records.append(record)
+    return records
+
+
+__all__ = ["decode_hfile_content"]
