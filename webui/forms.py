@@ -47,6 +47,9 @@ class CreateTableForm(FlaskForm):
                              default=TABLE_TYPES[0])
     index = SelectField("Index", choices=[SelectChoice(i) for i in INDEX_CHOICES], default=DEFAULT_INDEX_NAME)
     hive_style = BooleanField("Hive-style partition folders (field=value)")
+    table_version = SelectField("Hudi table version", choices=[
+        SelectChoice("6", "6 (Apache Hudi 0.14, 0.15)"), SelectChoice("8", "8 (Apache Hudi 1.0)"),
+        SelectChoice("9", "9 (Apache Hudi 1.1)")], default="6")
     path = StringField("Path (optional; default: under the first warehouse root)", validators=[Optional(), Length(max=1024)])
 
 

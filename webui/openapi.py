@@ -99,7 +99,8 @@ def document() -> dict[str, Any]:
                              "precombine_field": {"type": "string"},
                              "table_type": {"type": "string", "enum": ["COPY_ON_WRITE", "MERGE_ON_READ"],
                                             "default": "COPY_ON_WRITE"},
-                             "index": {"type": "string"}, "hive_style": {"type": "boolean"}}}}}},
+                             "index": {"type": "string"}, "hive_style": {"type": "boolean"},
+                             "table_version": {"type": "integer", "enum": [6, 8, 9], "default": 6}}}}}},
                      "responses": {"201": _json({"$ref": "#/components/schemas/Table"}, "created"), "409": ERROR, **STD_ERRORS}},
         },
         "/tables/{name}": {"get": {"summary": "Overview and health of a table (merge_on_read: log files, pending "

@@ -56,3 +56,41 @@ def test_archival_of_a_version_8_table_is_refused_with_the_reason(console):
     assert resp.status_code == 409  # the engine refused to plan it (as for any refused service)
     assert "archival into the LSM timeline of table versions 8 and 9" in resp.get_data(as_text=True)
     assert tree_bytes(fx.table) == before
+
+
+def test_a_table_of_version_8_or_9_is_created_from_the_page_and_the_api(console):
+    import javaproperties
+
+    from tests.support.console import PASSWORDS, audit_rows, csrf
+
+    client = console.client("operator")
+    form = client.get("/tables/new").get_data(as_text=True)
+    assert '<option selected value="6">6 (Apache Hudi 0.14, 0.15)</option>' in form
+    assert '<option value="8">8 (Apache Hudi 1.0)</option>' in form
+    resp = client.post("/tables/new", data={"csrf_token": csrf(client), "name": "rides8", "record_key": "id",
+                                            "precombine_field": "ts", "index": "BLOOM", "table_type": "MERGE_ON_READ",
+                                            "table_version": "8"})
+    assert resp.status_code == 302 and resp.headers["Location"] == "/tables/rides8"
+    props = javaproperties.loads((console.root / "rides8" / ".hoodie" / "hoodie.properties").read_text())
+    assert (props["hoodie.table.version"], props["hoodie.timeline.layout.version"]) == ("8", "2")
+    assert (console.root / "rides8" / ".hoodie" / "timeline").is_dir()
+    assert 'data-testid="config-version">8<' in client.get("/tables/rides8").get_data(as_text=True)
+    bad = client.post("/tables/new", data={"csrf_token": csrf(client), "name": "odd", "record_key": "id",
+                                           "index": "BLOOM", "table_type": "COPY_ON_WRITE", "table_version": "7"})
+    assert bad.status_code == 400 and "Not a valid choice" in bad.get_data(as_text=True)
+    assert not (console.root / "odd").exists()
+
+    api = console.client()
+    token = api.post("/api/v1/tokens", json={"username": "operator", "password": PASSWORDS["operator"]}).get_json()["token"]
+    h = {"Authorization": f"Bearer {token}"}
+    made = api.post("/api/v1/tables", headers=h, json={"name": "rides9", "record_key": "id", "table_version": 9})
+    assert made.status_code == 201
+    props = javaproperties.loads((console.root / "rides9" / ".hoodie" / "hoodie.properties").read_text())
+    assert (props["hoodie.table.version"], props["hoodie.record.merge.mode"]) == ("9", "COMMIT_TIME_ORDERING")
+    for version in (7, "9", True):
+        refused = api.post("/api/v1/tables", headers=h, json={"name": "nine", "record_key": "id", "table_version": version})
+        assert refused.status_code == 400, version
+        assert refused.get_json()["error"]["message"] == f"table_version must be one of 6, 8, 9, got {version!r}"
+    assert not (console.root / "nine").exists()
+    assert [(a[1], a[2], a[3].get("table_version"), a[5]) for a in audit_rows(console.app) if a[1] == "table.create"] == [
+        ("table.create", "rides8", 8, "created"), ("table.create", "rides9", 9, "created")]

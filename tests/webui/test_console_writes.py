@@ -35,7 +35,7 @@ def test_create_table_under_the_first_root(console):
     assert audit_rows(console.app) == [
         ("operator", "table.create", "rides", {"record_key": "ride_id", "partition_fields": "day", "precombine_field": "ts",
                                                "table_type": "COPY_ON_WRITE", "index": "SIMPLE", "path": str(console.root / "rides"),
-                                               "hive_style": False}, False, "created", None)]
+                                               "hive_style": False, "table_version": 6}, False, "created", None)]
 
 
 def test_paths_outside_the_roots_are_refused(console, tmp_path):

@@ -11,6 +11,8 @@ from typing import Any
 
 from flask import Blueprint, current_app, jsonify, request
 
+from engine.config.table_config import CREATE_VERSIONS
+from engine.constants import TABLE_VERSION
 from engine.errors import EngineError
 from webui.auth import api_error, authorize, current_actor, requires
 from webui.models import Role
@@ -98,6 +100,10 @@ def create_table():  # type: ignore[no-untyped-def]
     body = _body()
     actor = current_actor()
     pf = body.get("partition_fields") or ""
+    version = body.get("table_version", TABLE_VERSION)
+    if isinstance(version, bool) or not isinstance(version, int) or version not in CREATE_VERSIONS:
+        return api_error(400, "invalid", f"table_version must be one of {', '.join(map(str, CREATE_VERSIONS))}, "
+                                         f"got {version!r}")
     spec = tables.NewTable(
         name=str(body.get("name") or ""), record_key=",".join(body["record_key"]) if isinstance(body.get("record_key"), list)
         else str(body.get("record_key") or ""),
@@ -105,9 +111,10 @@ def create_table():  # type: ignore[no-untyped-def]
         precombine_field=body.get("precombine_field") or None, table_type=str(body.get("table_type") or "COPY_ON_WRITE"),
         index=str(body.get("index") or tables.DEFAULT_INDEX_NAME), path=body.get("path") or None,
         hive_style=bool(body.get("hive_style", False)),
+        table_version=version,
     )
     params = {k: v for k, v in body.items() if k in ("path", "record_key", "partition_fields", "precombine_field",
-                                                        "table_type", "index", "hive_style")}
+                                                        "table_type", "index", "hive_style", "table_version")}
     try:
         entry = tables.create_table(spec, actor)
     except tables.RegistryError as exc:

@@ -46,6 +46,7 @@ def create():  # type: ignore[no-untyped-def]
             partition_fields=form.partition_fields.data or "", precombine_field=form.precombine_field.data or None,
             table_type=form.table_type.data or "COPY_ON_WRITE", index=form.index.data or tables.DEFAULT_INDEX_NAME,
             path=form.path.data or None, hive_style=bool(form.hive_style.data),
+            table_version=int(form.table_version.data or 6),
         )
         actor = current_actor()
         try:
@@ -90,4 +91,4 @@ def register():  # type: ignore[no-untyped-def]
 def _spec_params(spec: tables.NewTable) -> dict:
     return {"record_key": spec.record_key, "partition_fields": spec.partition_fields,
             "precombine_field": spec.precombine_field, "table_type": spec.table_type, "index": spec.index,
-            "path": spec.path, "hive_style": spec.hive_style}
+            "path": spec.path, "hive_style": spec.hive_style, "table_version": spec.table_version}

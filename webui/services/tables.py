@@ -11,6 +11,8 @@ import sqlalchemy as sa
 from flask import current_app
 from werkzeug.exceptions import NotFound
 
+from engine.config.table_config import CREATE_VERSIONS
+from engine.constants import TABLE_VERSION
 from engine.errors import EngineError, TableExistsError, TableNotFoundError
 from engine.storage.uri import is_within
 from engine.table.create import AVAILABLE_INDEXES, DEFAULT_INDEX, new_table_config
@@ -42,6 +44,7 @@ class NewTable:
     index: str = DEFAULT_INDEX_NAME
     path: str | None = None
     hive_style: bool = False
+    table_version: int = TABLE_VERSION
 
 
 def roots() -> list[str]:
@@ -142,6 +145,8 @@ def create_table(spec: NewTable, actor: User | None) -> TableEntry:
     _check_unique(spec.name, path)
     if not (spec.record_key or "").strip():
         raise RegistryError("a record key field is required")
+    if spec.table_version not in CREATE_VERSIONS:
+        raise RegistryError(f"table_version must be one of {', '.join(map(str, CREATE_VERSIONS))}, got {spec.table_version!r}")
     if spec.table_type not in TABLE_TYPES:
         raise RegistryError(f"table_type must be {' or '.join(TABLE_TYPES)}, got {spec.table_type!r}")
     try:
@@ -153,6 +158,7 @@ def create_table(spec: NewTable, actor: User | None) -> TableEntry:
             table_type=spec.table_type,
             index=spec.index or DEFAULT_INDEX_NAME,
             hive_style=spec.hive_style,
+            table_version=spec.table_version,
         )
         from engine.storage import storage_for
 
