@@ -4,8 +4,9 @@ Every version 8 and 9 fixture with Parquet base files reads exactly as Spark + A
 (`gold_data/`, row for row, every column), partial updates and a corrupt tail block included; the
 one shipped without Spark's reading (HFILE log blocks) reads as hudi-rs reads it. Lance tables are
 refused with a typed error naming the file.
-Time travel to every completed write instant agrees with hudi-rs on a spread of fixtures. Writes
-and table services on these versions are refused before anything is touched (issue 18 continues).
+Time travel to every completed write instant, and an incremental pull, agree with hudi-rs on every
+fixture it reads. Each fixture takes an upsert (one value changed, one record added) and its
+rollback as hudi-rs sees them; compaction keeps hudi-rs's snapshot.
 """
 
 from __future__ import annotations
