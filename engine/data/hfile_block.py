@@ -11,13 +11,12 @@ the cell's key back where that field is an empty string (HoodieAvroHFileReaderIm
 from __future__ import annotations
 
 import io
-import json
 from typing import Any
 
 import fastavro
 
 from engine.data.hfile import UnsupportedHFileError, read_hfile_cells
-from engine.data.log_block import HeaderKey, LogBlock
+from engine.data.log_block import LogBlock, header_writer_schema
 from engine.errors import CorruptTableError, UnsupportedFeatureError
 
 KEY_FIELD = "key"  # HoodieAvroHFileReader.KEY_FIELD_NAME
@@ -29,12 +28,7 @@ def decode_hfile_content(block: LogBlock) -> list[dict[str, Any]]:
     A malformed HFile raises CorruptTableError; one in a codec or layout not read (only the
     uncompressed and GZ version 3 files Hudi writes are), UnsupportedFeatureError."""
     where = f"log block at offset {block.offset}"
-    if HeaderKey.SCHEMA not in block.header:
-        raise CorruptTableError(f"{where}: HFILE block without a SCHEMA header")
-    try:
-        writer_schema = fastavro.parse_schema(json.loads(block.header[HeaderKey.SCHEMA]))
-    except Exception as exc:
-        raise CorruptTableError(f"{where}: bad SCHEMA header: {exc}") from exc
+    writer_schema = header_writer_schema(block, "HFILE")
     try:
         cells = read_hfile_cells(block.content)
     except UnsupportedHFileError as exc:

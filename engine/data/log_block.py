@@ -300,16 +300,22 @@ def encode_avro_content(records: list[dict[str, Any]], schema: Any) -> bytes:
     return b"".join(out)
 
 
+def header_writer_schema(block: LogBlock, kind: str) -> Any:
+    """The parsed Avro writer schema of a `kind` data block's SCHEMA header (CorruptTableError
+    naming the block when it is missing or unreadable)."""
+    if HeaderKey.SCHEMA not in block.header:
+        raise CorruptTableError(f"log block at offset {block.offset}: {kind} block without a SCHEMA header")
+    try:
+        return fastavro.parse_schema(json.loads(block.header[HeaderKey.SCHEMA]))
+    except Exception as exc:
+        raise CorruptTableError(f"log block at offset {block.offset}: bad SCHEMA header: {exc}") from exc
+
+
 def decode_avro_content(block: LogBlock, reader_schema: Any | None = None) -> list[dict[str, Any]]:
     """The records of an AVRO data block, read with the header's writer schema."""
     if block.block_type != BlockType.AVRO_DATA:
         raise CorruptTableError(f"log block at offset {block.offset}: type {block.block_type}, not AVRO (3)")
-    if HeaderKey.SCHEMA not in block.header:
-        raise CorruptTableError(f"log block at offset {block.offset}: AVRO block without a SCHEMA header")
-    try:
-        writer_schema = fastavro.parse_schema(json.loads(block.header[HeaderKey.SCHEMA]))
-    except Exception as exc:
-        raise CorruptTableError(f"log block at offset {block.offset}: bad SCHEMA header: {exc}") from exc
+    writer_schema = header_writer_schema(block, "AVRO")
     cur = _Cursor(block.content, 0, len(block.content), block.offset)
     version = cur.int32("avro block version")
     if version != AVRO_BLOCK_VERSION:
