@@ -5,17 +5,22 @@
   `__empty__`; all parts null/empty is an error.
 - Partition path: the partition fields' values joined with `/`, each `field=value` when
   hive-style; a null or empty value becomes `__HIVE_DEFAULT_PARTITION__`. Non-partitioned: "".
+- Timestamp-based (`TimestampBasedKeyGenerator`): a simple record key; the one partition field's
+  value read as a time and printed with the table's output date format
+  (`engine.write.timestamp_keys`), `field=` before it when hive-style.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from engine.config.table_config import TableConfig
+from engine.config.table_config import TIMESTAMP_KEYGEN, TableConfig
 from engine.constants import DEFAULT_PARTITION_PATH, EMPTY_RECORD_KEY_PLACEHOLDER, NULL_RECORD_KEY_PLACEHOLDER
-from engine.errors import InvalidInputError
+from engine.errors import InvalidConfigError, InvalidInputError
+from engine.write import timestamp_keys
+from engine.write.timestamp_keys import TimestampKeySpec
 
 
 @dataclass(frozen=True)
@@ -24,14 +29,34 @@ class KeySpec:
     partition_fields: tuple[str, ...] = ()
     hive_style: bool = False
     complex_keys: bool = False
+    timestamp: TimestampKeySpec | None = None  # the timestamp-based key generator's partitioning
 
     @classmethod
-    def from_config(cls, config: TableConfig) -> KeySpec:
+    def from_config(cls, config: TableConfig, options: Iterable[tuple[str, str]] = ()) -> KeySpec:
+        """The table's keys; InvalidConfigError where its key generator's options are unusable.
+
+        `options`: the writer's `hoodie.keygen.timebased.*` options, which complete the table's
+        (Apache Hudi 0.x tables keep only some in hoodie.properties); a value the table states
+        differently is refused."""
+        timestamp = None
+        if config.keygen_class == TIMESTAMP_KEYGEN:
+            if len(config.partition_fields) != 1 or len(config.record_key_fields) != 1:
+                raise InvalidConfigError(
+                    "the timestamp-based key generator takes one record key field and one partition field, not "
+                    f"{list(config.record_key_fields)} and {list(config.partition_fields)}"
+                )
+            props = dict(config.extra)
+            for key, value in options:
+                if key in props and props[key] != value:
+                    raise InvalidConfigError(f"write option {key}={value!r} differs from the table's {props[key]!r}")
+                props[key] = value
+            timestamp = TimestampKeySpec.from_properties(props)
         return cls(
             record_key_fields=config.record_key_fields,
             partition_fields=config.partition_fields,
             hive_style=config.hive_style,
             complex_keys=config.uses_complex_keys,
+            timestamp=timestamp,
         )
 
     @property
@@ -73,6 +98,10 @@ def record_key(spec: KeySpec, row: Mapping[str, Any]) -> str:
 
 
 def partition_path(spec: KeySpec, row: Mapping[str, Any]) -> str:
+    """The partition path of `row` (row at a time; the write computes it on Spark the same way)."""
+    if spec.timestamp is not None:
+        (field,) = spec.partition_fields
+        return timestamp_keys.partition_path(spec.timestamp, row.get(field), field if spec.hive_style else None)
     segments = []
     for field in spec.partition_fields:
         text = value_to_string(row.get(field))
