@@ -22,6 +22,7 @@ from engine.table.fs_view import FileSystemView
 from engine.table.meta_client import MetaClient
 from engine.timeline.timeline import Timeline
 from engine.write.executor import WriteJob
+from engine.write.keygen import KeySpec
 from engine.write.operation import Operation, WriteResult
 
 Progress = Callable[[str], None]
@@ -56,11 +57,15 @@ class Table:
         storage_options: Mapping[str, str] | None = None,
         record_index_buckets: int | None = None,
         record_index_hash: str | None = None,
+        key_generator: str | None = None,
+        key_generator_options: Mapping[str, str] | None = None,
     ) -> Table:
         """Create an empty table at `path` (local path or s3://bucket/prefix).
 
         `record_index_buckets` / `record_index_hash`: index RECORD only, fixed for the table's life
-        (default 16 buckets, Java's String.hashCode)."""
+        (default 16 buckets, Java's String.hashCode). `key_generator="TIMESTAMP"` with its
+        `hoodie.keygen.timebased.*` options in `key_generator_options`: partition by time, as Apache
+        Hudi's `TimestampBasedKeyGenerator` does (one record key field, one partition field)."""
         config = new_table_config(
             name=name,
             record_key=record_key,
@@ -72,6 +77,8 @@ class Table:
             schema=schema,
             record_index_buckets=record_index_buckets,
             record_index_hash=record_index_hash,
+            key_generator=key_generator,
+            key_generator_options=key_generator_options,
         )
         storage = storage_for(path, dict(storage_options) if storage_options else None)
         return cls(spark, MetaClient.create(storage, config))
@@ -110,6 +117,7 @@ class Table:
             raise InvalidInputError(f"expected a Spark DataFrame, got {type(df).__name__}")
         config = WriteConfig.from_options(options)
         require_writable(self.meta.config)  # before the lock and repair: a refused write changes nothing
+        KeySpec.from_config(self.meta.config, config.keygen_options)  # so are unusable key generator options
         itype = IndexType.parse(config.index_type or self.config.index_type or DEFAULT_INDEX)
         index = index_for(itype, dict(config.index_options), self.config.name)
         if self.spark is None:

@@ -6,7 +6,7 @@ and the API refuse the same things with the same messages.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 import pyarrow as pa
 
@@ -14,6 +14,7 @@ from engine.config.table_config import (
     COMPLEX_KEYGEN,
     NONPARTITIONED_KEYGEN,
     SIMPLE_KEYGEN,
+    TIMESTAMP_KEYGEN,
     IndexType,
     TableConfig,
     TableType,
@@ -70,11 +71,16 @@ def new_table_config(
     schema: pa.Schema | None = None,
     record_index_buckets: int | None = None,
     record_index_hash: str | None = None,
+    key_generator: str | None = None,
+    key_generator_options: Mapping[str, str] | None = None,
 ) -> TableConfig:
     """Validate the creation arguments and return the table's config (typed errors otherwise).
 
     RECORD tables also record the index's bucket count and hash function in hoodie.properties
     (`hoodie.record.index.buckets`, `hoodie.record.index.hash.function`): fixed at creation.
+    `key_generator="TIMESTAMP"` (Apache Hudi's `TimestampBasedKeyGenerator`) partitions by time:
+    `key_generator_options` holds its `hoodie.keygen.timebased.*` settings, kept in hoodie.properties.
+    Without it the key generator follows from the fields (simple, complex or non-partitioned).
     """
     ttype = TableType.parse(table_type)
     if ttype not in WRITABLE_TABLE_TYPES:
@@ -98,10 +104,12 @@ def new_table_config(
         if missing:
             raise InvalidInputError(f"schema lacks field(s) {', '.join(missing)}")
         create_schema = avro_to_json(arrow_to_create_schema(normalize_for_write(schema), name))
+    keygen_class, keygen_props = _key_generator(key_generator, key_generator_options, keys, parts)
     # record the merge semantics we implement, so Apache Hudi writers merge the same way
     payload = DEFAULT_PAYLOAD if precombine_field else OVERWRITE_PAYLOAD
     return TableConfig(
-        extra=((PAYLOAD_CLASS, payload), *index_props),
+        extra=((PAYLOAD_CLASS, payload), *index_props, *keygen_props),
+        keygen_class=keygen_class,
         name=name,
         record_key_fields=keys,
         partition_fields=parts,
@@ -111,6 +119,31 @@ def new_table_config(
         index_type=itype,
         create_schema=create_schema,
     )
+
+
+def _key_generator(
+    kind: str | None, options: Mapping[str, str] | None, keys: tuple[str, ...], parts: tuple[str, ...]
+) -> tuple[str | None, tuple[tuple[str, str], ...]]:
+    """The key generator class a new table names (None: the default for its fields) and the
+    options it keeps in hoodie.properties."""
+    if kind is None:
+        if options:
+            raise InvalidConfigError("key generator options need key_generator='TIMESTAMP'")
+        return None, ()
+    if kind.strip().upper() not in ("TIMESTAMP", TIMESTAMP_KEYGEN.upper()):
+        raise InvalidConfigError(
+            f"key generator {kind!r} cannot be chosen at creation: use 'TIMESTAMP' (the others follow from the fields)"
+        )
+    from engine.write.timestamp_keys import TimestampKeySpec
+
+    props = dict(options or {})
+    other = sorted(k for k in props if not k.startswith("hoodie.keygen.timebased."))
+    if other:
+        raise InvalidConfigError(f"key generator options take only hoodie.keygen.timebased.* keys, not {other}")
+    if len(keys) != 1 or len(parts) != 1:
+        raise InvalidConfigError("the timestamp-based key generator takes one record key field and one partition field")
+    TimestampKeySpec.from_properties(props)  # refuse what a write could not use, before the table exists
+    return TIMESTAMP_KEYGEN, tuple(sorted((k, str(v)) for k, v in props.items()))
 
 
 def require_writable(config: TableConfig) -> None:
@@ -124,7 +157,7 @@ def require_writable(config: TableConfig) -> None:
         problems.append("dropped partition columns (hoodie.datasource.write.drop.partition.columns=true)")
     if not config.populate_meta_fields:
         problems.append("tables without meta fields (hoodie.populate.meta.fields=false)")
-    if config.keygen_class not in (SIMPLE_KEYGEN, COMPLEX_KEYGEN, NONPARTITIONED_KEYGEN):
+    if config.keygen_class not in (SIMPLE_KEYGEN, COMPLEX_KEYGEN, NONPARTITIONED_KEYGEN, TIMESTAMP_KEYGEN):
         problems.append(f"key generator {config.keygen_class}")
     if problems:
         raise InvalidConfigError("this version cannot write " + "; ".join(problems))

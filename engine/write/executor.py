@@ -179,7 +179,7 @@ class WriteJob:
         """Resolve the write schema, key the records, summarise and de-duplicate the batch and give
         each row its operation. None for an empty batch; InvalidInputError for invalid keys."""
         table_cfg = self.meta.config
-        spec = KeySpec.from_config(table_cfg)
+        spec = KeySpec.from_config(table_cfg, self.config.keygen_options)
         timeline = self.meta.timeline()
         write_schema = resolve_write_schema(
             to_arrow_schema(df.schema, timezone="UTC"),
