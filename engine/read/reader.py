@@ -182,6 +182,12 @@ def completion_window(timeline: Timeline, start: str, end: str | None) -> tuple[
 def read_incremental(spark: SparkSession, meta: MetaClient, start: str, end: str | None = None) -> DataFrame:
     """Records whose commit time is in (start, end]: the file groups those commits wrote, each read
     as of `end` (merged with its logs on merge-on-read), keeping the records committed in range."""
+    if not meta.config.populate_meta_fields:
+        # the records carry no commit time to window on; Apache Hudi refuses these queries too
+        raise UnsupportedFeatureError(
+            "incremental reads are not supported on tables without meta fields "
+            "(hoodie.populate.meta.fields=false): their records carry no _hoodie_commit_time"
+        )
     start = _check_instant(_pad_seconds(start), "start")
     if end is not None:
         end = _check_instant(_pad_seconds(end), "end")

@@ -156,7 +156,9 @@ def require_writable(config: TableConfig) -> None:
     if config.drop_partition_columns:
         problems.append("dropped partition columns (hoodie.datasource.write.drop.partition.columns=true)")
     if not config.populate_meta_fields:
-        problems.append("tables without meta fields (hoodie.populate.meta.fields=false)")
+        # their files leave _hoodie_record_key null: every key read (index lookups, merges,
+        # rollback checks) would have to compute keys from the key fields, which is not built
+        problems.append("tables without meta fields (hoodie.populate.meta.fields=false; they are read)")
     if config.keygen_class not in (SIMPLE_KEYGEN, COMPLEX_KEYGEN, NONPARTITIONED_KEYGEN, TIMESTAMP_KEYGEN):
         problems.append(f"key generator {config.keygen_class}")
     if problems:
