@@ -10,14 +10,14 @@ from pyspark.sql import DataFrame, SparkSession
 
 from engine.config.table_config import IndexType, TableConfig, TableType
 from engine.config.write_config import WriteConfig
-from engine.errors import InvalidConfigError, InvalidInputError
+from engine.errors import InvalidConfigError, InvalidInputError, UnsupportedFeatureError
 from engine.index import index_for
 from engine.read import reader
 from engine.services.maintenance import Maintenance
 from engine.services.transaction import Transaction
 from engine.storage import Storage, storage_for
 from engine.table.commit_metadata import CommitMetadata
-from engine.table.create import DEFAULT_INDEX, new_table_config, require_writable
+from engine.table.create import DEFAULT_INDEX, new_table_config, require_writable, write_index
 from engine.table.fs_view import FileSystemView
 from engine.table.meta_client import MetaClient
 from engine.timeline.timeline import Timeline
@@ -59,13 +59,16 @@ class Table:
         record_index_hash: str | None = None,
         key_generator: str | None = None,
         key_generator_options: Mapping[str, str] | None = None,
+        populate_meta_fields: bool = True,
     ) -> Table:
         """Create an empty table at `path` (local path or s3://bucket/prefix).
 
         `record_index_buckets` / `record_index_hash`: index RECORD only, fixed for the table's life
         (default 16 buckets, Java's String.hashCode). `key_generator="TIMESTAMP"` with its
         `hoodie.keygen.timebased.*` options in `key_generator_options`: partition by time, as Apache
-        Hudi's `TimestampBasedKeyGenerator` does (one record key field, one partition field)."""
+        Hudi's `TimestampBasedKeyGenerator` does (one record key field, one partition field).
+        `populate_meta_fields=False`: Apache Hudi's virtual keys (copy-on-write, index SIMPLE or
+        GLOBAL_SIMPLE; no incremental reads or key lookups)."""
         config = new_table_config(
             name=name,
             record_key=record_key,
@@ -79,6 +82,7 @@ class Table:
             record_index_hash=record_index_hash,
             key_generator=key_generator,
             key_generator_options=key_generator_options,
+            populate_meta_fields=populate_meta_fields,
         )
         storage = storage_for(path, dict(storage_options) if storage_options else None)
         return cls(spark, MetaClient.create(storage, config))
@@ -118,7 +122,7 @@ class Table:
         config = WriteConfig.from_options(options)
         require_writable(self.meta.config)  # before the lock and repair: a refused write changes nothing
         KeySpec.from_config(self.meta.config, config.keygen_options)  # so are unusable key generator options
-        itype = IndexType.parse(config.index_type or self.config.index_type or DEFAULT_INDEX)
+        itype = write_index(self.config, config.index_type)
         index = index_for(itype, dict(config.index_options), self.config.name)
         if self.spark is None:
             self.spark = df.sparkSession
@@ -173,8 +177,7 @@ class Table:
         from engine.index import index_for
 
         cfg = WriteConfig.from_options(options)
-        itype = IndexType.parse(cfg.index_type or self.config.index_type or DEFAULT_INDEX)
-        return index_for(itype, dict(cfg.index_options), self.config.name)
+        return index_for(write_index(self.config, cfg.index_type), dict(cfg.index_options), self.config.name)
 
     def read_keys(self, keys: Iterable[str], options: Mapping[str, object] | None = None) -> DataFrame:
         """The records with these record keys (as in `_hoodie_record_key`), reading only the files
@@ -182,6 +185,11 @@ class Table:
         for writes (e.g. `hoodie.index.hbase.thrift.host`)."""
         from engine.read.lookup import read_keys
 
+        if not self.config.populate_meta_fields:
+            raise UnsupportedFeatureError(
+                "key lookups read _hoodie_record_key, which tables without meta fields "
+                "(hoodie.populate.meta.fields=false) leave empty: filter table.read() on the key field instead"
+            )
         return read_keys(self._spark(), self.meta, self._index(options), keys)
 
     def filter_exists(self, df: DataFrame, options: Mapping[str, object] | None = None) -> DataFrame:

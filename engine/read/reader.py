@@ -50,14 +50,20 @@ def slice_read(meta: MetaClient, timeline: Timeline, as_of: str | None = None, c
 
 def slice_merge(meta: MetaClient, timeline, view) -> SliceMerge | None:
     """How index lookups that read the data files merge this table's slices with their log files
-    (None when no slice has any)."""
-    if not any(s.log_files for s in view.latest_slices()):
+    and, for a table without meta fields, compute its keys (None when neither is needed)."""
+    virtual = None
+    if not meta.config.populate_meta_fields:  # no meta fields: keys come from the key fields
+        from engine.write.keygen import KeySpec
+
+        virtual = KeySpec.from_config(meta.config)
+    elif not any(s.log_files for s in view.latest_slices()):
         return None
     schema = meta.latest_schema(timeline)
     pc_name = meta.config.precombine_field
     ordering = schema.field(pc_name) if schema is not None and pc_name and pc_name in schema.names else None
     return SliceMerge(
-        merge_mode_for(meta.config), CommittedInstants(timeline.completed_write_times, timeline.archived_before), ordering
+        merge_mode_for(meta.config), CommittedInstants(timeline.completed_write_times, timeline.archived_before), ordering,
+        virtual,
     )
 
 

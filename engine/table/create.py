@@ -42,6 +42,10 @@ AVAILABLE_INDEXES = frozenset(
 )
 
 
+# Apache Hudi's virtual keys: no bloom filter or key range in the files, no stored locations
+VIRTUAL_KEY_INDEXES = frozenset({IndexType.SIMPLE, IndexType.GLOBAL_SIMPLE})
+
+
 def split_fields(value: str | Sequence[str] | None) -> tuple[str, ...]:
     """"a,b" or ["a", "b"] -> ("a", "b")."""
     if value is None:
@@ -73,6 +77,7 @@ def new_table_config(
     record_index_hash: str | None = None,
     key_generator: str | None = None,
     key_generator_options: Mapping[str, str] | None = None,
+    populate_meta_fields: bool = True,
 ) -> TableConfig:
     """Validate the creation arguments and return the table's config (typed errors otherwise).
 
@@ -81,11 +86,20 @@ def new_table_config(
     `key_generator="TIMESTAMP"` (Apache Hudi's `TimestampBasedKeyGenerator`) partitions by time:
     `key_generator_options` holds its `hoodie.keygen.timebased.*` settings, kept in hoodie.properties.
     Without it the key generator follows from the fields (simple, complex or non-partitioned).
+    `populate_meta_fields=False` (Apache Hudi's virtual keys): copy-on-write only, with index SIMPLE
+    or GLOBAL_SIMPLE; the files' `_hoodie_*` columns stay null (the file name aside).
     """
     ttype = TableType.parse(table_type)
     if ttype not in WRITABLE_TABLE_TYPES:
         raise InvalidConfigError(f"this version writes {', '.join(t.value for t in WRITABLE_TABLE_TYPES)} tables only")
     itype = require_index_available(index)
+    if not populate_meta_fields:
+        if ttype is not TableType.COPY_ON_WRITE:
+            raise InvalidConfigError("tables without meta fields are written as COPY_ON_WRITE only")
+        if itype not in VIRTUAL_KEY_INDEXES:
+            raise InvalidConfigError(
+                f"a table without meta fields needs index SIMPLE or GLOBAL_SIMPLE (its files carry no bloom filter), not {itype.value}"
+            )
     index_props: tuple[tuple[str, str], ...] = ()
     if itype is IndexType.RECORD:
         from engine.index.record_hash import record_index_properties
@@ -118,6 +132,7 @@ def new_table_config(
         hive_style=hive_style,
         index_type=itype,
         create_schema=create_schema,
+        populate_meta_fields=populate_meta_fields,
     )
 
 
@@ -146,6 +161,21 @@ def _key_generator(
     return TIMESTAMP_KEYGEN, tuple(sorted((k, str(v)) for k, v in props.items()))
 
 
+def write_index(config: TableConfig, requested: str | None) -> IndexType:
+    """The index a write uses: the write's `hoodie.index.type`, else the table's, else the default
+    (SIMPLE for a table without meta fields, whose files carry no bloom filter); a table without
+    meta fields takes SIMPLE or GLOBAL_SIMPLE only, as in Apache Hudi."""
+    virtual = not config.populate_meta_fields
+    named = requested or (config.index_type.value if config.index_type is not None else None)
+    itype = IndexType.parse(named) if named else (IndexType.SIMPLE if virtual else DEFAULT_INDEX)
+    if virtual and itype not in VIRTUAL_KEY_INDEXES:
+        raise InvalidConfigError(
+            f"index {itype.value} cannot serve a table without meta fields (hoodie.populate.meta.fields=false): "
+            "use hoodie.index.type SIMPLE or GLOBAL_SIMPLE"
+        )
+    return itype
+
+
 def require_writable(config: TableConfig) -> None:
     """Refuse to write a table whose layout options this version does not implement (typed error)."""
     problems = []
@@ -155,10 +185,9 @@ def require_writable(config: TableConfig) -> None:
         problems.append("URL-encoded partition paths (hoodie.datasource.write.partitionpath.urlencode=true)")
     if config.drop_partition_columns:
         problems.append("dropped partition columns (hoodie.datasource.write.drop.partition.columns=true)")
-    if not config.populate_meta_fields:
-        # their files leave _hoodie_record_key null: every key read (index lookups, merges,
-        # rollback checks) would have to compute keys from the key fields, which is not built
-        problems.append("tables without meta fields (hoodie.populate.meta.fields=false; they are read)")
+    if not config.populate_meta_fields and config.table_type is TableType.MERGE_ON_READ:
+        # copy-on-write computes stored keys from the key fields; log blocks would need it too
+        problems.append("merge-on-read tables without meta fields (hoodie.populate.meta.fields=false; they are read)")
     if config.keygen_class not in (SIMPLE_KEYGEN, COMPLEX_KEYGEN, NONPARTITIONED_KEYGEN, TIMESTAMP_KEYGEN):
         problems.append(f"key generator {config.keygen_class}")
     if problems:

@@ -16,6 +16,9 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+import pyarrow as pa
+import pyarrow.compute as pc
+
 from engine.config.table_config import TIMESTAMP_KEYGEN, TableConfig
 from engine.constants import DEFAULT_PARTITION_PATH, EMPTY_RECORD_KEY_PLACEHOLDER, NULL_RECORD_KEY_PLACEHOLDER
 from engine.errors import InvalidConfigError, InvalidInputError
@@ -30,6 +33,7 @@ class KeySpec:
     hive_style: bool = False
     complex_keys: bool = False
     timestamp: TimestampKeySpec | None = None  # the timestamp-based key generator's partitioning
+    virtual: bool = False  # no meta fields: stored rows' keys are computed from the key fields
 
     @classmethod
     def from_config(cls, config: TableConfig, options: Iterable[tuple[str, str]] = ()) -> KeySpec:
@@ -57,6 +61,7 @@ class KeySpec:
             hive_style=config.hive_style,
             complex_keys=config.uses_complex_keys,
             timestamp=timestamp,
+            virtual=not config.populate_meta_fields,
         )
 
     @property
@@ -95,6 +100,34 @@ def record_key(spec: KeySpec, row: Mapping[str, Any]) -> str:
     if all_missing:
         raise InvalidInputError(f"all record key fields {list(spec.record_key_fields)} are null or empty")
     return ",".join(parts)
+
+
+def _key_text(column: pa.ChunkedArray | pa.Array, field: str) -> pa.Array:
+    kind = column.type
+    if not (pa.types.is_string(kind) or pa.types.is_large_string(kind) or pa.types.is_integer(kind)
+            or pa.types.is_boolean(kind)):
+        raise InvalidConfigError(
+            f"record key field {field!r} is {kind}: keys computed from the key fields (tables without "
+            "meta fields) take string, integer or boolean fields"
+        )
+    text = pc.cast(column, pa.string())
+    return text.combine_chunks() if isinstance(text, pa.ChunkedArray) else text
+
+
+def key_array(spec: KeySpec, table: pa.Table) -> pa.Array:
+    """The record keys of stored rows computed from their key fields, exactly as `record_key` (and
+    the write's Spark expression) render them: for tables without meta fields, whose files leave
+    `_hoodie_record_key` null. A null key stays null."""
+    if not spec.complex_keys:
+        (field,) = spec.record_key_fields
+        return _key_text(table.column(field), field)
+    parts = []
+    for field in spec.record_key_fields:
+        text = _key_text(table.column(field), field)
+        shown = pc.if_else(pc.is_null(text), NULL_RECORD_KEY_PLACEHOLDER,
+                           pc.if_else(pc.equal(text, ""), EMPTY_RECORD_KEY_PLACEHOLDER, text))
+        parts.append(pc.binary_join_element_wise(f"{field}:", shown, ""))
+    return pc.binary_join_element_wise(*parts, ",")
 
 
 def partition_path(spec: KeySpec, row: Mapping[str, Any]) -> str:
