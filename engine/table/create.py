@@ -164,7 +164,7 @@ def _key_generator(
 def write_index(config: TableConfig, requested: str | None) -> IndexType:
     """The index a write uses: the write's `hoodie.index.type`, else the table's, else the default
     (SIMPLE for a table without meta fields, whose files carry no bloom filter); a table without
-    meta fields takes SIMPLE or GLOBAL_SIMPLE only, as in Apache Hudi."""
+    meta fields takes SIMPLE or GLOBAL_SIMPLE only: Hudi writes its files without bloom filter or key range."""
     virtual = not config.populate_meta_fields
     named = requested or (config.index_type.value if config.index_type is not None else None)
     itype = IndexType.parse(named) if named else (IndexType.SIMPLE if virtual else DEFAULT_INDEX)

@@ -55,7 +55,7 @@ def test_upsert_delete_and_rollback_of_a_table_without_meta_fields(spark, name, 
     changed = data.filter(F.col("id") == 3).withColumn("name", F.lit("Caroline"))
     added = data.filter(F.col("id") == 4).withColumn("id", F.lit(5)).withColumn("name", F.lit("Eve"))
 
-    result = table.upsert(changed.unionByName(added))  # no index named: SIMPLE, as Hudi requires
+    result = table.upsert(changed.unionByName(added))  # no index named: SIMPLE (the files carry no bloom filter)
 
     assert (result.updates, result.inserts, result.partitions) == (1, 1, ("byteField=10", "byteField=30"))
     assert _rows(fx.table) == [(1, "Alice", 10), (2, "Bob", 20), (3, "Caroline", 10), (4, "Diana", 30), (5, "Eve", 30)]
