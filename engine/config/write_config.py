@@ -9,6 +9,9 @@ from engine.errors import InvalidConfigError
 
 MB = 1024 * 1024
 INDEX_OPTION_PREFIXES = ("hoodie.index.hbase.", "hoodie.record.index.")
+# the timestamp-based key generator's options (engine.write.timestamp_keys): they complete what a
+# table's hoodie.properties lacks (Apache Hudi 0.x keeps only some of them there)
+KEYGEN_OPTION_PREFIX = "hoodie.keygen.timebased."
 
 # option key -> (attribute, parser)
 _KEYS: dict[str, tuple[str, type]] = {
@@ -121,6 +124,7 @@ class WriteConfig:
 
     # settings of the index itself, passed through untouched (hoodie.index.hbase.*, hoodie.record.index.*)
     index_options: tuple[tuple[str, str], ...] = ()
+    keygen_options: tuple[tuple[str, str], ...] = ()  # hoodie.keygen.timebased.* given with the write
 
     def __post_init__(self) -> None:
         if self.max_file_size <= 0:
@@ -182,9 +186,13 @@ class WriteConfig:
         values: dict[str, object] = {}
         known = {f.name for f in fields(cls)}
         passthrough = []
+        keygen = []
         for key, raw in (options or {}).items():
             if key.startswith(INDEX_OPTION_PREFIXES) and key not in _KEYS:
                 passthrough.append((key, str(raw)))
+                continue
+            if key.startswith(KEYGEN_OPTION_PREFIX):
+                keygen.append((key, str(raw)))
                 continue
             if key in _KEYS:
                 attr, kind = _KEYS[key]
@@ -196,4 +204,5 @@ class WriteConfig:
                 values[attr] = _parse_bool(raw) if kind is bool else kind(raw)
             except (TypeError, ValueError) as exc:
                 raise InvalidConfigError(f"bad value for {key}: {raw!r}") from exc
+        values["keygen_options"] = tuple(sorted(keygen))
         return cls(**values, index_options=tuple(sorted(passthrough)))  # type: ignore[arg-type]
