@@ -110,10 +110,51 @@ def _chosen(
         bounds.append(retained)
     if held is not None:
         bounds.append(held)
+    if meta.layout.version >= 2:
+        replace_bound = oldest_replace_to_keep(meta, timeline)
+        if replace_bound is not None:
+            bounds.append(replace_bound)
     if bounds:
         cut = min(cut, *bounds)
     # savepoints stay while they exist; restores stay too (Hudi 0.14 never archives them)
     return tuple(i for i in timeline.completed.instants if i.time < cut and i.action in ARCHIVED_ACTIONS)
+
+
+def oldest_replace_to_keep(meta: MetaClient, timeline: Timeline) -> str | None:
+    """The oldest replacecommit or clustering instant archival must not pass (timeline layout 2):
+    a pending one, or a completed one whose replaced file groups still have files on storage.
+
+    Only an active replacecommit hides the file groups it replaced; archived, they would be read
+    again. Apache Hudi (`ClusteringUtils.getEarliestInstantToRetainForClustering`) keeps every
+    replacecommit a clean has not passed, trusting its cleaner to have deleted the replaced
+    groups; this engine's clean does not delete replaced file groups, so the files themselves
+    are checked."""
+    replaces = [i for i in timeline.instants if i.action in (Action.REPLACE_COMMIT, Action.CLUSTERING)]
+    if not replaces:
+        return None
+    present: set[tuple[str, str]] | None = None
+    for inst in replaces:
+        if not inst.is_completed or inst.action is not Action.REPLACE_COMMIT:
+            return inst.time
+        replaced = meta.commit_metadata(inst).partition_to_replace_file_ids or {}
+        if not any(replaced.values()):
+            continue
+        if present is None:
+            present = _groups_on_storage(meta)
+        if any((p, f) in present for p, ids in replaced.items() for f in ids):
+            return inst.time
+    return None
+
+
+def _groups_on_storage(meta: MetaClient) -> set[tuple[str, str]]:
+    from engine.table.file_names import parse_base_file_name, parse_log_file_name
+
+    out = set()
+    for df in meta.list_data_files():
+        parsed = parse_base_file_name(df.name) or parse_log_file_name(df.name)
+        if parsed is not None:
+            out.add((df.partition, parsed.file_id))
+    return out
 
 
 def _entry(meta: MetaClient, inst: Instant) -> dict:
@@ -143,6 +184,10 @@ class _Archive(Protocol):
 
     def recently_held(self, meta: MetaClient) -> set[str]:
         """The times an archival killed before removing its instants may have left active."""
+        ...
+
+    def settle(self, meta: MetaClient) -> None:
+        """Finish what an archive write killed halfway left (the caller holds the table lock)."""
         ...
 
 
@@ -179,6 +224,9 @@ class _LogArchive:
         except CorruptTableError as exc:
             raise CorruptTableError(f"{meta.storage.uri(newest)}: {exc}") from exc
 
+    def settle(self, meta: MetaClient) -> None:
+        pass  # each archive file is created whole: nothing is ever half done
+
 
 class _LsmArchive:
     """Timeline layout 2 (versions 8, 9): the LSM history (`engine.services.archive_lsm`)."""
@@ -194,6 +242,9 @@ class _LsmArchive:
 
     def recently_held(self, meta: MetaClient) -> set[str]:
         return archive_lsm.held_times(meta)
+
+    def settle(self, meta: MetaClient) -> None:
+        archive_lsm.settle(meta)  # a manifest written, `_version_` not yet
 
 
 def _archive_of(meta: MetaClient) -> _Archive:
@@ -233,6 +284,7 @@ def execute_archive(
         fence()
     remove_debris(meta, plan)
     store = _archive_of(meta)
+    store.settle(meta)
     already = store.held_times(meta)
     todo = [i for i in plan.instants if i.time not in already]
     if todo:
@@ -392,7 +444,9 @@ def finish_interrupted(meta: MetaClient, timeline: Timeline) -> list[str]:
     """Remove active instants that the archive already holds (an archival killed after writing
     it; version 6: the newest archive file, layout 2: the LSM history), oldest first. Returns
     their times."""
-    held = _archive_of(meta).recently_held(meta)
+    store = _archive_of(meta)
+    store.settle(meta)
+    held = store.recently_held(meta)
     if not held:
         return []
     stale = [i for i in timeline.completed.instants if i.time in held and i.action in ARCHIVED_ACTIONS]

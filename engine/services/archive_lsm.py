@@ -198,6 +198,22 @@ def _commit_manifest(meta: MetaClient, manifest: lsm.Manifest, current: int) -> 
     return version
 
 
+def settle(meta: MetaClient) -> int:
+    """Point `_version_` at the newest manifest when an attempt died between writing that
+    manifest and `_version_` (or `_version_` is unreadable): the manifest was created whole,
+    after its data file, so it is a valid snapshot. Returns the latest version (0: none)."""
+    folder = history_folder(meta)
+    try:
+        named = lsm.parse_version_file(meta.storage.read_bytes(f"{folder}/{lsm.VERSION_FILE}"))
+    except FileNotFoundError:
+        named = None
+    newest = max(all_versions(meta), default=0)
+    if newest > (named or 0):
+        meta.storage.write_bytes(f"{folder}/{lsm.VERSION_FILE}", lsm.encode_version_file(newest))
+        return newest
+    return named or 0
+
+
 def append(meta: MetaClient, instants: Sequence[Instant]) -> str | None:
     """Write one archival batch (instants in time order, none already held) as a layer-0 file
     and a new snapshot version; returns the file name (None for an empty batch)."""
