@@ -187,7 +187,11 @@ def test_an_interrupted_archival_finishes_without_duplicates(spark, tmp_path, mo
 
     if point == "archive.after_file":  # the history holds them: repair only removes the active files
         assert archive_service.finish_interrupted(meta, meta.timeline()) == plan.times
-    else:
+    elif point == "archive.after_manifest":
+        # the manifest is whole: the repair every locked service runs first points `_version_` at
+        # it and removes the archived instants, so archival itself finds nothing left
+        assert Maintenance(meta, OPTS).archive() == []
+    else:  # the torn data file is not listed anywhere: written again
         assert Maintenance(meta, OPTS).archive() == plan.times
     assert _history(fx.table) == sorted(["_version_", name0, "manifest_1"])
     assert (history / "_version_").read_text() == "1"
