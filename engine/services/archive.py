@@ -3,7 +3,7 @@ timeline: in table version 6 `.hoodie/archived/` (Apache Hudi 0.14's log files o
 `HoodieArchivedMetaEntry`), in versions 8 and 9 (timeline layout 2) the LSM history
 `.hoodie/timeline/history/` (Apache Hudi 1.x's Parquet files and manifests,
 `engine.services.archive_lsm`). Planning is the same for both; only where the archived
-instants are stored differs (`_LogArchive`, `_LsmArchive`).
+instants are stored differs (`engine.services.archive_store`).
 
 When more than `hoodie.keep.max.commits` completed commits are active, the oldest are archived
 until `hoodie.keep.min.commits` remain, never reaching: the earliest pending instant, the
@@ -31,31 +31,24 @@ archiving past it would make it visible.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Protocol
 
 from engine import failpoints
-from engine.constants import METAFOLDER
-from engine.errors import CorruptTableError
 from engine.services import archive_lsm
+from engine.services.archive_store import SERVICE_MODELS, LsmArchive, store_for
 from engine.services.retention import last_earliest_retained
 from engine.services.serial import Documented
 from engine.storage.base import FileInfo
 from engine.table import failed_writes
-from engine.table.commit_metadata import CommitMetadata
 from engine.table.meta_client import MetaClient, instant_file_names
 from engine.table.ownership import FileOwnership
-from engine.timeline import archive_log, avro_models, lsm
+from engine.timeline import lsm
 from engine.timeline.instant import Action, Instant, State
 from engine.timeline.lifecycle import read_avro, remove_instant
 from engine.timeline.timeline import Timeline
 
 _log = logging.getLogger(__name__)
-SERVICE_MODELS = {
-    Action.CLEAN: "HoodieCleanMetadata",
-    Action.ROLLBACK: "HoodieRollbackMetadata",
-}
 ARCHIVED_ACTIONS = (Action.COMMIT, Action.DELTA_COMMIT, Action.REPLACE_COMMIT, *SERVICE_MODELS)
 
 
@@ -71,10 +64,6 @@ class ArchivePlan(Documented):
     @property
     def times(self) -> list[str]:
         return [i.time for i in self.instants]
-
-
-def archive_folder(meta: MetaClient) -> str:
-    return f"{METAFOLDER}/{meta.config.archivelog_folder}"
 
 
 def plan_archive(meta: MetaClient, timeline: Timeline, keep_min: int, keep_max: int) -> ArchivePlan:
@@ -157,100 +146,6 @@ def _groups_on_storage(meta: MetaClient) -> set[tuple[str, str]]:
     return out
 
 
-def _entry(meta: MetaClient, inst: Instant) -> dict:
-    body = meta.read_instant(inst)
-    if inst.action.is_write:
-        metadata: CommitMetadata | dict | None = CommitMetadata.from_json(body)
-    else:
-        model = SERVICE_MODELS.get(inst.action)
-        metadata = avro_models.deserialize(model, body) if model else None
-    return archive_log.archived_entry(inst.time, inst.action.value, "COMPLETED", metadata)
-
-
-class _Archive(Protocol):
-    """Where a timeline layout keeps its archived instants."""
-
-    def held_times(self, meta: MetaClient) -> set[str]:
-        """The instant times the archive holds (an interrupted archival's are skipped next time)."""
-        ...
-
-    def append(self, meta: MetaClient, instants: Sequence[Instant]) -> None:
-        """Write `instants` (none held yet) durably: after this they are archived."""
-        ...
-
-    def entries(self, meta: MetaClient) -> list[dict]:
-        """The archived instants as `HoodieArchivedMetaEntry`-shaped dicts, oldest first."""
-        ...
-
-    def recently_held(self, meta: MetaClient) -> set[str]:
-        """The times an archival killed before removing its instants may have left active."""
-        ...
-
-    def settle(self, meta: MetaClient) -> None:
-        """Finish what an archive write killed halfway left (the caller holds the table lock)."""
-        ...
-
-
-class _LogArchive:
-    """Timeline layout 1 (version 6): `.commits_.archive.<N>_1-0-1` log files."""
-
-    def held_times(self, meta: MetaClient) -> set[str]:
-        return {e.get("commitTime") for e in _read_log_entries(meta)}  # type: ignore[misc]
-
-    def append(self, meta: MetaClient, instants: Sequence[Instant]) -> None:
-        folder = archive_folder(meta)
-        meta.storage.makedirs(folder)
-        block = archive_log.encode_archive_block([_entry(meta, i) for i in instants])
-        version = 1 + max(
-            (v for f in meta.storage.list_dir(folder) if (v := archive_log.parse_archive_file_name(f.name)) is not None),
-            default=0,
-        )
-        meta.storage.create_exclusive(f"{folder}/{archive_log.archive_file_name(version)}", block)
-
-    def entries(self, meta: MetaClient) -> list[dict]:
-        return _read_log_entries(meta)
-
-    def recently_held(self, meta: MetaClient) -> set[str]:
-        folder = archive_folder(meta)
-        versions = [
-            (v, f.path) for f in meta.storage.list_dir(folder)
-            if (v := archive_log.parse_archive_file_name(f.name)) is not None
-        ]
-        if not versions:
-            return set()
-        _v, newest = max(versions)
-        try:
-            return {e.get("commitTime") for e in archive_log.decode_archive_file(meta.storage.read_bytes(newest))}  # type: ignore[misc]
-        except CorruptTableError as exc:
-            raise CorruptTableError(f"{meta.storage.uri(newest)}: {exc}") from exc
-
-    def settle(self, meta: MetaClient) -> None:
-        pass  # each archive file is created whole: nothing is ever half done
-
-
-class _LsmArchive:
-    """Timeline layout 2 (versions 8, 9): the LSM history (`engine.services.archive_lsm`)."""
-
-    def held_times(self, meta: MetaClient) -> set[str]:
-        return archive_lsm.held_times(meta)
-
-    def append(self, meta: MetaClient, instants: Sequence[Instant]) -> None:
-        archive_lsm.append(meta, instants)
-
-    def entries(self, meta: MetaClient) -> list[dict]:
-        return archive_lsm.archived_entries(meta)
-
-    def recently_held(self, meta: MetaClient) -> set[str]:
-        return archive_lsm.held_times(meta)
-
-    def settle(self, meta: MetaClient) -> None:
-        archive_lsm.settle(meta)  # a manifest written, `_version_` not yet
-
-
-def _archive_of(meta: MetaClient) -> _Archive:
-    return _LsmArchive() if meta.layout.version >= 2 else _LogArchive()
-
-
 def _companions(meta: MetaClient, action: Action) -> tuple[Action, ...]:
     """The actions whose timeline files an archived instant of `action` leaves besides its own:
     a commit's compaction plan files; in layout 2 also a replacecommit's clustering files and a
@@ -283,7 +178,7 @@ def execute_archive(
     if fence is not None:
         fence()
     remove_debris(meta, plan)
-    store = _archive_of(meta)
+    store = store_for(meta)
     store.settle(meta)
     already = store.held_times(meta)
     todo = [i for i in plan.instants if i.time not in already]
@@ -297,7 +192,7 @@ def execute_archive(
     first = meta.timeline().archived_before
     if first is not None:  # failed writes below the active timeline: their debris is gone
         failed_writes.forget_before(meta.storage, first)
-    if isinstance(store, _LsmArchive):
+    if isinstance(store, LsmArchive):
         archive_lsm.compact(meta, compaction_batch_size)
     return plan.times
 
@@ -444,7 +339,7 @@ def finish_interrupted(meta: MetaClient, timeline: Timeline) -> list[str]:
     """Remove active instants that the archive already holds (an archival killed after writing
     it; version 6: the newest archive file, layout 2: the LSM history), oldest first. Returns
     their times."""
-    store = _archive_of(meta)
+    store = store_for(meta)
     store.settle(meta)
     held = store.recently_held(meta)
     if not held:
@@ -459,25 +354,7 @@ def read_archived_entries(meta: MetaClient) -> list[dict]:
     """Every archived instant's entry (`HoodieArchivedMetaEntry` as a dict), oldest file first;
     in layout 2 the LSM history's instants in that shape (`commitTime`, `actionType`,
     `actionState`, `stateTransitionTime` = completion time)."""
-    return _archive_of(meta).entries(meta)
-
-
-def _read_log_entries(meta: MetaClient) -> list[dict]:
-    return list(_iter_entries(meta))
-
-
-def _iter_entries(meta: MetaClient) -> Iterator[dict]:
-    folder = archive_folder(meta)
-    files = []
-    for f in meta.storage.list_dir(folder):
-        v = archive_log.parse_archive_file_name(f.name)
-        if v is not None:
-            files.append((v, f.path))
-    for _v, path in sorted(files):
-        try:
-            yield from archive_log.decode_archive_file(meta.storage.read_bytes(path))
-        except CorruptTableError as exc:
-            raise CorruptTableError(f"{meta.storage.uri(path)}: {exc}") from exc
+    return store_for(meta).entries(meta)
 
 
 def archived_instants(meta: MetaClient) -> list[Instant]:
