@@ -48,6 +48,7 @@ _KEYS: dict[str, tuple[str, type]] = {
     "hoodie.archive.automatic": ("archive_automatic", bool),
     "hoodie.keep.min.commits": ("keep_min_commits", int),
     "hoodie.keep.max.commits": ("keep_max_commits", int),
+    "hoodie.timeline.compaction.batch.size": ("timeline_compaction_batch_size", int),
     "hoodie.client.heartbeat.interval_in_ms": ("heartbeat_interval_ms", int),
     "hoodie.client.heartbeat.tolerable.misses": ("heartbeat_tolerable_misses", int),
     # the single-writer lock (ours: a lease renewed by the holder; wait 0 = fail at once)
@@ -115,6 +116,8 @@ class WriteConfig:
     archive_automatic: bool = True
     keep_min_commits: int = 20
     keep_max_commits: int = 30
+    # layout 2's LSM history: this many files of a layer are merged into one of the next
+    timeline_compaction_batch_size: int = 10
     heartbeat_interval_ms: int = 60_000
     heartbeat_tolerable_misses: int = 2
     lock_lease_ms: int = 60_000
@@ -144,6 +147,8 @@ class WriteConfig:
                 "archival needs hoodie.cleaner.commits.retained < hoodie.keep.min.commits < hoodie.keep.max.commits "
                 f"(got {self.cleaner_commits_retained}, {self.keep_min_commits}, {self.keep_max_commits})"
             )
+        if self.timeline_compaction_batch_size < 2:
+            raise InvalidConfigError("hoodie.timeline.compaction.batch.size must be at least 2")
         if self.heartbeat_interval_ms <= 0 or self.heartbeat_tolerable_misses < 1:
             raise InvalidConfigError("the heartbeat interval must be positive and tolerable misses >= 1")
         if self.lock_lease_ms <= 0 or self.lock_wait_ms < 0:
