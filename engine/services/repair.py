@@ -34,6 +34,7 @@ from engine.services import restore as restore_service
 from engine.services import rollback as rollback_service
 from engine.services.savepoint import remove_savepoint_files
 from engine.services.serial import Documented
+from engine.storage.base import Storage
 from engine.table import metadata_table
 from engine.table.heartbeat import Heartbeat, heartbeat_file
 from engine.table.liveness import ProcReader, is_dead_here
@@ -109,13 +110,13 @@ def failed_write_candidates(meta: MetaClient, timeline: Timeline, left: dict[str
 
 
 def is_writer_gone(
-    meta: MetaClient, instant: str, heartbeat_interval_ms: int, tolerable_misses: int, proc: ProcReader | None = None
+    storage: Storage, instant: str, heartbeat_interval_ms: int, tolerable_misses: int, proc: ProcReader | None = None
 ) -> bool:
     """Whether the writer of pending `instant` is gone: its heartbeat expired, or the process its
     heartbeat names is provably dead (same host and boot, pid gone or reused)."""
-    if Heartbeat.is_expired(meta.storage, instant, heartbeat_interval_ms / 1000, tolerable_misses):
+    if Heartbeat.is_expired(storage, instant, heartbeat_interval_ms / 1000, tolerable_misses):
         return True
-    writer = Heartbeat.writer(meta.storage, instant)
+    writer = Heartbeat.writer(storage, instant)
     if writer is not None and is_dead_here(writer, proc):
         _log.warning("the writer of %s (host=%s pid=%s) is dead: its write fails now", instant, writer.host, writer.pid)
         return True
@@ -138,7 +139,7 @@ def interrupted_compactions(
             continue
         if not meta.storage.exists(heartbeat_file(inst.time)):
             continue
-        if is_writer_gone(meta, inst.time, heartbeat_interval_ms, tolerable_misses, proc):
+        if is_writer_gone(meta.storage, inst.time, heartbeat_interval_ms, tolerable_misses, proc):
             out.append(inst)
     return out
 
@@ -188,7 +189,7 @@ def repair(
     live = [
         i.time
         for i in pending_writes
-        if not is_writer_gone(meta, i.time, heartbeat_interval_ms, tolerable_misses, proc)
+        if not is_writer_gone(meta.storage, i.time, heartbeat_interval_ms, tolerable_misses, proc)
     ]
     if live:
         expiries = [Heartbeat.expires_at_ms(meta.storage, t, heartbeat_interval_ms / 1000, tolerable_misses) for t in live]
