@@ -18,7 +18,7 @@ Either way the reader compares against its own clock: the skew between writer (o
 and reader must stay well under `interval * misses`.
 
 Who beats: after the beat time, a second line holds the writing process as JSON (`host`,
-`pid`, `boot_id`, `start`; `engine.table.liveness`), so that a writer on the same host and
+`pid`, `boot_id`, `start`, `pid_ns`; `engine.table.liveness`), so that a writer on the same host and
 boot can prove a crashed writer dead at once instead of waiting for the heartbeat to expire
 (`Heartbeat.writer`). Files without that line (older versions of this engine, Java Hudi) name
 nobody, and their writer is only ever outlived. Versions of this engine before that line read
@@ -89,7 +89,7 @@ class Heartbeat:
         self.process = ProcessId.current(proc)
         self._who = json.dumps(
             {"host": self.process.host, "pid": self.process.pid, "boot_id": self.process.boot_id,
-             "start": self.process.start},
+             "start": self.process.start, "pid_ns": self.process.pid_ns},
             sort_keys=True,
         )
         self.beats = 0
@@ -188,7 +188,7 @@ class Heartbeat:
             return None
         if not isinstance(raw, dict):
             return None
-        host, pid, boot, start = raw.get("host"), raw.get("pid"), raw.get("boot_id"), raw.get("start")
+        host, pid, boot, start, ns = (raw.get(k) for k in ("host", "pid", "boot_id", "start", "pid_ns"))
         if not isinstance(host, str) or type(pid) is not int:
             return None
         return ProcessId(
@@ -196,6 +196,7 @@ class Heartbeat:
             pid=pid,
             boot_id=boot if isinstance(boot, str) else None,
             start=start if type(start) is int else None,
+            pid_ns=ns if isinstance(ns, str) else None,
         )
 
     @staticmethod

@@ -2,11 +2,13 @@
 that process is provably dead.
 
 A pid names a process only until it exits, and the same host name comes back after a reboot
-or in a restarted container. So a record names its process by four things: the host name, the
-boot id (`/proc/sys/kernel/random/boot_id`, new at every boot), the pid, and the process's start
-time (clock ticks since boot, field 22 of `/proc/<pid>/stat`). A reader on the same host and
-boot proves the process dead when no process has the pid, or the one that has it started at
-another time (the pid was reused). Anything else - another host, another boot, a record
+or in a restarted container. So a record names its process by five things: the host name, the
+boot id (`/proc/sys/kernel/random/boot_id`, new at every boot), the pid namespace
+(`/proc/self/ns/pid`: containers sharing the host's name, as with host networking, still see
+other pids), the pid, and the process's start time (clock ticks since boot, field 22 of
+`/proc/<pid>/stat`). A reader on the same host, boot and pid namespace proves the process dead
+when no process has the pid, or the one that has it started at another time (the pid was
+reused), or it is a zombie. Anything else - another host, another boot, a record
 without these fields (older versions of this engine, other tools), no /proc - proves nothing:
 the caller waits for the lease or heartbeat as before.
 
@@ -21,15 +23,16 @@ from dataclasses import dataclass
 from typing import Protocol
 
 __all__ = [
-    "BOOT_ID_PATH", "LocalProc", "ProcReader", "ProcessId", "boot_id", "is_dead_here", "process_start", "start_ticks"
+    "BOOT_ID_PATH", "PID_NS_PATH", "LocalProc", "ProcReader", "ProcessId", "boot_id", "is_dead_here", "pid_namespace", "process_start", "start_ticks"
 ]
 
 BOOT_ID_PATH = "/proc/sys/kernel/random/boot_id"
+PID_NS_PATH = "/proc/self/ns/pid"  # a symlink: its target ("pid:[4026531836]") names the namespace
 _START_FIELD = 22  # starttime in /proc/<pid>/stat, 1-based as proc(5) numbers it
 
 
 class ProcReader(Protocol):
-    """Reads /proc: `read(path)` is the file's text, None when it cannot be read."""
+    """Reads /proc: `read(path)` is the file's text (a symlink's target), None when unreadable."""
 
     def read(self, path: str) -> str | None: ...
 
@@ -39,6 +42,8 @@ class LocalProc:
 
     def read(self, path: str) -> str | None:
         try:
+            if path == PID_NS_PATH:
+                return os.readlink(path)
             with open(path, "rb") as f:
                 return f.read().decode("ascii", "replace")
         except OSError:
@@ -48,6 +53,12 @@ class LocalProc:
 def boot_id(proc: ProcReader) -> str | None:
     """This boot's id, None without /proc."""
     text = proc.read(BOOT_ID_PATH)
+    return text.strip() or None if text is not None else None
+
+
+def pid_namespace(proc: ProcReader) -> str | None:
+    """The reader's pid namespace ("pid:[inode]"), None without /proc."""
+    text = proc.read(PID_NS_PATH)
     return text.strip() or None if text is not None else None
 
 
@@ -84,35 +95,43 @@ def process_start(pid: int, proc: ProcReader | None = None) -> str | None:
 
 @dataclass(frozen=True)
 class ProcessId:
-    """A process named beyond its pid: host, pid, boot id and start ticks (None when unknown,
-    as in records older versions wrote)."""
+    """A process named beyond its pid: host, pid, boot id, start ticks and pid namespace (None
+    when unknown, as in records older versions wrote)."""
 
     host: str
     pid: int
     boot_id: str | None = None
     start: int | None = None
+    pid_ns: str | None = None
 
     @classmethod
     def current(cls, proc: ProcReader | None = None) -> ProcessId:
         """This process."""
         proc = proc or LocalProc()
         pid = os.getpid()
-        return cls(host=socket.gethostname(), pid=pid, boot_id=boot_id(proc), start=start_ticks(pid, proc))
+        return cls(
+            host=socket.gethostname(),
+            pid=pid,
+            boot_id=boot_id(proc),
+            start=start_ticks(pid, proc),
+            pid_ns=pid_namespace(proc),
+        )
 
 
 def is_dead_here(who: ProcessId, proc: ProcReader | None = None, my_host: str | None = None) -> bool:
-    """Whether process `who` is provably dead: same host name (`my_host`, default this host's)
-    and same boot as the reader, and its pid is gone, a zombie, or started at another time.
+    """Whether process `who` is provably dead: same host name (`my_host`, default this host's),
+    boot and pid namespace as the reader, and its pid is gone, a zombie, or started at another
+    time.
 
-    False whenever it cannot be proven: another host or boot, a missing boot id or start time
-    (older records, other tools), or no /proc here."""
+    False whenever it cannot be proven: another host, boot or pid namespace, a missing boot id,
+    start time or namespace (older records, other tools), or no /proc here."""
     proc = proc or LocalProc()
-    if who.boot_id is None or who.start is None or who.pid <= 0:
+    if who.boot_id is None or who.start is None or who.pid_ns is None or who.pid <= 0:
         return False
     if who.host != (socket.gethostname() if my_host is None else my_host):
         return False
     here = boot_id(proc)
-    if here is None or here != who.boot_id:
+    if here is None or here != who.boot_id or pid_namespace(proc) != who.pid_ns:
         return False
     stat = _stat(who.pid, proc)
     # a zombie (Z) or dying (X) process holds nothing any more; it only waits to be reaped

@@ -12,7 +12,7 @@ exclusive create (`Storage.create_exclusive`, a hard link locally, `If-None-Matc
   file released and start over. The highest epoch never goes down: a releaser at epoch N
   only deletes epochs below N-1.
 - takeover of a dead holder: a holder whose lease still runs but whose process is provably
-  dead (same host name and boot id as ours, and its pid gone or now another process: see
+  dead (same host name, boot id and pid namespace as ours, and its pid gone or now another process: see
   `engine.table.liveness`) is taken over at once, exactly as an expired lease: create lock.N+1.
   A holder elsewhere, of another boot, or recorded without boot id and start time (older
   versions, other tools) is waited for until its lease expires.
@@ -237,6 +237,7 @@ class TableLock:
                 expires_at_ms=now_ms + self._lease_ms,
                 boot_id=me.boot_id,
                 start=me.start,
+                pid_ns=me.pid_ns,
             )
             try:
                 self.storage.create_exclusive(lock_file(mine.epoch), mine.to_json())

@@ -40,7 +40,7 @@ class LockInfo:
 
     Times are epoch milliseconds. `corrupt` marks a file that did not parse; its owner,
     host and purpose are then "unknown" and its expiry is derived from the file mtime.
-    `boot_id` and `start` (the holder's boot id and process start ticks, see
+    `boot_id`, `start` and `pid_ns` (the holder's boot id, process start ticks and pid namespace, see
     `engine.table.liveness`) are optional on disk: records of older versions lack them, and
     then the holder can never be proven dead, only outlived by its lease.
     """
@@ -56,11 +56,12 @@ class LockInfo:
     corrupt: bool = False
     boot_id: str | None = None
     start: int | None = None
+    pid_ns: str | None = None
 
     @property
     def process(self) -> ProcessId:
         """The holder's process, for `engine.table.liveness.is_dead_here`."""
-        return ProcessId(host=self.host, pid=self.pid, boot_id=self.boot_id, start=self.start)
+        return ProcessId(host=self.host, pid=self.pid, boot_id=self.boot_id, start=self.start, pid_ns=self.pid_ns)
 
     def is_held(self, now_ms: int) -> bool:
         """Whether this lease still holds the lock at `now_ms` (not released, not expired)."""
@@ -87,7 +88,7 @@ class LockInfo:
         """The lock file content."""
         fields = asdict(self)
         del fields["corrupt"]
-        for optional in ("boot_id", "start"):
+        for optional in ("boot_id", "start", "pid_ns"):
             if fields[optional] is None:
                 del fields[optional]
         return json.dumps(fields, sort_keys=True).encode()
@@ -113,6 +114,7 @@ class LockInfo:
                 released=_typed(raw, "released", bool),
                 boot_id=_optional(raw, "boot_id", str),
                 start=_optional(raw, "start", int),
+                pid_ns=_optional(raw, "pid_ns", str),
             )
         except (UnicodeDecodeError, json.JSONDecodeError) as e:
             raise ValueError(f"not JSON: {e}") from e

@@ -44,8 +44,8 @@ def test_start_writes_the_first_beat_before_returning(storage: Storage) -> None:
     try:
         me = ProcessId.current()
         assert storage.read_bytes(".hoodie/.heartbeat/20260101000000000") == (
-            b'1767225600000\n{"boot_id": "%s", "host": "%s", "pid": %d, "start": %d}\n'
-            % (str(me.boot_id).encode(), me.host.encode(), me.pid, me.start or -1)
+            b'1767225600000\n{"boot_id": "%s", "host": "%s", "pid": %d, "pid_ns": "%s", "start": %d}\n'
+            % (str(me.boot_id).encode(), me.host.encode(), me.pid, str(me.pid_ns).encode(), me.start or -1)
         )
         assert Heartbeat.writer(storage, INSTANT) == me
         assert Heartbeat.last_beat(storage, INSTANT) == T0_MS

@@ -22,13 +22,22 @@ import pytest
 from engine import ConcurrentWriteError, TableLock
 from engine.storage import Storage, storage_for
 from engine.table.heartbeat import Heartbeat, heartbeat_file
-from engine.table.liveness import BOOT_ID_PATH, LocalProc, ProcessId, is_dead_here, process_start, start_ticks
+from engine.table.liveness import (
+    BOOT_ID_PATH,
+    PID_NS_PATH,
+    LocalProc,
+    ProcessId,
+    is_dead_here,
+    process_start,
+    start_ticks,
+)
 from engine.table.lock import LockInfo, lock_file, read_holder
 from engine.table.lock_info import iso_ms
 
 ROOT = Path(__file__).resolve().parents[2]
 HOST = socket.gethostname()
 BOOT = "11111111-2222-3333-4444-555555555555"
+NS = "pid:[4026531836]"
 T0 = 1_767_225_600.0  # 2026-01-01T00:00:00Z
 T0_MS = 1_767_225_600_000
 
@@ -36,15 +45,20 @@ T0_MS = 1_767_225_600_000
 class FakeProc:
     """A /proc with the given boot id and processes (pid -> (state, start ticks))."""
 
-    def __init__(self, boot: str | None = BOOT, processes: dict[int, tuple[str, int]] | None = None) -> None:
+    def __init__(
+        self, boot: str | None = BOOT, processes: dict[int, tuple[str, int]] | None = None, ns: str = NS
+    ) -> None:
         self.boot = boot
         self.processes = processes or {}
+        self.ns = ns
 
     def read(self, path: str) -> str | None:
-        if path == BOOT_ID_PATH:
-            return None if self.boot is None else self.boot + "\n"
-        if self.boot is None:
+        if self.boot is None:  # no /proc at all
             return None
+        if path == BOOT_ID_PATH:
+            return self.boot + "\n"
+        if path == PID_NS_PATH:
+            return self.ns
         for pid, (state, start) in self.processes.items():
             if path == f"/proc/{pid}/stat":
                 # the command name may hold spaces and parentheses: the parser splits after the last ')'
@@ -84,24 +98,27 @@ def test_the_real_proc_names_this_process() -> None:
     stat = Path(f"/proc/{os.getpid()}/stat").read_text()
     assert me.start == int(stat[stat.rfind(")") + 2 :].split()[19])
     assert process_start(os.getpid()) == f"{me.boot_id}:{me.start}"
+    assert me.pid_ns == os.readlink("/proc/self/ns/pid")
     assert not is_dead_here(me)
 
 
 @pytest.mark.parametrize(
     ("who", "proc", "dead"),
     [
-        # same host and boot: the pid is gone, reused by a later process, a zombie -> dead
-        (ProcessId(HOST, 42, BOOT, 1000), FakeProc(processes={}), True),
-        (ProcessId(HOST, 42, BOOT, 1000), FakeProc(processes={42: ("S", 2000)}), True),
-        (ProcessId(HOST, 42, BOOT, 1000), FakeProc(processes={42: ("Z", 1000)}), True),
+        # same host, boot and pid namespace: the pid is gone, reused by a later process, a zombie -> dead
+        (ProcessId(HOST, 42, BOOT, 1000, NS), FakeProc(processes={}), True),
+        (ProcessId(HOST, 42, BOOT, 1000, NS), FakeProc(processes={42: ("S", 2000)}), True),
+        (ProcessId(HOST, 42, BOOT, 1000, NS), FakeProc(processes={42: ("Z", 1000)}), True),
         # the same process still runs
-        (ProcessId(HOST, 42, BOOT, 1000), FakeProc(processes={42: ("S", 1000)}), False),
-        # nothing can be proven: another host, another boot, fields missing, no /proc
-        (ProcessId("elsewhere", 42, BOOT, 1000), FakeProc(processes={}), False),
-        (ProcessId(HOST, 42, "another-boot", 1000), FakeProc(processes={}), False),
-        (ProcessId(HOST, 42, None, 1000), FakeProc(processes={}), False),
-        (ProcessId(HOST, 42, BOOT, None), FakeProc(processes={}), False),
-        (ProcessId(HOST, 42, BOOT, 1000), FakeProc(boot=None), False),
+        (ProcessId(HOST, 42, BOOT, 1000, NS), FakeProc(processes={42: ("S", 1000)}), False),
+        # nothing can be proven: another host, boot or pid namespace, fields missing, no /proc
+        (ProcessId("elsewhere", 42, BOOT, 1000, NS), FakeProc(processes={}), False),
+        (ProcessId(HOST, 42, "another-boot", 1000, NS), FakeProc(processes={}), False),
+        (ProcessId(HOST, 42, BOOT, 1000, "pid:[4026532000]"), FakeProc(processes={}), False),
+        (ProcessId(HOST, 42, None, 1000, NS), FakeProc(processes={}), False),
+        (ProcessId(HOST, 42, BOOT, None, NS), FakeProc(processes={}), False),
+        (ProcessId(HOST, 42, BOOT, 1000, None), FakeProc(processes={}), False),
+        (ProcessId(HOST, 42, BOOT, 1000, NS), FakeProc(boot=None), False),
     ],
 )
 def test_is_dead_here(who: ProcessId, proc: FakeProc, dead: bool) -> None:
@@ -179,11 +196,12 @@ def _write_record(storage: Storage, **fields: object) -> None:
 @pytest.mark.parametrize(
     "record",
     [
-        {"host": "another-host", "boot_id": BOOT, "start": 1000},
-        {"boot_id": "another-boot", "start": 1000},
-        {"boot_id": None, "start": None},  # written by an older version: no boot id, no start time
+        {"host": "another-host", "boot_id": BOOT, "start": 1000, "pid_ns": NS},
+        {"boot_id": "another-boot", "start": 1000, "pid_ns": NS},
+        {"boot_id": BOOT, "start": 1000, "pid_ns": "pid:[4026532000]"},
+        {},  # written by an older version: no boot id, start time or pid namespace
     ],
-    ids=["another-host", "another-boot", "older-record"],
+    ids=["another-host", "another-boot", "another-pid-namespace", "older-record"],
 )
 def test_a_holder_not_provably_dead_is_waited_for_until_its_lease_expires(
     storage: Storage, record: dict[str, object]
@@ -202,7 +220,7 @@ def test_a_holder_not_provably_dead_is_waited_for_until_its_lease_expires(
 
 
 def test_a_pid_reused_by_a_process_with_another_start_time_counts_as_dead(storage: Storage) -> None:
-    _write_record(storage, boot_id=BOOT, start=1000)
+    _write_record(storage, boot_id=BOOT, start=1000, pid_ns=NS)
     clock = FakeClock(T0 + 1)
     # the same pid with the recorded start time is the holder itself: it keeps the lock
     with pytest.raises(ConcurrentWriteError):
@@ -218,8 +236,8 @@ def test_an_older_record_without_the_new_fields_still_parses() -> None:
         b'{"owner": "o", "host": "h", "pid": 7, "purpose": "upsert", "acquired_at_ms": 1, '
         b'"expires_at_ms": 2, "released": false}',
     )
-    assert (info.boot_id, info.start) == (None, None)
-    assert info.process == ProcessId("h", 7, None, None)
+    assert (info.boot_id, info.start, info.pid_ns) == (None, None, None)
+    assert info.process == ProcessId("h", 7, None, None, None)
     assert json.loads(info.to_json()) == {
         "owner": "o", "host": "h", "pid": 7, "purpose": "upsert", "acquired_at_ms": 1, "expires_at_ms": 2,
         "released": False, "epoch": 3,
@@ -235,14 +253,15 @@ INSTANT = "20260101000000000"
 def test_a_heartbeat_naming_a_dead_process_means_its_write_failed_at_once(storage: Storage) -> None:
     from engine.services.repair import is_writer_gone
 
-    who = {"host": HOST, "pid": 42, "boot_id": BOOT, "start": 1000}
+    who = {"host": HOST, "pid": 42, "boot_id": BOOT, "start": 1000, "pid_ns": NS}
     storage.write_bytes(heartbeat_file(INSTANT), f"{int(time.time() * 1000)}\n{json.dumps(who)}\n".encode())
-    assert Heartbeat.writer(storage, INSTANT) == ProcessId(HOST, 42, BOOT, 1000)
+    assert Heartbeat.writer(storage, INSTANT) == ProcessId(HOST, 42, BOOT, 1000, NS)
     assert not Heartbeat.is_expired(storage, INSTANT, 60.0, 2)  # fresh: waited for until now
     assert is_writer_gone(storage, INSTANT, 60_000, 2, FakeProc(processes={}))
     assert is_writer_gone(storage, INSTANT, 60_000, 2, FakeProc(processes={42: ("S", 2000)}))
     assert not is_writer_gone(storage, INSTANT, 60_000, 2, FakeProc(processes={42: ("S", 1000)}))
     assert not is_writer_gone(storage, INSTANT, 60_000, 2, FakeProc(boot="another-boot", processes={}))
+    assert not is_writer_gone(storage, INSTANT, 60_000, 2, FakeProc(processes={}, ns="pid:[4026532000]"))
 
 
 def test_a_heartbeat_of_an_older_version_names_nobody_and_is_waited_for(storage: Storage) -> None:

@@ -74,6 +74,7 @@ def test_acquire_writes_epoch_one_and_release_marks_it_released(storage: Storage
         expires_at_ms=1_767_225_630_000,
         boot_id=ME.boot_id,
         start=ME.start,
+        pid_ns=ME.pid_ns,
     )
     assert len(info.owner) == 32
     assert _lock_names(storage) == ["lock.000000000001"]
@@ -88,6 +89,7 @@ def test_acquire_writes_epoch_one_and_release_marks_it_released(storage: Storage
         "released": False,
         "boot_id": ME.boot_id,
         "start": ME.start,
+        "pid_ns": ME.pid_ns,
     }
     assert read_holder(storage, clock=clock) == info
     lock.check()
