@@ -18,8 +18,9 @@ Either way the reader compares against its own clock: the skew between writer (o
 and reader must stay well under `interval * misses`.
 
 Who beats: after the beat time, a second line holds the writing process as JSON (`host`,
-`pid`, `boot_id`, `start`, `pid_ns`; `engine.table.liveness`), so that a writer on the same host and
-boot can prove a crashed writer dead at once instead of waiting for the heartbeat to expire
+`pid`, `boot_id`, `start`, `pid_ns`; `engine.table.liveness`), so that a writer on the same
+host, boot and pid namespace can prove a crashed writer dead at once instead of waiting for
+the heartbeat to expire
 (`Heartbeat.writer`). Files without that line (older versions of this engine, Java Hudi) name
 nobody, and their writer is only ever outlived. Versions of this engine before that line read
 such a file's mtime, as they do Java Hudi's.
