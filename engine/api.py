@@ -11,18 +11,19 @@ from pyspark.sql import DataFrame, SparkSession
 from engine.config.table_config import IndexType, TableConfig, TableType
 from engine.config.write_config import WriteConfig
 from engine.constants import TABLE_VERSION
-from engine.errors import InvalidConfigError, InvalidInputError
+from engine.errors import InvalidConfigError, InvalidInputError, UnsupportedFeatureError
 from engine.index import index_for
 from engine.read import reader
 from engine.services.maintenance import Maintenance
 from engine.services.transaction import Transaction
 from engine.storage import Storage, storage_for
 from engine.table.commit_metadata import CommitMetadata
-from engine.table.create import DEFAULT_INDEX, new_table_config, require_writable
+from engine.table.create import DEFAULT_INDEX, new_table_config, require_writable, write_index
 from engine.table.fs_view import FileSystemView
 from engine.table.meta_client import MetaClient
 from engine.timeline.timeline import Timeline
 from engine.write.executor import WriteJob
+from engine.write.keygen import KeySpec
 from engine.write.operation import Operation, WriteResult
 
 Progress = Callable[[str], None]
@@ -58,12 +59,19 @@ class Table:
         record_index_buckets: int | None = None,
         record_index_hash: str | None = None,
         table_version: int = TABLE_VERSION,
+        key_generator: str | None = None,
+        key_generator_options: Mapping[str, str] | None = None,
+        populate_meta_fields: bool = True,
     ) -> Table:
         """Create an empty table at `path` (local path or s3://bucket/prefix).
 
         `record_index_buckets` / `record_index_hash`: index RECORD only, fixed for the table's life
         (default 16 buckets, Java's String.hashCode). `table_version`: 6 (default), 8 or 9 (the
-        formats of Apache Hudi 0.14/0.15, 1.0 and 1.1)."""
+        formats of Apache Hudi 0.14/0.15, 1.0 and 1.1). `key_generator="TIMESTAMP"` with its
+        `hoodie.keygen.timebased.*` options in `key_generator_options`: partition by time, as Apache
+        Hudi's `TimestampBasedKeyGenerator` does (one record key field, one partition field).
+        `populate_meta_fields=False`: Apache Hudi's virtual keys (copy-on-write, index SIMPLE or
+        GLOBAL_SIMPLE; no incremental reads or key lookups)."""
         config = new_table_config(
             name=name,
             record_key=record_key,
@@ -76,6 +84,9 @@ class Table:
             record_index_buckets=record_index_buckets,
             record_index_hash=record_index_hash,
             table_version=table_version,
+            key_generator=key_generator,
+            key_generator_options=key_generator_options,
+            populate_meta_fields=populate_meta_fields,
         )
         storage = storage_for(path, dict(storage_options) if storage_options else None)
         return cls(spark, MetaClient.create(storage, config))
@@ -114,7 +125,8 @@ class Table:
             raise InvalidInputError(f"expected a Spark DataFrame, got {type(df).__name__}")
         config = WriteConfig.from_options(options)
         require_writable(self.meta.config, self.meta.properties_uri)  # before the lock and repair: a refused write changes nothing
-        itype = IndexType.parse(config.index_type or self.config.index_type or DEFAULT_INDEX)
+        KeySpec.from_config(self.meta.config, config.keygen_options)  # so are unusable key generator options
+        itype = write_index(self.config, config.index_type)
         index = index_for(itype, dict(config.index_options), self.config.name)
         if self.spark is None:
             self.spark = df.sparkSession
@@ -169,8 +181,7 @@ class Table:
         from engine.index import index_for
 
         cfg = WriteConfig.from_options(options)
-        itype = IndexType.parse(cfg.index_type or self.config.index_type or DEFAULT_INDEX)
-        return index_for(itype, dict(cfg.index_options), self.config.name)
+        return index_for(write_index(self.config, cfg.index_type), dict(cfg.index_options), self.config.name)
 
     def read_keys(self, keys: Iterable[str], options: Mapping[str, object] | None = None) -> DataFrame:
         """The records with these record keys (as in `_hoodie_record_key`), reading only the files
@@ -178,6 +189,11 @@ class Table:
         for writes (e.g. `hoodie.index.hbase.thrift.host`)."""
         from engine.read.lookup import read_keys
 
+        if not self.config.populate_meta_fields:
+            raise UnsupportedFeatureError(
+                "key lookups read _hoodie_record_key, which tables without meta fields "
+                "(hoodie.populate.meta.fields=false) leave empty: filter table.read() on the key field instead"
+            )
         return read_keys(self._spark(), self.meta, self._index(options), keys)
 
     def filter_exists(self, df: DataFrame, options: Mapping[str, object] | None = None) -> DataFrame:

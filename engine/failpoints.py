@@ -24,6 +24,8 @@ POINTS = (
     "rollback.files_deleted",  # some of the rollback's files deleted
     "clean.file_deleted",  # a clean deleted its first file
     "restore.after_first",  # a restore rolled back its first instant of several
+    "archive.after_data_file",  # layout 2: the LSM history's new Parquet file is written, no manifest yet
+    "archive.after_manifest",  # layout 2: the new manifest is written, `_version_` not yet updated
     "archive.after_file",  # the archive file is written, the instants not yet removed
     "compaction.after_inflight",  # a compaction moved to inflight, no base file written yet
     "compaction.before_complete",  # every base file of a compaction written, the commit not completed

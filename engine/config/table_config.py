@@ -152,8 +152,9 @@ class TableConfig:
 
     @property
     def uses_complex_keys(self) -> bool:
-        """Complex key generators write keys as `f1:v1,f2:v2` (even for one field)."""
-        return self.keygen_class not in (SIMPLE_KEYGEN, NONPARTITIONED_KEYGEN)
+        """Complex key generators write keys as `f1:v1,f2:v2` (even for one field); the
+        timestamp-based one extends the simple key generator (the value alone)."""
+        return self.keygen_class not in (SIMPLE_KEYGEN, NONPARTITIONED_KEYGEN, TIMESTAMP_KEYGEN)
 
     @property
     def checksum(self) -> int:

@@ -9,6 +9,9 @@ from engine.errors import InvalidConfigError
 
 MB = 1024 * 1024
 INDEX_OPTION_PREFIXES = ("hoodie.index.hbase.", "hoodie.record.index.")
+# the timestamp-based key generator's options (engine.write.timestamp_keys): they complete what a
+# table's hoodie.properties lacks (Apache Hudi 0.x keeps only some of them there)
+KEYGEN_OPTION_PREFIX = "hoodie.keygen.timebased."
 
 # option key -> (attribute, parser)
 _KEYS: dict[str, tuple[str, type]] = {
@@ -45,6 +48,7 @@ _KEYS: dict[str, tuple[str, type]] = {
     "hoodie.archive.automatic": ("archive_automatic", bool),
     "hoodie.keep.min.commits": ("keep_min_commits", int),
     "hoodie.keep.max.commits": ("keep_max_commits", int),
+    "hoodie.timeline.compaction.batch.size": ("timeline_compaction_batch_size", int),
     "hoodie.client.heartbeat.interval_in_ms": ("heartbeat_interval_ms", int),
     "hoodie.client.heartbeat.tolerable.misses": ("heartbeat_tolerable_misses", int),
     # the single-writer lock (ours: a lease renewed by the holder; wait 0 = fail at once)
@@ -112,6 +116,8 @@ class WriteConfig:
     archive_automatic: bool = True
     keep_min_commits: int = 20
     keep_max_commits: int = 30
+    # layout 2's LSM history: this many files of a layer are merged into one of the next
+    timeline_compaction_batch_size: int = 10
     heartbeat_interval_ms: int = 60_000
     heartbeat_tolerable_misses: int = 2
     lock_lease_ms: int = 60_000
@@ -121,6 +127,7 @@ class WriteConfig:
 
     # settings of the index itself, passed through untouched (hoodie.index.hbase.*, hoodie.record.index.*)
     index_options: tuple[tuple[str, str], ...] = ()
+    keygen_options: tuple[tuple[str, str], ...] = ()  # hoodie.keygen.timebased.* given with the write
 
     def __post_init__(self) -> None:
         if self.max_file_size <= 0:
@@ -140,6 +147,8 @@ class WriteConfig:
                 "archival needs hoodie.cleaner.commits.retained < hoodie.keep.min.commits < hoodie.keep.max.commits "
                 f"(got {self.cleaner_commits_retained}, {self.keep_min_commits}, {self.keep_max_commits})"
             )
+        if self.timeline_compaction_batch_size < 2:
+            raise InvalidConfigError("hoodie.timeline.compaction.batch.size must be at least 2")
         if self.heartbeat_interval_ms <= 0 or self.heartbeat_tolerable_misses < 1:
             raise InvalidConfigError("the heartbeat interval must be positive and tolerable misses >= 1")
         if self.lock_lease_ms <= 0 or self.lock_wait_ms < 0:
@@ -182,9 +191,13 @@ class WriteConfig:
         values: dict[str, object] = {}
         known = {f.name for f in fields(cls)}
         passthrough = []
+        keygen = []
         for key, raw in (options or {}).items():
             if key.startswith(INDEX_OPTION_PREFIXES) and key not in _KEYS:
                 passthrough.append((key, str(raw)))
+                continue
+            if key.startswith(KEYGEN_OPTION_PREFIX):
+                keygen.append((key, str(raw)))
                 continue
             if key in _KEYS:
                 attr, kind = _KEYS[key]
@@ -196,4 +209,5 @@ class WriteConfig:
                 values[attr] = _parse_bool(raw) if kind is bool else kind(raw)
             except (TypeError, ValueError) as exc:
                 raise InvalidConfigError(f"bad value for {key}: {raw!r}") from exc
+        values["keygen_options"] = tuple(sorted(keygen))
         return cls(**values, index_options=tuple(sorted(passthrough)))  # type: ignore[arg-type]

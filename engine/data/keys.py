@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -20,6 +21,9 @@ from engine.constants import RECORD_KEY_COL
 from engine.data.base_file import read_base_file, read_columns
 from engine.data.slice_reader import MergeMode, SliceFiles, slice_keys, slice_ordering
 from engine.storage import Storage
+
+if TYPE_CHECKING:
+    from engine.write.keygen import KeySpec
 
 KEYS_SCHEMA = pa.schema(
     [
@@ -68,6 +72,23 @@ class SliceMerge:
     mode: MergeMode
     committed: Callable[[str], bool]
     ordering: pa.Field | None = None
+    # tables without meta fields: base files' keys are computed from these key fields
+    virtual: KeySpec | None = None
+
+
+def _base_keys(storage: Storage, path: str, merge: SliceMerge | None, extra: pa.Field | None = None) -> pa.Table:
+    """(`_hoodie_record_key`[, extra]) of a base file's rows; computed from the key fields when
+    the table has no meta fields."""
+    if merge is None or merge.virtual is None:
+        fields = [pa.field(RECORD_KEY_COL, pa.string())] + ([extra] if extra is not None else [])
+        return read_columns(storage, path, pa.schema(fields))
+    from engine.write.keygen import key_array
+
+    keys = key_array(merge.virtual, read_base_file(storage, path, columns=list(merge.virtual.record_key_fields)))
+    if extra is None:
+        return pa.table([keys], names=[RECORD_KEY_COL])
+    ordering = read_columns(storage, path, pa.schema([extra])).column(0)
+    return pa.table([keys, ordering], names=[RECORD_KEY_COL, extra.name])
 
 
 def keys_batch(keys: pa.Array, partition: str, file_id: str) -> pa.RecordBatch:
@@ -116,7 +137,7 @@ def file_ordering(
     elif file.path is None:
         table = pa.schema([pa.field(RECORD_KEY_COL, pa.string()), field]).empty_table()
     else:
-        table = read_columns(storage, file.path, pa.schema([pa.field(RECORD_KEY_COL, pa.string()), field]))
+        table = _base_keys(storage, file.path, merge, field)
         if keys is not None:
             table = table.filter(pc.is_in(table.column(0), value_set=keys))
         if table.num_rows != pc.count_distinct(table.column(0)).as_py():
@@ -164,7 +185,7 @@ def live_keys(
         return keys.cast(pa.string())
     if file.path is None:
         return pa.array([], pa.string())
-    keys = read_base_file(storage, file.path, columns=[RECORD_KEY_COL]).column(0)
+    keys = _base_keys(storage, file.path, merge).column(0)
     keys = keys.combine_chunks().cast(pa.string())
     if candidates is not None:
         keys = keys.filter(pc.is_in(keys, value_set=candidates))

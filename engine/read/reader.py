@@ -50,14 +50,20 @@ def slice_read(meta: MetaClient, timeline: Timeline, as_of: str | None = None, c
 
 def slice_merge(meta: MetaClient, timeline, view) -> SliceMerge | None:
     """How index lookups that read the data files merge this table's slices with their log files
-    (None when no slice has any)."""
-    if not any(s.log_files for s in view.latest_slices()):
+    and, for a table without meta fields, compute its keys (None when neither is needed)."""
+    virtual = None
+    if not meta.config.populate_meta_fields:  # no meta fields: keys come from the key fields
+        from engine.write.keygen import KeySpec
+
+        virtual = KeySpec.from_config(meta.config)
+    elif not any(s.log_files for s in view.latest_slices()):
         return None
     schema = meta.latest_schema(timeline)
     pc_name = meta.config.precombine_field
     ordering = schema.field(pc_name) if schema is not None and pc_name and pc_name in schema.names else None
     return SliceMerge(
-        merge_mode_for(meta.config), CommittedInstants(timeline.completed_write_times, timeline.archived_before), ordering
+        merge_mode_for(meta.config), CommittedInstants(timeline.completed_write_times, timeline.archived_before), ordering,
+        virtual,
     )
 
 
@@ -182,6 +188,12 @@ def completion_window(timeline: Timeline, start: str, end: str | None) -> tuple[
 def read_incremental(spark: SparkSession, meta: MetaClient, start: str, end: str | None = None) -> DataFrame:
     """Records whose commit time is in (start, end]: the file groups those commits wrote, each read
     as of `end` (merged with its logs on merge-on-read), keeping the records committed in range."""
+    if not meta.config.populate_meta_fields:
+        # the records carry no commit time to window on; Apache Hudi refuses these queries too
+        raise UnsupportedFeatureError(
+            "incremental reads are not supported on tables without meta fields "
+            "(hoodie.populate.meta.fields=false): their records carry no _hoodie_commit_time"
+        )
     start = _check_instant(_pad_seconds(start), "start")
     if end is not None:
         end = _check_instant(_pad_seconds(end), "end")

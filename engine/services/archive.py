@@ -1,5 +1,9 @@
-"""Archival: keep the active timeline bounded by moving old completed instants to
-`.hoodie/archived/` (Apache Hudi's archived-timeline log files of `HoodieArchivedMetaEntry`).
+"""Archival: keep the active timeline bounded by moving old completed instants to the archived
+timeline: in table version 6 `.hoodie/archived/` (Apache Hudi 0.14's log files of
+`HoodieArchivedMetaEntry`), in versions 8 and 9 (timeline layout 2) the LSM history
+`.hoodie/timeline/history/` (Apache Hudi 1.x's Parquet files and manifests,
+`engine.services.archive_lsm`). Planning is the same for both; only where the archived
+instants are stored differs (`engine.services.archive_store`).
 
 When more than `hoodie.keep.max.commits` completed commits are active, the oldest are archived
 until `hoodie.keep.min.commits` remain, never reaching: the earliest pending instant, the
@@ -7,8 +11,9 @@ earliest savepoint, or the earliest commit the last clean retained (its snapshot
 readable). Completed clean and rollback instants older than the cut go with them; savepoints and
 restores stay active (Apache Hudi 0.14 never archives restores).
 
-Order (crash safety): one new archive file is written first (`.commits_.archive.<N>_1-0-1`,
-created exclusively), then the instants' timeline files are removed oldest instant first, and
+Order (crash safety): the archive is written first (version 6: one new archive file
+`.commits_.archive.<N>_1-0-1`, created exclusively; layout 2: a layer-0 Parquet file, then a new
+manifest, then `_version_`), then the instants' timeline files are removed oldest instant first, and
 for each instant its requested/inflight files before its completed file. So the active timeline
 is always a suffix of the history (data files of archived commits predate its first instant and
 stay visible), and an instant is never seen as pending. An interrupted archival leaves instants
@@ -26,29 +31,24 @@ archiving past it would make it visible.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from engine import failpoints
-from engine.constants import METAFOLDER
-from engine.errors import CorruptTableError, UnsupportedFeatureError
+from engine.services import archive_lsm
+from engine.services.archive_store import SERVICE_MODELS, LsmArchive, store_for
 from engine.services.retention import last_earliest_retained
 from engine.services.serial import Documented
 from engine.storage.base import FileInfo
 from engine.table import failed_writes
-from engine.table.commit_metadata import CommitMetadata
 from engine.table.meta_client import MetaClient, instant_file_names
 from engine.table.ownership import FileOwnership
-from engine.timeline import archive_log, avro_models
+from engine.timeline import lsm
 from engine.timeline.instant import Action, Instant, State
 from engine.timeline.lifecycle import read_avro, remove_instant
 from engine.timeline.timeline import Timeline
 
 _log = logging.getLogger(__name__)
-SERVICE_MODELS = {
-    Action.CLEAN: "HoodieCleanMetadata",
-    Action.ROLLBACK: "HoodieRollbackMetadata",
-}
 ARCHIVED_ACTIONS = (Action.COMMIT, Action.DELTA_COMMIT, Action.REPLACE_COMMIT, *SERVICE_MODELS)
 
 
@@ -64,10 +64,6 @@ class ArchivePlan(Documented):
     @property
     def times(self) -> list[str]:
         return [i.time for i in self.instants]
-
-
-def archive_folder(meta: MetaClient) -> str:
-    return f"{METAFOLDER}/{meta.config.archivelog_folder}"
 
 
 def plan_archive(meta: MetaClient, timeline: Timeline, keep_min: int, keep_max: int) -> ArchivePlan:
@@ -103,65 +99,124 @@ def _chosen(
         bounds.append(retained)
     if held is not None:
         bounds.append(held)
+    replace_bound = oldest_replace_to_keep(meta, timeline)  # every version: see its docstring
+    if replace_bound is not None:
+        bounds.append(replace_bound)
     if bounds:
         cut = min(cut, *bounds)
     # savepoints stay while they exist; restores stay too (Hudi 0.14 never archives them)
     return tuple(i for i in timeline.completed.instants if i.time < cut and i.action in ARCHIVED_ACTIONS)
 
 
-def _entry(meta: MetaClient, inst: Instant) -> dict:
-    body = meta.read_instant(inst)
-    if inst.action.is_write:
-        metadata: CommitMetadata | dict | None = CommitMetadata.from_json(body)
-    else:
-        model = SERVICE_MODELS.get(inst.action)
-        metadata = avro_models.deserialize(model, body) if model else None
-    return archive_log.archived_entry(inst.time, inst.action.value, "COMPLETED", metadata)
+def oldest_replace_to_keep(meta: MetaClient, timeline: Timeline) -> str | None:
+    """The oldest replacecommit or clustering instant archival must not pass (every version):
+    a pending one, or a completed one whose replaced file groups still have files on storage.
+
+    Only an active replacecommit hides the file groups it replaced; archived, they would be read
+    again. Apache Hudi (`ClusteringUtils.getEarliestInstantToRetainForClustering`) keeps every
+    replacecommit a clean has not passed, trusting its cleaner to have deleted the replaced
+    groups; this engine's clean does not delete replaced file groups, so the files themselves
+    are checked."""
+    replaces = [i for i in timeline.instants if i.action in (Action.REPLACE_COMMIT, Action.CLUSTERING)]
+    if not replaces:
+        return None
+    present: set[tuple[str, str]] | None = None
+    for inst in replaces:
+        if not inst.is_completed or inst.action is not Action.REPLACE_COMMIT:
+            return inst.time
+        replaced = meta.commit_metadata(inst).partition_to_replace_file_ids or {}
+        if not any(replaced.values()):
+            continue
+        if present is None:
+            present = _groups_on_storage(meta)
+        if any((p, f) in present for p, ids in replaced.items() for f in ids):
+            return inst.time
+    return None
 
 
-def execute_archive(meta: MetaClient, plan: ArchivePlan, fence: Callable[[], None] | None = None) -> list[str]:
-    """Archive the plan's instants; returns their times."""
+def _groups_on_storage(meta: MetaClient) -> set[tuple[str, str]]:
+    from engine.table.file_names import parse_base_file_name, parse_log_file_name
+
+    out = set()
+    for df in meta.list_data_files():
+        parsed = parse_base_file_name(df.name) or parse_log_file_name(df.name)
+        if parsed is not None:
+            out.add((df.partition, parsed.file_id))
+    return out
+
+
+def _companions(meta: MetaClient, action: Action) -> tuple[Action, ...]:
+    """The actions whose timeline files an archived instant of `action` leaves besides its own:
+    a commit's compaction plan files; in layout 2 also a replacecommit's clustering files and a
+    deltacommit's log-compaction files (layout 2 names pending clustering `T.clustering.*`)."""
+    if action is Action.COMMIT:
+        return (Action.COMPACTION,)
+    if meta.layout.version >= 2 and action is Action.REPLACE_COMMIT:
+        return (Action.CLUSTERING,)
+    if meta.layout.version >= 2 and action is Action.DELTA_COMMIT:
+        return (Action.LOG_COMPACTION,)
+    return ()
+
+
+def _remove_archived(meta: MetaClient, inst: Instant) -> None:
+    for companion in _companions(meta, inst.action):
+        remove_instant(meta, inst.time, companion)  # plan files first: the completed file goes last
+    remove_instant(meta, inst.time, inst.action)
+
+
+def execute_archive(
+    meta: MetaClient,
+    plan: ArchivePlan,
+    fence: Callable[[], None] | None = None,
+    compaction_batch_size: int = lsm.DEFAULT_COMPACTION_BATCH,
+) -> list[str]:
+    """Archive the plan's instants; returns their times. Layout 2 then compacts the LSM history
+    (`hoodie.timeline.compaction.batch.size` files of a layer into one of the next)."""
     if not plan.instants:
         return []
     if fence is not None:
         fence()
     remove_debris(meta, plan)
-    already = {e.get("commitTime") for e in read_archived_entries(meta)}
+    store = store_for(meta)
+    store.settle(meta)
+    already = store.held_times(meta)
     todo = [i for i in plan.instants if i.time not in already]
-    folder = archive_folder(meta)
     if todo:
-        meta.storage.makedirs(folder)
-        block = archive_log.encode_archive_block([_entry(meta, i) for i in todo])
-        version = 1 + max(
-            (v for f in meta.storage.list_dir(folder) if (v := archive_log.parse_archive_file_name(f.name)) is not None),
-            default=0,
-        )
-        meta.storage.create_exclusive(f"{folder}/{archive_log.archive_file_name(version)}", block)
+        store.append(meta, todo)
     failpoints.hit("archive.after_file")
     if fence is not None:
         fence()
     for inst in plan.instants:  # oldest first; completed file last within each instant
-        if inst.action is Action.COMMIT:
-            remove_instant(meta, inst.time, Action.COMPACTION)  # a completed compaction's plan files
-        remove_instant(meta, inst.time, inst.action)
+        _remove_archived(meta, inst)
     first = meta.timeline().archived_before
     if first is not None:  # failed writes below the active timeline: their debris is gone
         failed_writes.forget_before(meta.storage, first)
+    if isinstance(store, LsmArchive):
+        archive_lsm.compact(meta, compaction_batch_size)
     return plan.times
 
 
 def timeline_files(meta: MetaClient, plan: ArchivePlan) -> list[FileInfo]:
-    """The timeline files in `.hoodie/` that executing `plan` removes (their instants move into
-    the archive file), in the order `execute_archive` removes them; only those present now."""
+    """The timeline files that executing `plan` removes (their instants move into the archive),
+    in the order `execute_archive` removes them; only those present now."""
     if not plan.instants:
         return []
-    present = {f.name: f for f in meta.storage.list_dir(METAFOLDER) if not f.is_dir}
+    layout = meta.layout
+    entries = [f for f in meta.storage.list_dir(layout.folder) if not f.is_dir]
     out = []
+    if layout.version < 2:
+        present = {f.name: f for f in entries}
+        for inst in plan.instants:
+            actions = (Action.COMPACTION, inst.action) if inst.action is Action.COMMIT else (inst.action,)
+            for action in actions:
+                names = instant_file_names(Instant(inst.time, action, State.REQUESTED))
+                out += [present[n] for n in names if n in present]
+        return out
+    parsed = [(p, f) for f in entries if (p := layout.parse(f.name)) is not None]
     for inst in plan.instants:
-        actions = (Action.COMPACTION, inst.action) if inst.action is Action.COMMIT else (inst.action,)
-        for action in actions:
-            names = instant_file_names(Instant(inst.time, action, State.REQUESTED))
-            out += [present[n] for n in names if n in present]
+        for action in (*_companions(meta, inst.action), inst.action):
+            mine = [(p, f) for p, f in parsed if p.time == inst.time and p.action is action]
+            out += [f for _p, f in sorted(mine, key=lambda pf: pf[0].sort_key())]
     return out
 
 
@@ -266,67 +321,46 @@ def remove_debris(meta: MetaClient, plan: ArchivePlan) -> list[str]:
     return removed
 
 
-def check_supported(meta: MetaClient) -> None:
-    """Refuse archival of timeline layout 2 (versions 8, 9): its archive is an LSM tree of Parquet
-    files this engine does not write yet."""
-    if meta.layout.version >= 2:
-        raise UnsupportedFeatureError(
-            f"{meta.storage.base_uri}: archival into the LSM timeline of table versions 8 and 9 "
-            "(.hoodie/timeline/history/) is not written yet")
-
-
 def archive(
-    meta: MetaClient, keep_min: int, keep_max: int, dry_run: bool = False, fence: Callable[[], None] | None = None
+    meta: MetaClient,
+    keep_min: int,
+    keep_max: int,
+    dry_run: bool = False,
+    fence: Callable[[], None] | None = None,
+    compaction_batch_size: int = lsm.DEFAULT_COMPACTION_BATCH,
 ) -> ArchivePlan | list[str]:
     """Plan and run archival (the caller holds the table lock); the plan alone in a dry run."""
-    check_supported(meta)
     plan = plan_archive(meta, meta.timeline(), keep_min, keep_max)
-    return plan if dry_run else execute_archive(meta, plan, fence)
+    return plan if dry_run else execute_archive(meta, plan, fence, compaction_batch_size)
 
 
 def finish_interrupted(meta: MetaClient, timeline: Timeline) -> list[str]:
-    """Remove active instants that the newest archive file already holds (an archival killed
-    after writing its file), oldest first. Returns their times."""
-    folder = archive_folder(meta)
-    versions = [
-        (v, f.path) for f in meta.storage.list_dir(folder) if (v := archive_log.parse_archive_file_name(f.name)) is not None
-    ]
-    if not versions:
+    """Remove active instants that the archive already holds (an archival killed after writing
+    it; version 6: the newest archive file, layout 2: the LSM history), oldest first. Returns
+    their times."""
+    store = store_for(meta)
+    store.settle(meta)
+    held = store.recently_held(meta)
+    if not held:
         return []
-    _v, newest = max(versions)
-    try:
-        held = {e.get("commitTime") for e in archive_log.decode_archive_file(meta.storage.read_bytes(newest))}
-    except CorruptTableError as exc:
-        raise CorruptTableError(f"{meta.storage.uri(newest)}: {exc}") from exc
     stale = [i for i in timeline.completed.instants if i.time in held and i.action in ARCHIVED_ACTIONS]
     for inst in stale:
-        if inst.action is Action.COMMIT:
-            remove_instant(meta, inst.time, Action.COMPACTION)
-        remove_instant(meta, inst.time, inst.action)
+        _remove_archived(meta, inst)
     return [i.time for i in stale]
 
 
 def read_archived_entries(meta: MetaClient) -> list[dict]:
-    """Every archived instant's entry (`HoodieArchivedMetaEntry` as a dict), oldest file first."""
-    return list(_iter_entries(meta))
-
-
-def _iter_entries(meta: MetaClient) -> Iterator[dict]:
-    folder = archive_folder(meta)
-    files = []
-    for f in meta.storage.list_dir(folder):
-        v = archive_log.parse_archive_file_name(f.name)
-        if v is not None:
-            files.append((v, f.path))
-    for _v, path in sorted(files):
-        try:
-            yield from archive_log.decode_archive_file(meta.storage.read_bytes(path))
-        except CorruptTableError as exc:
-            raise CorruptTableError(f"{meta.storage.uri(path)}: {exc}") from exc
+    """Every archived instant's entry (`HoodieArchivedMetaEntry` as a dict), oldest file first;
+    in layout 2 the LSM history's instants in that shape (`commitTime`, `actionType`,
+    `actionState`, `stateTransitionTime` = completion time)."""
+    return store_for(meta).entries(meta)
 
 
 def archived_instants(meta: MetaClient) -> list[Instant]:
-    """The archived instants (completed), oldest first, for browsing history."""
+    """The archived instants (completed), oldest first, for browsing history (layout 2: with
+    their completion times)."""
+    if meta.layout.version >= 2:
+        return archive_lsm.archived_instants(meta)
     out = {}
     for e in read_archived_entries(meta):
         t, a = e.get("commitTime"), e.get("actionType")

@@ -146,11 +146,15 @@ class Maintenance:
     def archive(self, dry_run: bool = False) -> ArchivePlan | list[str]:
         """Archive the oldest completed instants (the plan in a dry run; else the archived times)."""
         cfg = self.config
-        archive_service.check_supported(self.meta)  # before the lock: nothing touched
         if dry_run:
             return archive_service.plan_archive(self.meta, self.meta.timeline(), cfg.keep_min_commits, cfg.keep_max_commits)
         with self._tx("archive", self._index()) as tx:
-            return archive_service.archive(self.meta, cfg.keep_min_commits, cfg.keep_max_commits, fence=tx.fence)
+            return archive_service.execute_archive(
+                self.meta,
+                archive_service.plan_archive(self.meta, self.meta.timeline(), cfg.keep_min_commits, cfg.keep_max_commits),
+                fence=tx.fence,
+                compaction_batch_size=cfg.timeline_compaction_batch_size,
+            )
 
     def archived_instants(self) -> list[Instant]:
         return archive_service.archived_instants(self.meta)

@@ -167,7 +167,7 @@ def repair(
         if not dry_run:
             remove_metadata_table(meta, fence)
     timeline = meta.timeline()
-    if timeline.has_archive and meta.layout.version < 2:  # layout 2: an LSM history, not ours
+    if timeline.has_archive:
         if dry_run:
             report.archival_finished = []
         else:

@@ -131,16 +131,11 @@ class Transaction:
             except Exception as exc:
                 _log.warning("automatic clean of %s failed: %s", self.meta.storage.base_uri, exc)
                 self.services["clean_error"] = f"{type(exc).__name__}: {exc}"
-        if cfg.archive_automatic and self.meta.layout.version >= 2:
-            active = len(self.meta.timeline().completed)
-            if active > cfg.keep_max_commits:
-                self.services["archive_skipped"] = (
-                    f"{active} completed instants are active (hoodie.keep.max.commits={cfg.keep_max_commits}): "
-                    "archival into the LSM timeline of table versions 8 and 9 is not written yet")
-        elif cfg.archive_automatic:
+        if cfg.archive_automatic:
             try:
                 archived = archive_service.archive(
-                    self.meta, cfg.keep_min_commits, cfg.keep_max_commits, fence=self.fence
+                    self.meta, cfg.keep_min_commits, cfg.keep_max_commits, fence=self.fence,
+                    compaction_batch_size=cfg.timeline_compaction_batch_size,
                 )
                 if archived:
                     self.services["archived"] = archived

@@ -6,7 +6,7 @@ and the API refuse the same things with the same messages.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 import pyarrow as pa
 
@@ -15,6 +15,7 @@ from engine.config.table_config import (
     CREATE_VERSIONS,
     NONPARTITIONED_KEYGEN,
     SIMPLE_KEYGEN,
+    TIMESTAMP_KEYGEN,
     IndexType,
     TableConfig,
     TableType,
@@ -47,6 +48,10 @@ AVAILABLE_INDEXES = frozenset(
 )
 
 
+# Apache Hudi's virtual keys: no bloom filter or key range in the files, no stored locations
+VIRTUAL_KEY_INDEXES = frozenset({IndexType.SIMPLE, IndexType.GLOBAL_SIMPLE})
+
+
 def split_fields(value: str | Sequence[str] | None) -> tuple[str, ...]:
     """"a,b" or ["a", "b"] -> ("a", "b")."""
     if value is None:
@@ -77,6 +82,9 @@ def new_table_config(
     record_index_buckets: int | None = None,
     record_index_hash: str | None = None,
     table_version: int = TABLE_VERSION,
+    key_generator: str | None = None,
+    key_generator_options: Mapping[str, str] | None = None,
+    populate_meta_fields: bool = True,
 ) -> TableConfig:
     """Validate the creation arguments and return the table's config (typed errors otherwise).
 
@@ -85,6 +93,11 @@ def new_table_config(
 
     RECORD tables also record the index's bucket count and hash function in hoodie.properties
     (`hoodie.record.index.buckets`, `hoodie.record.index.hash.function`): fixed at creation.
+    `key_generator="TIMESTAMP"` (Apache Hudi's `TimestampBasedKeyGenerator`) partitions by time:
+    `key_generator_options` holds its `hoodie.keygen.timebased.*` settings, kept in hoodie.properties.
+    Without it the key generator follows from the fields (simple, complex or non-partitioned).
+    `populate_meta_fields=False` (Apache Hudi's virtual keys): copy-on-write only, with index SIMPLE
+    or GLOBAL_SIMPLE; the files' `_hoodie_*` columns stay null (the file name aside).
     """
     if table_version not in CREATE_VERSIONS:
         raise InvalidConfigError(
@@ -93,6 +106,13 @@ def new_table_config(
     if ttype not in WRITABLE_TABLE_TYPES:
         raise InvalidConfigError(f"this version writes {', '.join(t.value for t in WRITABLE_TABLE_TYPES)} tables only")
     itype = require_index_available(index)
+    if not populate_meta_fields:
+        if ttype is not TableType.COPY_ON_WRITE:
+            raise InvalidConfigError("tables without meta fields are written as COPY_ON_WRITE only")
+        if itype not in VIRTUAL_KEY_INDEXES:
+            raise InvalidConfigError(
+                f"a table without meta fields needs index SIMPLE or GLOBAL_SIMPLE (its files carry no bloom filter), not {itype.value}"
+            )
     index_props: tuple[tuple[str, str], ...] = ()
     if itype is IndexType.RECORD:
         from engine.index.record_hash import record_index_properties
@@ -111,8 +131,10 @@ def new_table_config(
         if missing:
             raise InvalidInputError(f"schema lacks field(s) {', '.join(missing)}")
         create_schema = avro_to_json(arrow_to_create_schema(normalize_for_write(schema), name))
+    keygen_class, keygen_props = _key_generator(key_generator, key_generator_options, keys, parts)
     return TableConfig(
-        extra=(*version_properties(table_version, bool(precombine_field)), *index_props),
+        extra=(*version_properties(table_version, bool(precombine_field)), *index_props, *keygen_props),
+        keygen_class=keygen_class,
         name=name,
         record_key_fields=keys,
         partition_fields=parts,
@@ -123,7 +145,48 @@ def new_table_config(
         create_schema=create_schema,
         version=table_version,
         timeline_layout_version=2 if table_version >= 8 else 1,
+        populate_meta_fields=populate_meta_fields,
     )
+
+
+def _key_generator(
+    kind: str | None, options: Mapping[str, str] | None, keys: tuple[str, ...], parts: tuple[str, ...]
+) -> tuple[str | None, tuple[tuple[str, str], ...]]:
+    """The key generator class a new table names (None: the default for its fields) and the
+    options it keeps in hoodie.properties."""
+    if kind is None:
+        if options:
+            raise InvalidConfigError("key generator options need key_generator='TIMESTAMP'")
+        return None, ()
+    if kind.strip().upper() not in ("TIMESTAMP", TIMESTAMP_KEYGEN.upper()):
+        raise InvalidConfigError(
+            f"key generator {kind!r} cannot be chosen at creation: use 'TIMESTAMP' (the others follow from the fields)"
+        )
+    from engine.write.timestamp_keys import TimestampKeySpec
+
+    props = dict(options or {})
+    other = sorted(k for k in props if not k.startswith("hoodie.keygen.timebased."))
+    if other:
+        raise InvalidConfigError(f"key generator options take only hoodie.keygen.timebased.* keys, not {other}")
+    if len(keys) != 1 or len(parts) != 1:
+        raise InvalidConfigError("the timestamp-based key generator takes one record key field and one partition field")
+    TimestampKeySpec.from_properties(props)  # refuse what a write could not use, before the table exists
+    return TIMESTAMP_KEYGEN, tuple(sorted((k, str(v)) for k, v in props.items()))
+
+
+def write_index(config: TableConfig, requested: str | None) -> IndexType:
+    """The index a write uses: the write's `hoodie.index.type`, else the table's, else the default
+    (SIMPLE for a table without meta fields, whose files carry no bloom filter); a table without
+    meta fields takes SIMPLE or GLOBAL_SIMPLE only: Hudi writes its files without bloom filter or key range."""
+    virtual = not config.populate_meta_fields
+    named = requested or (config.index_type.value if config.index_type is not None else None)
+    itype = IndexType.parse(named) if named else (IndexType.SIMPLE if virtual else DEFAULT_INDEX)
+    if virtual and itype not in VIRTUAL_KEY_INDEXES:
+        raise InvalidConfigError(
+            f"index {itype.value} cannot serve a table without meta fields (hoodie.populate.meta.fields=false): "
+            "use hoodie.index.type SIMPLE or GLOBAL_SIMPLE"
+        )
+    return itype
 
 
 def version_properties(table_version: int, has_ordering_field: bool) -> tuple[tuple[str, str], ...]:
@@ -181,9 +244,10 @@ def require_writable(config: TableConfig, where: str | None = None) -> None:
         problems.append("URL-encoded partition paths (hoodie.datasource.write.partitionpath.urlencode=true)")
     if config.drop_partition_columns:
         problems.append("dropped partition columns (hoodie.datasource.write.drop.partition.columns=true)")
-    if not config.populate_meta_fields:
-        problems.append("tables without meta fields (hoodie.populate.meta.fields=false)")
-    if config.keygen_class not in (SIMPLE_KEYGEN, COMPLEX_KEYGEN, NONPARTITIONED_KEYGEN):
+    if not config.populate_meta_fields and config.table_type is TableType.MERGE_ON_READ:
+        # copy-on-write computes stored keys from the key fields; log blocks would need it too
+        problems.append("merge-on-read tables without meta fields (hoodie.populate.meta.fields=false; they are read)")
+    if config.keygen_class not in (SIMPLE_KEYGEN, COMPLEX_KEYGEN, NONPARTITIONED_KEYGEN, TIMESTAMP_KEYGEN):
         problems.append(f"key generator {config.keygen_class}")
     problems.extend(format_problems(config))
     if problems:

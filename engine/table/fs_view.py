@@ -14,7 +14,7 @@ merged file slice), which `latest_slices` returns.
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 
 from engine.table.file_group import BaseFile, FileGroup, FileSlice, LogFile
@@ -53,6 +53,7 @@ class FileSystemView:
         replaced: Mapping[str, Iterable[str]] | None = None,
         committed_paths: frozenset[str] | None = None,
         pending_compaction: Mapping[tuple[str, str], str] | None = None,
+        archived_completions: Callable[[], Mapping[str, str]] | None = None,
     ) -> FileSystemView:
         """Group visible files into file groups.
 
@@ -60,6 +61,9 @@ class FileSystemView:
         `committed_paths`, when given, breaks ties between two base files of the same file id and
         instant (debris of a failed task attempt) in favour of the one the commit names.
         `pending_compaction` maps (partition, file id) -> the pending compaction planned on it.
+        `archived_completions` (timeline layout 2) gives the completion times of archived instants
+        (the LSM history); it is called only when a log file was written by an instant older
+        than the active timeline, whose completion time decides its slice and its order.
         """
         replaced_ids = {(p, f) for p, ids in (replaced or {}).items() for f in ids}
         pending = dict(pending_compaction or {})
@@ -93,6 +97,10 @@ class FileSystemView:
                 ln.base_instant, timeline, as_of
             ):
                 logs[(partition, ln.file_id, ln.base_instant)].append(LogFile(partition, ln, df.size))
+        if late_logs and archived_completions is not None and any(
+            lf.name.base_instant not in completion for lf in late_logs
+        ):
+            completion = {**archived_completions(), **completion}
         if late_logs:
             _slice_by_completion(late_logs, bases, pending, completion, logs)
         slices: dict[tuple[str, str], list[FileSlice]] = defaultdict(list)

@@ -6,9 +6,10 @@ No Spark here: the console and the CLI browse tables with it alone.
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from functools import partial
 
 import pyarrow as pa
 
@@ -251,8 +252,15 @@ class MetaClient:
             from engine.table.compaction_plan import pending_compactions, pending_groups
 
             pending = pending_groups(pending_compactions(self, tl))
+        older: Callable[[], dict[str, str]] | None = None
+        if self.layout.version >= 2 and tl.has_archive:
+            from engine.services import archive_lsm
+
+            older = partial(archive_lsm.completion_times, self)  # archived instants' logs are sliced by it
+
         return FileSystemView.build(
-            self.list_data_files(), tl, as_of=as_of, replaced=replaced, pending_compaction=pending
+            self.list_data_files(), tl, as_of=as_of, replaced=replaced, pending_compaction=pending,
+            archived_completions=older,
         )
 
     def ensure_partition_metadata(self, partition: str, instant: str) -> None:

@@ -179,7 +179,7 @@ class WriteJob:
         """Resolve the write schema, key the records, summarise and de-duplicate the batch and give
         each row its operation. None for an empty batch; InvalidInputError for invalid keys."""
         table_cfg = self.meta.config
-        spec = KeySpec.from_config(table_cfg)
+        spec = KeySpec.from_config(table_cfg, self.config.keygen_options)
         timeline = self.meta.timeline()
         write_schema = resolve_write_schema(
             to_arrow_schema(df.schema, timezone="UTC"),
@@ -440,6 +440,7 @@ class WriteJob:
             compression=self.config.compression,
             match_keys=self.operation.tags,
             bloom=(self.config.bloom_num_entries, self.config.bloom_fpp, self.config.bloom_max_entries),
+            virtual=KeySpec.from_config(self.meta.config) if not self.meta.config.populate_meta_fields else None,
         )
         buckets = {b.index: self._bucket_write(b, batch.view) for b in plan.buckets}
         actx = self._append_context(batch, ctx.schema) if any(b.append for b in plan.buckets) else None

@@ -9,7 +9,7 @@ Incoming rows carry the data columns plus `_hk` (record key), `_hp` (partition p
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -31,6 +31,12 @@ from engine.data.columns import KEY_COL, OP_COL, OP_DELETE, OP_UPSERT, PART_COL
 from engine.index.bloom_filter import build_for_keys, footer_entries
 from engine.storage import Storage
 from engine.table.file_names import base_file_name, join_path
+
+if TYPE_CHECKING:
+    from engine.write.keygen import KeySpec
+
+# what a table without meta fields leaves null in its files (Apache Hudi fills only the file name)
+VIRTUAL_NULL_COLUMNS = (COMMIT_TIME_COL, COMMIT_SEQNO_COL, RECORD_KEY_COL, PARTITION_PATH_COL)
 
 
 @dataclass(frozen=True)
@@ -63,6 +69,9 @@ class WriteContext:
     match_keys: bool = True
     bloom: tuple[int, float, int] = (60_000, 1e-9, 100_000)  # num entries, fpp, max entries
     extra_footer: dict[str, str] = field(default_factory=dict)
+    # a table without meta fields (hoodie.populate.meta.fields=false): stored keys are computed from
+    # these key fields, and the files get null meta columns and no key footer, as Apache Hudi writes them
+    virtual: KeySpec | None = None
 
 
 @dataclass
@@ -132,6 +141,18 @@ def accept_newer(incoming: pa.ChunkedArray, stored: pa.ChunkedArray) -> pa.Chunk
     return pc.or_kleene(pc.is_null(stored), pc.fill_null(ge, False))
 
 
+def _stored(ctx: WriteContext, path: str) -> pa.Table:
+    """A base file's rows as `ctx.schema` types them, with their record keys (computed from the
+    key fields when the table has no meta fields)."""
+    rows = conform(read_base_file(ctx.storage, path), ctx.schema)
+    if ctx.virtual is None:
+        return rows
+    from engine.write.keygen import key_array
+
+    index = rows.schema.get_field_index(RECORD_KEY_COL)
+    return rows.set_column(index, rows.schema.field(index), key_array(ctx.virtual, rows))
+
+
 def write_bucket(
     ctx: WriteContext, bucket: BucketWrite, incoming: pa.Table, token: str, task_partition: int
 ) -> WriteOutcome:
@@ -146,9 +167,9 @@ def write_bucket(
 
     num_updates = num_deletes = num_stale = 0
     if bucket.base_path is not None and not ctx.match_keys:
-        kept = _renamed(conform(read_base_file(ctx.storage, bucket.base_path), ctx.schema), ctx, file_name)
+        kept = _renamed(_stored(ctx, bucket.base_path), ctx, file_name)
     elif bucket.base_path is not None:
-        old = conform(read_base_file(ctx.storage, bucket.base_path), ctx.schema)
+        old = _stored(ctx, bucket.base_path)
         old_keys = old.column(RECORD_KEY_COL)
         pos = pc.index_in(upserts.column(KEY_COL), value_set=old_keys)
         found = pc.is_valid(pos)
@@ -214,11 +235,15 @@ def write_base_file(ctx: WriteContext, path: str, out: pa.Table) -> WrittenFile:
     min_key = pc.min(keys).as_py() if out.num_rows else None
     max_key = pc.max(keys).as_py() if out.num_rows else None
     footer = dict(ctx.extra_footer)
-    if min_key is not None and max_key is not None:
+    if ctx.virtual is not None:  # Apache Hudi writes neither the meta values nor a key footer
+        for name in VIRTUAL_NULL_COLUMNS:
+            i = out.schema.get_field_index(name)
+            out = out.set_column(i, out.schema.field(i), pa.nulls(out.num_rows, out.schema.field(i).type))
+    elif min_key is not None and max_key is not None:
         footer[FOOTER_MIN_RECORD_KEY] = min_key
         footer[FOOTER_MAX_RECORD_KEY] = max_key
-    # Hudi adds each key as its row is written, so the keys go in in output order
-    footer.update(footer_entries(build_for_keys(keys, *ctx.bloom)))
+    if ctx.virtual is None:  # Hudi adds each key as its row is written, so the keys go in in output order
+        footer.update(footer_entries(build_for_keys(keys, *ctx.bloom)))
     with ctx.storage.open_output_stream(path) as sink:
         # Hudi's footer keys go in the parquet key-value metadata once; with store_schema the
         # ~430 KB bloom filter would be stored a second time inside ARROW:schema

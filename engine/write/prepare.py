@@ -16,6 +16,7 @@ from pyspark.sql import functions as F
 from engine.constants import DEFAULT_PARTITION_PATH, EMPTY_RECORD_KEY_PLACEHOLDER, NULL_RECORD_KEY_PLACEHOLDER
 from engine.data.columns import KEY_COL, OP_DELETE, OP_UPSERT, PART_COL
 from engine.write.keygen import KeySpec
+from engine.write.timestamp_keys import TimestampKeySpec, partition_paths
 
 # batches up to this many records ship their keys to the driver and the index scan tasks (a few MB per million)
 BROADCAST_KEYS_LIMIT = 2_000_000
@@ -44,9 +45,23 @@ def record_key_expr(spec: KeySpec) -> Column:
     return F.when(all_missing, F.lit(None)).otherwise(F.concat_ws(",", *parts))
 
 
+def timestamp_partition_expr(spec: TimestampKeySpec, field: str, hive_style: bool) -> Column:
+    """The timestamp-based key generator's partition path, computed on Arrow batches (pyarrow
+    compute for numbers; DATE_STRING values are parsed one by one within the batch)."""
+    prefix = field if hive_style else None
+
+    def paths(values: pa.Array) -> pa.Array:
+        return partition_paths(spec, values, prefix)
+
+    return F.arrow_udf(paths, "string")(F.col(field))  # type: ignore[call-overload]
+
+
 def partition_path_expr(spec: KeySpec) -> Column:
+    """The partition path column of the table's key generator."""
     if not spec.partition_fields:
         return F.lit("")
+    if spec.timestamp is not None:
+        return timestamp_partition_expr(spec.timestamp, spec.partition_fields[0], spec.hive_style)
     segments = []
     for field in spec.partition_fields:
         value = F.col(field).cast("string")
@@ -162,4 +177,5 @@ __all__ = [
     "partition_path_expr",
     "record_key_expr",
     "summarize",
+    "timestamp_partition_expr",
 ]

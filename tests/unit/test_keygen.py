@@ -208,3 +208,46 @@ def test_keys_match_what_hudi_wrote(name: str, unpacked: Path) -> None:
     assert checked > 0
     if expected_keys is not None:
         assert seen == expected_keys
+
+
+# ---- keys of stored rows, for tables without meta fields --------------------------------------
+def test_stored_keys_are_computed_from_the_key_fields_as_the_write_renders_them():
+    import pyarrow as pa
+
+    from engine.write.keygen import key_array
+
+    rows = pa.table({"id": pa.array([3, None, 10], pa.int32()), "city": ["paris", "", None]})
+    assert key_array(KeySpec(("id",), ("city",)), rows).to_pylist() == ["3", None, "10"]
+    complex_keys = KeySpec(("id", "city"), complex_keys=True)
+    assert key_array(complex_keys, rows).to_pylist() == ["id:3,city:paris", "id:__null__,city:__empty__", "id:10,city:__null__"]
+    assert key_array(complex_keys, rows).to_pylist()[0] == record_key(complex_keys, {"id": 3, "city": "paris"})
+
+
+def test_stored_keys_of_other_types_are_refused():
+    import pyarrow as pa
+
+    from engine.errors import InvalidConfigError
+    from engine.write.keygen import key_array
+
+    with pytest.raises(InvalidConfigError, match="take string, integer or boolean fields"):
+        key_array(KeySpec(("price",)), pa.table({"price": [1.5]}))
+
+
+def test_a_table_without_meta_fields_writes_with_simple_indexes_only():
+    from engine.config.table_config import IndexType, TableConfig
+    from engine.errors import InvalidConfigError
+    from engine.table.create import new_table_config, write_index
+
+    virtual = TableConfig(name="t", record_key_fields=("id",), populate_meta_fields=False)
+    assert KeySpec.from_config(virtual).virtual is True
+    assert write_index(virtual, None) is IndexType.SIMPLE  # no bloom filter in its files
+    assert write_index(virtual, "GLOBAL_SIMPLE") is IndexType.GLOBAL_SIMPLE
+    with pytest.raises(InvalidConfigError, match="index BLOOM cannot serve a table without meta fields"):
+        write_index(virtual, "BLOOM")
+    assert write_index(TableConfig(name="t", record_key_fields=("id",)), None) is IndexType.BLOOM
+    cfg = new_table_config(name="t", record_key="id", index="SIMPLE", populate_meta_fields=False)
+    assert cfg.to_properties()["hoodie.populate.meta.fields"] == "false"
+    with pytest.raises(InvalidConfigError, match="needs index SIMPLE or GLOBAL_SIMPLE"):
+        new_table_config(name="t", record_key="id", populate_meta_fields=False)
+    with pytest.raises(InvalidConfigError, match="COPY_ON_WRITE only"):
+        new_table_config(name="t", record_key="id", index="SIMPLE", table_type="MERGE_ON_READ", populate_meta_fields=False)
