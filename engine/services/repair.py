@@ -7,8 +7,11 @@ Runs at the start of every write and through `hoodie repair`, in this order:
    an archival killed after writing its archive file is finished;
 1. pending restores and rollbacks are finished from their plans;
 2. pending writes whose heartbeat expired (their writer died) are rolled back: partial data and
-   index files deleted, timeline files removed. A pending write with a live heartbeat means a
-   writer is still running without the lock: ConcurrentWriteError, nothing touched;
+   index files deleted, timeline files removed. So is, at once, a pending write whose heartbeat
+   names a process of this host and boot that is provably dead (`engine.table.liveness`: a
+   writer killed here need not be waited for). A pending write with a live heartbeat means a
+   writer is still running without the lock: ConcurrentWriteError naming when its heartbeat
+   expires, nothing touched;
    Pending compactions and clusterings (table services Apache Hudi scheduled) are left alone
    and reported in `left_pending`, as are failed writes of MERGE_ON_READ tables;
 3. pending cleans are finished from their plans;
@@ -31,8 +34,11 @@ from engine.services import restore as restore_service
 from engine.services import rollback as rollback_service
 from engine.services.savepoint import remove_savepoint_files
 from engine.services.serial import Documented
+from engine.storage.base import Storage
 from engine.table import metadata_table
 from engine.table.heartbeat import Heartbeat, heartbeat_file
+from engine.table.liveness import ProcReader, is_dead_here
+from engine.table.lock_info import iso_ms
 from engine.table.meta_client import MetaClient
 from engine.timeline.instant import Action, Instant
 from engine.timeline.timeline import Timeline
@@ -103,18 +109,37 @@ def failed_write_candidates(meta: MetaClient, timeline: Timeline, left: dict[str
     return out
 
 
+def is_writer_gone(
+    storage: Storage, instant: str, heartbeat_interval_ms: int, tolerable_misses: int, proc: ProcReader | None = None
+) -> bool:
+    """Whether the writer of pending `instant` is gone: its heartbeat expired, or the process its
+    heartbeat names is provably dead (same host and boot, pid gone or reused)."""
+    if Heartbeat.is_expired(storage, instant, heartbeat_interval_ms / 1000, tolerable_misses):
+        return True
+    writer = Heartbeat.writer(storage, instant)
+    if writer is not None and is_dead_here(writer, proc):
+        _log.warning("the writer of %s (host=%s pid=%s) is dead: its write fails now", instant, writer.host, writer.pid)
+        return True
+    return False
+
+
 def interrupted_compactions(
-    meta: MetaClient, timeline: Timeline, heartbeat_interval_ms: int, tolerable_misses: int
+    meta: MetaClient,
+    timeline: Timeline,
+    heartbeat_interval_ms: int,
+    tolerable_misses: int,
+    proc: ProcReader | None = None,
 ) -> list[Instant]:
     """Inflight compactions this engine started (they keep a heartbeat) whose runner died: their
-    heartbeat expired. A compaction Apache Hudi runs has no heartbeat of ours and is left alone."""
+    heartbeat expired or names a provably dead process. A compaction Apache Hudi runs has no
+    heartbeat of ours and is left alone."""
     out = []
     for inst in timeline.pending.instants:
         if inst.action is not Action.COMPACTION or not inst.is_inflight:
             continue
         if not meta.storage.exists(heartbeat_file(inst.time)):
             continue
-        if Heartbeat.is_expired(meta.storage, inst.time, heartbeat_interval_ms / 1000, tolerable_misses):
+        if is_writer_gone(meta.storage, inst.time, heartbeat_interval_ms, tolerable_misses, proc):
             out.append(inst)
     return out
 
@@ -127,7 +152,9 @@ def repair(
     dry_run: bool = False,
     fence: Callable[[], None] | None = None,
     metadata_enable: bool | None = None,
+    proc: ProcReader | None = None,
 ) -> RepairReport:
+    """Repair the table (see the module docstring); `proc` reads /proc to prove writers dead."""
     report = RepairReport(dry_run=dry_run)
     metadata_table.check_enable_option(metadata_enable, meta.storage)
     # before anything changes: a timeline this engine cannot read (layouts mixed, the latest
@@ -162,18 +189,21 @@ def repair(
     live = [
         i.time
         for i in pending_writes
-        if not Heartbeat.is_expired(meta.storage, i.time, heartbeat_interval_ms / 1000, tolerable_misses)
+        if not is_writer_gone(meta.storage, i.time, heartbeat_interval_ms, tolerable_misses, proc)
     ]
     if live:
+        expiries = [Heartbeat.expires_at_ms(meta.storage, t, heartbeat_interval_ms / 1000, tolerable_misses) for t in live]
+        retry = max((e for e in expiries if e is not None), default=None)
         raise ConcurrentWriteError(
             f"instant(s) {', '.join(live)} of {meta.storage.base_uri} are being written by a live writer "
             "(their heartbeat is fresh); wait for it to finish or for its heartbeat to expire"
+            + ("" if retry is None else f": retry after {iso_ms(retry)}")
         )
     for inst in sorted(pending_writes, reverse=True):
         report.failed_writes_rolled_back.append(inst.time)
         if not dry_run:
             rollback_service.rollback(meta, inst.time, index, fence=fence)
-    for inst in interrupted_compactions(meta, meta.timeline(), heartbeat_interval_ms, tolerable_misses):
+    for inst in interrupted_compactions(meta, meta.timeline(), heartbeat_interval_ms, tolerable_misses, proc):
         report.compactions_reverted.append(inst.time)
         if not dry_run:
             from engine.services.compaction import revert_to_requested

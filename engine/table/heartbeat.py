@@ -16,10 +16,19 @@ time would not come from the clock the writer was given. Files without a number 
 (written by Java Hudi) fall back to the mtime, so either writer's heartbeats are understood.
 Either way the reader compares against its own clock: the skew between writer (or server)
 and reader must stay well under `interval * misses`.
+
+Who beats: after the beat time, a second line holds the writing process as JSON (`host`,
+`pid`, `boot_id`, `start`, `pid_ns`; `engine.table.liveness`), so that a writer on the same
+host, boot and pid namespace can prove a crashed writer dead at once instead of waiting for
+the heartbeat to expire
+(`Heartbeat.writer`). Files without that line (older versions of this engine, Java Hudi) name
+nobody, and their writer is only ever outlived. Versions of this engine before that line read
+such a file's mtime, as they do Java Hudi's.
 """
 
 from __future__ import annotations
 
+import json
 import logging
 import threading
 import time
@@ -28,6 +37,7 @@ from types import TracebackType
 
 from engine.constants import HEARTBEAT_FOLDER, METAFOLDER
 from engine.storage.base import Storage
+from engine.table.liveness import ProcessId, ProcReader
 
 __all__ = [
     "DEFAULT_INTERVAL",
@@ -63,7 +73,12 @@ class Heartbeat:
     """
 
     def __init__(
-        self, storage: Storage, instant: str, interval: float, clock: Callable[[], float] = time.time
+        self,
+        storage: Storage,
+        instant: str,
+        interval: float,
+        clock: Callable[[], float] = time.time,
+        proc: ProcReader | None = None,
     ) -> None:
         if interval <= 0:
             raise ValueError(f"heartbeat interval must be positive, got {interval}")
@@ -72,6 +87,12 @@ class Heartbeat:
         self.path = heartbeat_file(instant)
         self.interval = interval
         self.clock = clock
+        self.process = ProcessId.current(proc)
+        self._who = json.dumps(
+            {"host": self.process.host, "pid": self.process.pid, "boot_id": self.process.boot_id,
+             "start": self.process.start, "pid_ns": self.process.pid_ns},
+            sort_keys=True,
+        )
         self.beats = 0
         self.last_beat_ms: int | None = None
         self.last_error: BaseException | None = None
@@ -89,9 +110,10 @@ class Heartbeat:
         interval: float = DEFAULT_INTERVAL,
         *,
         clock: Callable[[], float] = time.time,
+        proc: ProcReader | None = None,
     ) -> Heartbeat:
         """Beat once now (errors propagate), then every `interval` seconds from a daemon thread."""
-        heartbeat = cls(storage, instant, interval, clock)
+        heartbeat = cls(storage, instant, interval, clock, proc)
         # Synchronous first beat: the thread may not get to run before someone checks.
         heartbeat.beat()
         heartbeat._thread = threading.Thread(target=heartbeat._run, name=f"heartbeat-{instant}", daemon=True)
@@ -101,7 +123,7 @@ class Heartbeat:
     def beat(self) -> None:
         """Write the heartbeat file with the current time."""
         now_ms = _ms(self.clock())
-        self.storage.write_bytes(self.path, str(now_ms).encode())
+        self.storage.write_bytes(self.path, f"{now_ms}\n{self._who}\n".encode())
         self.last_beat_ms = now_ms
         self.beats += 1
 
@@ -141,7 +163,7 @@ class Heartbeat:
             data = storage.read_bytes(path)
         except FileNotFoundError:
             return None
-        text = data.decode("ascii", errors="replace").strip()
+        text = data.decode("ascii", errors="replace").strip().split("\n", 1)[0].strip()
         if text.isdigit():
             return int(text)
         # Java Hudi's heartbeats are empty files whose mtime is the beat.
@@ -149,6 +171,42 @@ class Heartbeat:
             if f.name == instant and not f.is_dir:
                 return f.mtime_ms
         return None
+
+    @staticmethod
+    def writer(storage: Storage, instant: str) -> ProcessId | None:
+        """The process that beats for `instant`, as its heartbeat file names it; None if the file
+        is missing or names nobody (older versions, Java Hudi) or does not parse."""
+        try:
+            data = storage.read_bytes(heartbeat_file(instant))
+        except FileNotFoundError:
+            return None
+        lines = data.decode("utf-8", errors="replace").strip().split("\n", 1)
+        if len(lines) < 2:
+            return None
+        try:
+            raw = json.loads(lines[1])
+        except json.JSONDecodeError:
+            return None
+        if not isinstance(raw, dict):
+            return None
+        host, pid, boot, start, ns = (raw.get(k) for k in ("host", "pid", "boot_id", "start", "pid_ns"))
+        if not isinstance(host, str) or type(pid) is not int:
+            return None
+        return ProcessId(
+            host=host,
+            pid=pid,
+            boot_id=boot if isinstance(boot, str) else None,
+            start=start if type(start) is int else None,
+            pid_ns=ns if isinstance(ns, str) else None,
+        )
+
+    @staticmethod
+    def expires_at_ms(
+        storage: Storage, instant: str, interval: float = DEFAULT_INTERVAL, misses: int = DEFAULT_TOLERABLE_MISSES
+    ) -> int | None:
+        """When the heartbeat of `instant` expires if no beat follows (epoch ms); None if it has none."""
+        last = Heartbeat.last_beat(storage, instant)
+        return None if last is None else last + _ms(interval) * misses
 
     @staticmethod
     def is_expired(

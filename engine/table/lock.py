@@ -11,6 +11,11 @@ exclusive create (`Storage.create_exclusive`, a hard link locally, `If-None-Matc
   gap that garbage collection left while we were stalled (a stale claim), so we mark our
   file released and start over. The highest epoch never goes down: a releaser at epoch N
   only deletes epochs below N-1.
+- takeover of a dead holder: a holder whose lease still runs but whose process is provably
+  dead (same host name, boot id and pid namespace as ours, and its pid gone or now another process: see
+  `engine.table.liveness`) is taken over at once, exactly as an expired lease: create lock.N+1.
+  A holder elsewhere, of another boot, or recorded without boot id and start time (older
+  versions, other tools) is waited for until its lease expires.
 - renew: only the creator of lock.N ever writes it, so renewing (a daemon thread, every
   lease/4 by default) is a plain overwrite with a later expiry, done after checking that
   no newer epoch exists. Nobody can steal a live lock: a takeover creates lock.N+1, and
@@ -36,10 +41,8 @@ removed by hand. Unparseable content never frees a table by itself.
 from __future__ import annotations
 
 import logging
-import os
 import random
 import re
-import socket
 import threading
 import time
 import uuid
@@ -49,6 +52,7 @@ from types import TracebackType
 
 from engine.errors import ConcurrentWriteError, EngineError
 from engine.storage.base import Storage
+from engine.table.liveness import LocalProc, ProcessId, ProcReader, is_dead_here
 from engine.table.lock_info import LOCK_DIR, LockInfo, iso_ms, lock_file
 
 __all__ = ["DEFAULT_LEASE", "LOCK_DIR", "LockInfo", "TableLock", "lock_file", "read_holder"]
@@ -129,7 +133,8 @@ class TableLock:
     `lease` (seconds) is how long a holder that stops renewing keeps the lock; a daemon
     thread renews every `renew_interval` (default lease/4). `wait` is how long `acquire`
     (and `with lock:`) retries, with backoff, while another writer holds the lock. `clock`
-    gives epoch seconds; tests pass a fake one to simulate expiry.
+    gives epoch seconds; tests pass a fake one to simulate expiry. `proc` reads /proc, to
+    record who we are and to prove a holder dead (tests pass a fake one).
 
         with TableLock(storage, "upsert") as lock:
             ... write files ...
@@ -146,6 +151,7 @@ class TableLock:
         renew_interval: float | None = None,
         wait: float = 0.0,
         clock: Callable[[], float] = time.time,
+        proc: ProcReader | None = None,
     ) -> None:
         if lease <= 0:
             raise ValueError(f"lease must be positive, got {lease}")
@@ -158,6 +164,7 @@ class TableLock:
         self.renew_interval = renew_interval
         self.wait = wait
         self.clock = clock
+        self.proc = proc or LocalProc()
         self._mutex = threading.Lock()  # serialises renewals with check() and release()
         self._info: LockInfo | None = None
         self._lost: ConcurrentWriteError | None = None
@@ -202,23 +209,35 @@ class TableLock:
         while True:
             latest = _latest(self.storage, self._lease_ms)
             now_ms = self._now_ms()
-            if latest is not None and latest.is_held(now_ms):
+            if latest is not None and latest.is_held(now_ms) and not self._is_dead(latest):
                 remaining = deadline - time.monotonic()
                 if remaining <= 0:
                     raise ConcurrentWriteError(
-                        f"table {self.storage.uri('')} is locked by {latest.describe()}", latest
+                        f"table {self.storage.uri('')} is locked by {latest.describe()}"
+                        + ("" if latest.corrupt else f"; retry after {iso_ms(latest.expires_at_ms)}"),
+                        latest,
                     )
                 time.sleep(min(remaining, delay * random.uniform(0.5, 1.5)))
                 delay = min(delay * 2, _BACKOFF_MAX)
                 continue
+            if latest is not None and latest.is_held(now_ms):
+                _log.warning(
+                    "taking over the lock of %s: %s, whose process is gone",
+                    self.storage.uri(""),
+                    latest.describe(),
+                )
+            me = ProcessId.current(self.proc)
             mine = LockInfo(
                 epoch=1 if latest is None else latest.epoch + 1,
                 owner=uuid.uuid4().hex,
-                host=socket.gethostname(),
-                pid=os.getpid(),
+                host=me.host,
+                pid=me.pid,
                 purpose=self.purpose,
                 acquired_at_ms=now_ms,
                 expires_at_ms=now_ms + self._lease_ms,
+                boot_id=me.boot_id,
+                start=me.start,
+                pid_ns=me.pid_ns,
             )
             try:
                 self.storage.create_exclusive(lock_file(mine.epoch), mine.to_json())
@@ -230,6 +249,10 @@ class TableLock:
                 continue
             self._start(mine)
             return mine
+
+    def _is_dead(self, holder: LockInfo) -> bool:
+        """Whether the holder's process is provably dead (so its lease need not be waited for)."""
+        return not holder.corrupt and is_dead_here(holder.process, self.proc)
 
     def _start(self, mine: LockInfo) -> None:
         self._info = mine

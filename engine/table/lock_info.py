@@ -13,6 +13,7 @@ from datetime import UTC, datetime
 from typing import TypeVar
 
 from engine.constants import LOCK_FOLDER, METAFOLDER
+from engine.table.liveness import ProcessId
 
 __all__ = ["FOREVER_MS", "LOCK_DIR", "UNKNOWN_HOLDER", "LockInfo", "iso_ms", "lock_file"]
 
@@ -39,6 +40,9 @@ class LockInfo:
 
     Times are epoch milliseconds. `corrupt` marks a file that did not parse; its owner,
     host and purpose are then "unknown" and its expiry is derived from the file mtime.
+    `boot_id`, `start` and `pid_ns` (the holder's boot id, process start ticks and pid namespace, see
+    `engine.table.liveness`) are optional on disk: records of older versions lack them, and
+    then the holder can never be proven dead, only outlived by its lease.
     """
 
     epoch: int
@@ -50,6 +54,14 @@ class LockInfo:
     expires_at_ms: int
     released: bool = False
     corrupt: bool = False
+    boot_id: str | None = None
+    start: int | None = None
+    pid_ns: str | None = None
+
+    @property
+    def process(self) -> ProcessId:
+        """The holder's process, for `engine.table.liveness.is_dead_here`."""
+        return ProcessId(host=self.host, pid=self.pid, boot_id=self.boot_id, start=self.start, pid_ns=self.pid_ns)
 
     def is_held(self, now_ms: int) -> bool:
         """Whether this lease still holds the lock at `now_ms` (not released, not expired)."""
@@ -76,6 +88,9 @@ class LockInfo:
         """The lock file content."""
         fields = asdict(self)
         del fields["corrupt"]
+        for optional in ("boot_id", "start", "pid_ns"):
+            if fields[optional] is None:
+                del fields[optional]
         return json.dumps(fields, sort_keys=True).encode()
 
     @classmethod
@@ -97,6 +112,9 @@ class LockInfo:
                 acquired_at_ms=_typed(raw, "acquired_at_ms", int),
                 expires_at_ms=_typed(raw, "expires_at_ms", int),
                 released=_typed(raw, "released", bool),
+                boot_id=_optional(raw, "boot_id", str),
+                start=_optional(raw, "start", int),
+                pid_ns=_optional(raw, "pid_ns", str),
             )
         except (UnicodeDecodeError, json.JSONDecodeError) as e:
             raise ValueError(f"not JSON: {e}") from e
@@ -124,3 +142,7 @@ def _typed(raw: dict[str, object], key: str, kind: type[_T]) -> _T:
     if not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
         raise ValueError(f"field {key!r} is missing or not {kind.__name__}: {value!r}")
     return value
+
+
+def _optional(raw: dict[str, object], key: str, kind: type[_T]) -> _T | None:
+    return None if raw.get(key) is None else _typed(raw, key, kind)

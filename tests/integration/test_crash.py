@@ -276,3 +276,52 @@ def test_killed_during_compaction(spark, tmp_path, point):
     Maintenance(t.meta, FAST).run_compaction(pending.time)
     assert data(t) == oracle(t) == after_next(last)
     assert_clean_mor_table(t)
+
+
+# ---- a writer killed on this host is not waited for ------------------------------------------
+# Apache Hudi's defaults: a 60 s lease, heartbeats every 60 s with 2 misses tolerated, no waiting
+# for the lock. A dead writer that could not be proven dead would make the next write fail.
+DEFAULTS = {
+    "hoodie.client.heartbeat.interval_in_ms": "60000",
+    "hoodie.client.heartbeat.tolerable.misses": "2",
+    "hoodie.write.lock.lease_ms": "60000",
+    "hoodie.write.lock.wait_time_ms": "0",
+    "hoodie.clean.automatic": "false",
+    "hoodie.archive.automatic": "false",
+}
+
+
+def test_the_next_write_after_a_writer_killed_here_succeeds_at_once(spark, tmp_path):
+    from engine.table.lock import LOCK_DIR, LockInfo, lock_file
+
+    t, instants, states = setup_table(spark, tmp_path)
+    last = states[instants[-1]]
+    batch = [[7, "g", "paris", 5], [2, "b5", "rome", 5], [8, "h", "lima", 5]]
+    job = {"path": t.path, "action": "upsert", "schema": SCHEMA, "batches": [batch], "options": DEFAULTS}
+    res = run_writer(job, "write.before_complete")
+    assert res.returncode == -signal.SIGKILL, res.stderr[-3000:]
+    (failed,) = t.timeline().pending
+    failed_files = sorted(p for p in Path(t.path).rglob("*.parquet") if parse_base_file_name(p.name).instant == failed.time)
+    assert {p.parent.name for p in failed_files} == {"paris", "rome", "lima"}
+    # the dead writer's lease and heartbeat still run: only its death frees the table
+    epochs = sorted(int(f.name.split(".")[1]) for f in t.meta.storage.list_dir(LOCK_DIR))
+    dead = LockInfo.from_json(epochs[-1], t.meta.storage.read_bytes(lock_file(epochs[-1])))
+    assert not dead.released and dead.expires_at_ms > time.time() * 1000 + 30_000
+    assert Path(t.path, ".hoodie/.heartbeat", failed.time).exists()
+
+    started = time.monotonic()
+    r = t.upsert(spark.createDataFrame(NEXT, SCHEMA), options=DEFAULTS)
+    assert time.monotonic() - started < 30  # well under the 60 s lease and the 120 s heartbeat
+
+    assert data(t) == oracle(t) == after_next(last)
+    assert [p for p in failed_files if p.exists()] == []
+    assert not Path(t.path, "lima").exists()
+    timeline = t.timeline()
+    assert failed.time not in {i.time for i in timeline}
+    rollbacks = [i for i in timeline if i.action.value == "rollback"]
+    assert len(rollbacks) == 1 and rollbacks[0].is_completed and rollbacks[0].time < r.instant
+    assert [i.time for i in timeline.completed_writes] == [*instants, r.instant]
+    # the takeover of an expired lease: the next epoch; the dead writer's lock file untouched
+    assert LockInfo.from_json(dead.epoch, t.meta.storage.read_bytes(lock_file(dead.epoch))) == dead
+    assert max(int(f.name.split(".")[1]) for f in t.meta.storage.list_dir(LOCK_DIR)) == dead.epoch + 1
+    assert_clean_table(t)

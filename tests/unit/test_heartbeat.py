@@ -9,6 +9,7 @@ import pytest
 
 from engine.storage import Storage, storage_for
 from engine.table.heartbeat import HEARTBEAT_DIR, Heartbeat, heartbeat_file
+from engine.table.liveness import ProcessId
 from tests.support.moto_s3 import MotoS3
 
 INSTANT = "20260101000000000"
@@ -41,7 +42,12 @@ def local(tmp_path: Path) -> Storage:
 def test_start_writes_the_first_beat_before_returning(storage: Storage) -> None:
     hb = Heartbeat.start(storage, INSTANT, interval=60.0, clock=FakeClock())
     try:
-        assert storage.read_bytes(".hoodie/.heartbeat/20260101000000000") == b"1767225600000"
+        me = ProcessId.current()
+        assert storage.read_bytes(".hoodie/.heartbeat/20260101000000000") == (
+            b'1767225600000\n{"boot_id": "%s", "host": "%s", "pid": %d, "pid_ns": "%s", "start": %d}\n'
+            % (str(me.boot_id).encode(), me.host.encode(), me.pid, str(me.pid_ns).encode(), me.start or -1)
+        )
+        assert Heartbeat.writer(storage, INSTANT) == me
         assert Heartbeat.last_beat(storage, INSTANT) == T0_MS
         assert (hb.beats, hb.last_beat_ms) == (1, T0_MS)
         assert Heartbeat.list_instants(storage) == [INSTANT]

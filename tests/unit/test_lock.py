@@ -16,9 +16,11 @@ import pytest
 from engine import CommitConflictError, ConcurrentWriteError, TableLock
 from engine.storage import Storage, storage_for
 from engine.table import lock as lock_module
+from engine.table.liveness import ProcessId
 from engine.table.lock import LOCK_DIR, LockInfo, lock_file, read_holder
 from tests.support.moto_s3 import MotoS3
 
+ME = ProcessId.current()  # this process: its lock records name it
 T0 = 1_767_225_600.0  # 2026-01-01T00:00:00Z, in epoch seconds
 
 
@@ -70,6 +72,9 @@ def test_acquire_writes_epoch_one_and_release_marks_it_released(storage: Storage
         purpose="upsert",
         acquired_at_ms=1_767_225_600_000,
         expires_at_ms=1_767_225_630_000,
+        boot_id=ME.boot_id,
+        start=ME.start,
+        pid_ns=ME.pid_ns,
     )
     assert len(info.owner) == 32
     assert _lock_names(storage) == ["lock.000000000001"]
@@ -82,6 +87,9 @@ def test_acquire_writes_epoch_one_and_release_marks_it_released(storage: Storage
         "acquired_at_ms": 1_767_225_600_000,
         "expires_at_ms": 1_767_225_630_000,
         "released": False,
+        "boot_id": ME.boot_id,
+        "start": ME.start,
+        "pid_ns": ME.pid_ns,
     }
     assert read_holder(storage, clock=clock) == info
     lock.check()
@@ -156,7 +164,7 @@ def test_second_acquirer_gets_an_error_naming_the_holder(storage: Storage) -> No
     assert str(e) == (
         f"table {storage.uri('')} is locked by owner={held.owner} host={socket.gethostname()} "
         f"pid={os.getpid()} purpose=upsert acquired_at=2026-01-01T00:00:00.000+00:00 "
-        "lease_expires=2026-01-01T00:01:00.000+00:00"
+        "lease_expires=2026-01-01T00:01:00.000+00:00; retry after 2026-01-01T00:01:00.000+00:00"
     )
     assert _lock_names(storage) == ["lock.000000000001"]
     first.check()

@@ -16,7 +16,11 @@ from datetime import timedelta
 import sqlalchemy as sa
 from sqlalchemy.orm import Session
 
+# `<boot id>:<start ticks>` of a pid: re-exported for the runner, which records its own
+from engine.table.liveness import process_start
 from webui.models import Job, JobState, Worker, utcnow
+
+__all__ = ["STALE_AFTER", "claim_next", "fail_orphans", "local_runner_health", "process_start"]
 
 STALE_AFTER = timedelta(seconds=30)  # a runner silent this long is dead (it beats every 2 s)
 
@@ -53,26 +57,6 @@ def claim_next(session: Session, worker_id: str) -> int | None:
         if res.rowcount == 1:  # type: ignore[attr-defined]
             return job_id
     return None
-
-
-def process_start(pid: int) -> str | None:
-    """`<boot id>:<start time>` of process `pid` (Linux /proc; None elsewhere or if it is gone).
-
-    A pid names a process only until it exits: a restarted container runs its job runner under
-    the pid its predecessor had, on the same host name. The start time (clock ticks since boot,
-    field 22 of /proc/<pid>/stat) tells the two apart; the boot id, processes of two boots."""
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as f:
-            stat = f.read().decode("ascii", "replace")
-        with open("/proc/sys/kernel/random/boot_id") as f:
-            boot = f.read().strip()
-    except OSError:
-        return None
-    # the command name (field 2) is in parentheses and may hold spaces: split after the last ')'
-    fields = stat[stat.rfind(")") + 2:].split()
-    if len(fields) < 20:
-        return None
-    return f"{boot}:{fields[19]}"
 
 
 def _pid_alive(pid: int) -> bool:
@@ -126,7 +110,8 @@ def fail_orphans(session: Session, me: str | None = None) -> list[int]:
                 state=JobState.FAILED.value,
                 finished_at=now,
                 error=f"{reason} while the job was running. Nothing more was done; the engine's repair rolls "
-                "back any partial write of the table at its next write (once the write's heartbeat expires).",
+                "back any partial write of the table at its next write (at once on the host the job ran on, "
+                "elsewhere once the write's heartbeat expires).",
             )
         )
         if res.rowcount == 1:  # type: ignore[attr-defined]

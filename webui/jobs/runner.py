@@ -25,8 +25,9 @@ import sqlalchemy as sa
 from flask import Flask
 
 from engine.errors import EngineError
+from engine.table.liveness import process_start
 from webui.extensions import db
-from webui.jobs.claim import claim_next, fail_orphans, process_start
+from webui.jobs.claim import claim_next, fail_orphans
 from webui.jobs.operations import JobRefused, Operations
 from webui.jobs.progress import JobCancelled, JobReporter
 from webui.models import Job, JobState, Upload, User, Worker, utcnow
