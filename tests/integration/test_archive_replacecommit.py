@@ -15,21 +15,9 @@ from engine import Table
 from engine.services.maintenance import Maintenance
 from engine.table.commit_metadata import CommitMetadata
 from engine.timeline.instant import next_instant_time
-from tests.support import hudi_rs
-from tests.support.tables import rows
+from tests.integration.test_pending_clustering import MANUAL, SCHEMA, data, oracle
 
 pytestmark = pytest.mark.spark
-
-SCHEMA = "id int, name string, city string, ts long"
-MANUAL = {"hoodie.clean.automatic": "false", "hoodie.archive.automatic": "false"}
-
-
-def ours(t: Table) -> list[tuple]:
-    return sorted((r["id"], r["name"], r["city"], r["ts"]) for r in rows(t.read()))
-
-
-def theirs(t: Table) -> list[tuple]:
-    return sorted((r["id"], r["name"], r["city"], r["ts"]) for r in hudi_rs.snapshot(t.path))
 
 
 def test_a_version_6_replacecommit_whose_replaced_files_remain_stays_active(spark, tmp_path):
@@ -46,11 +34,11 @@ def test_a_version_6_replacecommit_whose_replaced_files_remain_stays_active(spar
     (hoodie / f"{instant}.replacecommit").write_bytes(t.meta.encode_commit_metadata(CommitMetadata(
         operation_type="DELETE_PARTITION", partition_to_replace_file_ids={"oslo": [oslo.file_id]},
         extra_metadata={"schema": schema})))
-    assert ours(t) == [(2, "b", "rome", 1)]  # (hudi-rs wants write stats in the latest commit: read below)
+    assert data(t) == [(2, "b", "rome", 1)]  # (hudi-rs wants write stats in the latest commit: read below)
     for n in range(2, 7):
         t.upsert(spark.createDataFrame([(2, f"b{n}", "rome", n)], SCHEMA), options=MANUAL)
     expected = [(2, "b6", "rome", 6)]
-    assert ours(t) == theirs(t) == expected
+    assert data(t) == oracle(t) == expected
     assert Path(t.path, oslo.path).exists()  # the replaced group's file is still there
 
     first = t.timeline().completed_writes.instants[0].time
@@ -58,4 +46,4 @@ def test_a_version_6_replacecommit_whose_replaced_files_remain_stays_active(spar
                                     "hoodie.cleaner.commits.retained": "1"}).archive()
     assert archived == [first]  # the commit before the replacecommit only: the replacecommit stays
     assert any(i.time == instant for i in t.timeline().instants)
-    assert ours(t) == theirs(t) == expected  # oslo's replaced rows stay hidden
+    assert data(t) == oracle(t) == expected  # oslo's replaced rows stay hidden
