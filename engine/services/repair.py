@@ -159,14 +159,14 @@ def repair(
     metadata_table.check_enable_option(metadata_enable, meta.storage)
     # before anything changes: a timeline this engine cannot read (layouts mixed, the latest
     # commit's metadata truncated) refuses the write or service with the table as it was
-    meta.latest_avro_schema(meta.timeline())
+    timeline = meta.timeline()
+    meta.latest_avro_schema(timeline)
     if metadata_table.is_present(meta.storage, meta.config):
         report.metadata_table_removed = metadata_table.removal_notice(
             meta.storage, metadata_table.named_partitions(meta.config)
         )
         if not dry_run:
-            remove_metadata_table(meta, fence)
-    timeline = meta.timeline()
+            remove_metadata_table(meta, fence)  # the metadata folder and properties: the timeline stays as listed
     if timeline.has_archive:
         if dry_run:
             report.archival_finished = []
