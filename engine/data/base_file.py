@@ -63,6 +63,25 @@ def read_columns(
     return conform(_typed_read(storage, path, read), schema)
 
 
+def read_filtered(storage: Storage, path: str, schema: pa.Schema, expr: pc.Expression | None) -> pa.Table:
+    """The columns of `schema` from a base file, conformed to it; with `expr`, the row groups its
+    statistics rule out are not read and the rows it rejects are dropped (a file lacking a column
+    the filter names is read whole)."""
+
+    def read(f: Any) -> pa.Table:
+        pf = pq.ParquetFile(f)
+        present = set(pf.schema_arrow.names)
+        columns = [c for c in schema.names if c in present]
+        if expr is None:
+            return pf.read(columns=columns)
+        try:
+            return pq.read_table(f, columns=columns, filters=expr)
+        except (pa.ArrowInvalid, pa.ArrowNotImplementedError, KeyError):
+            return pf.read(columns=columns)
+
+    return conform(_typed_read(storage, path, read), schema)
+
+
 def _typed_read(storage: Storage, path: str, read: Callable[[Any], _T]) -> _T:
     """Run `read` on the opened file: not parquet -> CorruptTableError, I/O -> StorageError."""
     try:
@@ -76,4 +95,4 @@ def _typed_read(storage: Storage, path: str, read: Callable[[Any], _T]) -> _T:
         raise StorageError(f"cannot read base file {storage.uri(path)}: {exc}") from exc
 
 
-__all__ = ["conform", "read_base_file", "read_columns", "read_footer"]
+__all__ = ["conform", "read_base_file", "read_columns", "read_filtered", "read_footer"]

@@ -7,8 +7,7 @@ distributed, and each task opens its files with `pyarrow.fs`.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -16,10 +15,11 @@ from pyspark.broadcast import Broadcast
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.pandas.types import from_arrow_schema
 
-from engine.constants import COMMIT_TIME_COL, RECORD_KEY_COL
+from engine.constants import RECORD_KEY_COL
 from engine.data.base_file import conform, read_base_file
 from engine.data.keys import KEYS_SCHEMA, ScanFile, SliceMerge, file_keys, file_ordering, ordering_schema
-from engine.data.slice_reader import MergeMode, SliceFiles, read_slice
+from engine.data.slice_reader import SliceFiles, read_slice
+from engine.read.plan import SliceRead, commit_filter
 from engine.storage import Storage
 
 _FILE_LIST_SCHEMA = "file string"
@@ -62,7 +62,7 @@ def _read_files_task(
             table = conform(read_base_file(storage, file.path), schema)
             if wanted is not None:
                 table = table.filter(pc.is_in(table.column(RECORD_KEY_COL), value_set=wanted))
-            yield from _commit_filter(table, commit_range).to_batches(max_chunksize=65536)
+            yield from commit_filter(table, commit_range).to_batches(max_chunksize=65536)
 
     return run
 
@@ -96,31 +96,6 @@ def _read_keys_task(storage: Storage, wanted: Broadcast | None, merge: SliceMerg
     return run
 
 
-@dataclass(frozen=True)
-class SliceRead:
-    """How scan tasks merge file slices (merge-on-read): the ordering field, the merge mode, which
-    instants' log blocks count, the time-travel instant and the incremental range."""
-
-    ordering_field: str | None
-    mode: MergeMode
-    committed: Callable[[str], bool]
-    as_of: str | None = None
-    commit_range: tuple[str | None, str | None] | None = None
-
-
-def _commit_filter(table: pa.Table, commit_range: tuple[str | None, str | None] | None) -> pa.Table:
-    if commit_range is None:
-        return table
-    start, end = commit_range
-    times = table.column(COMMIT_TIME_COL)
-    mask = pc.is_valid(times)
-    if start is not None:
-        mask = pc.and_(mask, pc.greater(times, start))
-    if end is not None:
-        mask = pc.and_(mask, pc.less_equal(times, end))
-    return table.filter(mask)
-
-
 def _read_slices_task(storage: Storage, schema: pa.Schema, slices: Broadcast, how: SliceRead, keys: Broadcast | None):
     def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         wanted = keys.value if keys is not None else None
@@ -132,7 +107,7 @@ def _read_slices_task(storage: Storage, schema: pa.Schema, slices: Broadcast, ho
                     storage, files, schema, ordering_field=how.ordering_field, mode=how.mode,
                     is_committed=how.committed, as_of=how.as_of, keys=wanted,
                 )
-                yield from _commit_filter(table, how.commit_range).to_batches(max_chunksize=65536)
+                yield from commit_filter(table, how.commit_range).to_batches(max_chunksize=65536)
 
     return run
 

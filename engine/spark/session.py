@@ -29,7 +29,8 @@ DEFAULT_CONF = {
 def build_session(
     master: str | None = None, app_name: str = "hoodie", conf: dict[str, str] | None = None
 ) -> SparkSession:
-    """A SparkSession on `master` (default: $SPARK_MASTER or local[*]) with the engine's settings.
+    """A SparkSession on `master` (default: $SPARK_MASTER or local[*]) with the engine's settings,
+    and the engine registered as its `hudi` data source (`engine.spark.register`).
 
     Off a local master, the `engine` package is shipped to the executors as a zip.
     """
@@ -48,6 +49,9 @@ def build_session(
     spark.sparkContext.setLogLevel(os.environ.get("HOODIE_SPARK_LOG_LEVEL", "ERROR"))
     if not master.startswith("local"):
         ship_engine(spark)
+    from engine.spark.datasource import register
+
+    register(spark)
     return spark
 
 

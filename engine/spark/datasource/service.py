@@ -1,0 +1,185 @@
+"""The commit service: runs data source writes in the user's driver process, where Spark is.
+
+`register(spark)` starts one per session: a thread serving 127.0.0.1 on a free port. A request
+(one JSON line, with the session's random token) names the table, the write options and the rows
+the write's tasks staged; the service opens the table (or creates it, as Apache Hudi's first write
+does), runs the `Table` operation on those rows with the session, and answers with the write's
+result or the engine's typed error. Writes run on the session's executors like any `Table` write.
+"""
+
+from __future__ import annotations
+
+import hmac
+import json
+import logging
+import secrets
+import socketserver
+import threading
+from dataclasses import asdict
+from typing import Any
+
+from pyspark.sql import DataFrame, SparkSession
+
+from engine.errors import EngineError, InvalidConfigError, TableExistsError, TableNotFoundError
+from engine.spark.datasource.options import WriteOptions
+from engine.spark.datasource.writer import STAGING_PREFIX, Service, remove_stage
+
+log = logging.getLogger(__name__)
+MAX_REQUEST_BYTES = 16 << 20
+_last_results: dict[int, dict[str, Any]] = {}
+
+
+def start(spark: SparkSession) -> tuple[Service, socketserver.ThreadingTCPServer]:
+    """Start the service for `spark`; the server thread is a daemon (it ends with the process)."""
+    token = secrets.token_hex(32)
+
+    class Handler(socketserver.StreamRequestHandler):
+        def handle(self) -> None:
+            line = self.rfile.readline(MAX_REQUEST_BYTES)
+            try:
+                request = json.loads(line)
+            except ValueError:
+                return
+            if not isinstance(request, dict) or not hmac.compare_digest(str(request.get("token", "")), token):
+                return  # not ours: answer nothing
+            reply = handle(spark, request)
+            self.wfile.write(json.dumps(reply).encode() + b"\n")
+
+    server = socketserver.ThreadingTCPServer(("127.0.0.1", 0), Handler)
+    server.daemon_threads = True
+    thread = threading.Thread(target=server.serve_forever, name="hoodie-datasource-commit", daemon=True)
+    thread.start()
+    host, port = server.server_address[:2]
+    return Service(str(host), int(port), token), server
+
+
+def last_result(spark: SparkSession) -> dict[str, Any] | None:
+    """The result of this session's latest data source write (`WriteResult` fields)."""
+    return _last_results.get(id(spark))
+
+
+def handle(spark: SparkSession, request: dict[str, Any]) -> dict[str, Any]:
+    try:
+        result = run_write(spark, request)
+        _last_results[id(spark)] = result
+        return {"result": result}
+    except EngineError as exc:
+        return {"error": {"type": type(exc).__name__, "message": str(exc)}}
+    except Exception as exc:  # a Spark failure: its message, not a traceback through the socket
+        log.exception("hudi data source write failed")
+        return {"error": {"type": type(exc).__name__, "message": str(exc).splitlines()[0] if str(exc) else ""}}
+
+
+def run_write(spark: SparkSession, request: dict[str, Any]) -> dict[str, Any]:
+
+    path = str(request["path"])
+    storage_options = {str(k): str(v) for k, v in (request.get("storage_options") or {}).items()}
+    stage = str(request["stage"])
+    if not stage.startswith(STAGING_PREFIX) or "/" in stage[len(STAGING_PREFIX):]:
+        raise InvalidConfigError(f"not a staging folder: {stage!r}")
+    files = [str(f) for f in request.get("files") or []]
+    if any(not f.startswith(stage + "/") for f in files):
+        raise InvalidConfigError("staged files outside the write's staging folder")
+    write = WriteOptions.parse(request.get("options") or {})
+    overwrite = bool(request.get("overwrite"))
+    if not files:  # nothing to write: the table (or the path) stays as it is, as for an empty Table write
+        remove_stage(path, storage_options, stage)
+        return {"instant": None, "operation": _operation(write, overwrite).upper()}
+    try:
+        table, created = _open_or_create(spark, path, storage_options, write, files)
+        try:
+            op = _operation(write, overwrite)
+            df = _staged_frame(spark, table, files)
+            result = getattr(table, op)(df, options=write.engine_options or None)
+        except BaseException:
+            if created:
+                _drop_new_table(table)
+            raise
+    finally:
+        remove_stage(path, storage_options, stage)
+    out = asdict(result)
+    out["operation"] = str(result.operation)
+    return json.loads(json.dumps(out, default=str))
+
+
+def _operation(write: WriteOptions, overwrite: bool) -> str:
+    op = write.operation
+    if overwrite and op not in ("insert_overwrite_table", "insert_overwrite"):
+        op = "insert_overwrite_table"  # mode("overwrite"), as Apache Hudi's data source maps it
+    from engine.api import Table
+
+    if not hasattr(Table, op):
+        raise InvalidConfigError(f"operation {op} is not available through the data source yet; "
+                                 "use engine.api.Table's operations")
+    return op
+
+
+def _open_or_create(spark: SparkSession, path: str, storage_options: dict[str, str], write: WriteOptions, files):
+    from engine.api import Table
+
+    try:
+        table = Table.open(spark, path, storage_options or None)
+    except TableNotFoundError:
+        problem = write.creation_problem()
+        if problem is not None:
+            raise InvalidConfigError(problem) from None
+        if write.operation == "delete":
+            raise TableNotFoundError(f"no Hudi table at {path} to delete from") from None
+        kwargs: dict[str, Any] = {}
+        if write.table_version is not None:
+            kwargs["table_version"] = write.table_version
+        if write.key_generator == "TIMESTAMP":
+            kwargs["key_generator"] = "TIMESTAMP"
+            kwargs["key_generator_options"] = {
+                k: v for k, v in write.engine_options.items() if k.startswith("hoodie.keygen.timebased.")}
+        try:
+            table = Table.create(
+                spark, path, name=str(write.table_name), record_key=list(write.record_key),
+                partition_fields=list(write.partition_fields) or None, precombine_field=write.precombine,
+                table_type=write.table_type or "COPY_ON_WRITE", index=write.index_type or "BLOOM",
+                hive_style=bool(write.hive_style), storage_options=storage_options or None, **kwargs,
+            )
+        except TableExistsError:  # another writer created it meanwhile
+            return Table.open(spark, path, storage_options or None), False
+        return table, True
+    cfg = table.config
+    conflicts = write.conflicts({
+        "hoodie.datasource.write.recordkey.field": tuple(cfg.record_key_fields),
+        "hoodie.datasource.write.partitionpath.field": tuple(cfg.partition_fields),
+        "hoodie.datasource.write.precombine.field": cfg.precombine_field,
+        "hoodie.datasource.write.table.type": cfg.table_type.value,
+        "hoodie.table.name": cfg.name,
+    })
+    if conflicts:
+        raise InvalidConfigError(f"write options differ from the table at {path}: " + "; ".join(conflicts))
+    return table, False
+
+
+def _staged_frame(spark: SparkSession, table, files: list[str]) -> DataFrame:
+    """The staged rows as a DataFrame: Spark's parquet reader on a local table, the engine's
+    pyarrow scan elsewhere (no s3a connector)."""
+    import pyarrow.parquet as pq
+    from pyspark.sql.pandas.types import from_arrow_schema
+
+    from engine.data.keys import ScanFile
+    from engine.read.scan import scan_files
+    from engine.storage.local import LocalStorage
+
+    storage = table.meta.storage
+    with storage.open_input_file(files[0]) as f:
+        schema = pq.read_schema(f)
+    if isinstance(storage, LocalStorage):
+        return spark.read.schema(from_arrow_schema(schema)).parquet(*[f"file://{storage.fs_path(f)}" for f in files])
+    return scan_files(spark, storage, [ScanFile(f, "", "") for f in files], schema)
+
+
+def _drop_new_table(table) -> None:
+    """Remove a table this request created when its first write failed: the path is as it was."""
+    storage = table.meta.storage
+    try:
+        timeline = table.meta.timeline()
+        if timeline.completed_writes.instants:
+            return
+        storage.delete_dir(".hoodie")
+    except EngineError:
+        log.warning("could not remove the table created by a failed first write at %s", storage.base_uri)

@@ -1,0 +1,97 @@
+"""`HudiDataSource`: the engine as Spark's `hudi` data source (`pyspark.sql.datasource`).
+
+Spark creates it in Python workers, never in the user's process: `schema()` and `reader()` run in
+driver-side workers without a SparkSession, `read()` in executor tasks (`reader.HudiReader`), the
+writer's `write()` in executor tasks and its `commit()` in a driver-side worker that hands the
+write to the commit service in the driver process (`writer.HudiWriter`, `service`).
+
+Catalog tables: Spark 4's session catalog gives a Python source its options only when the table is
+created (`CREATE TABLE t USING hudi LOCATION '...'` calls `schema()`), not when it is read or
+written later; so `schema()` keeps the location and Hudi options of such a table in the metadata
+of its first column, and `reader()` / `writer()` find them there.
+"""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+from pyspark.sql.datasource import DataSource, DataSourceReader, DataSourceWriter
+from pyspark.sql.pandas.types import from_arrow_schema
+from pyspark.sql.types import StructField, StructType
+
+from engine.errors import InvalidConfigError
+from engine.read.plan import table_schema_or_empty
+from engine.spark.datasource.options import (
+    META_KEY,
+    ReadOptions,
+    WriteOptions,
+    pack_catalog_options,
+    storage_options,
+    table_path,
+    unpack_catalog_options,
+)
+from engine.spark.datasource.reader import HudiReader
+from engine.spark.datasource.writer import HudiWriter, Service
+from engine.table.meta_client import MetaClient
+
+_CATALOG_MARKERS = ("provider", "location")
+
+
+class HudiDataSource(DataSource):
+    """Apache Hudi tables for `spark.read/write.format("hudi")` and `USING hudi`."""
+
+    short_name: ClassVar[str] = "hudi"
+    service: ClassVar[Service | None] = None  # set on the subclass `register` makes
+
+    @classmethod
+    def name(cls) -> str:
+        return cls.short_name
+
+    def _options(self, schema: StructType | None = None) -> dict[str, str]:
+        opts = {str(k).lower(): str(v) for k, v in self.options.items()}
+        if table_path(opts) is None and schema is not None and schema.fields:
+            opts = {**unpack_catalog_options(schema.fields[0].metadata.get(META_KEY)), **opts}
+        return opts
+
+    def _path(self, opts: dict[str, str]) -> str:
+        path = table_path(opts)
+        if path is None:
+            raise InvalidConfigError(
+                "no table path: spark.read.format('hudi').load(path), df.write.format('hudi').save(path), "
+                "or CREATE TABLE t USING hudi LOCATION 'path' (without a column list: the table's own "
+                "schema is used); CREATE TABLE ... AS SELECT and saveAsTable are not supported through "
+                "Spark's Python data source API: write with save(path), then CREATE TABLE ... LOCATION"
+            )
+        return path
+
+    def schema(self) -> StructType:
+        opts = self._options()
+        meta = MetaClient.open(self._path(opts), storage_options(opts) or None)
+        schema = from_arrow_schema(table_schema_or_empty(meta, meta.timeline()))
+        if any(k in opts for k in _CATALOG_MARKERS) and schema.fields:
+            first = schema.fields[0]
+            tagged = StructField(first.name, first.dataType, first.nullable,
+                                 {**first.metadata, META_KEY: pack_catalog_options(opts)})
+            schema = StructType([tagged, *schema.fields[1:]])
+        return schema
+
+    def reader(self, schema: StructType) -> DataSourceReader:
+        opts = self._options(schema)
+        return HudiReader(self._path(opts), storage_options(opts), ReadOptions.parse(opts), schema)
+
+    def writer(self, schema: StructType, overwrite: bool) -> DataSourceWriter:
+        opts = self._options(schema)
+        path = self._path(opts)
+        write = WriteOptions.parse(opts)  # bad options fail here, before any task runs
+        if overwrite and write.operation not in ("insert_overwrite_table", "insert_overwrite", "upsert"):
+            raise InvalidConfigError(
+                f"mode('overwrite') replaces the table (insert_overwrite_table); it does not combine with "
+                f"{write.operation}: use mode('append')")
+        hoodie_opts = {k: v for k, v in opts.items() if k.startswith("hoodie.")}
+        return HudiWriter(path, storage_options(opts), hoodie_opts, overwrite, self.service)
+
+
+class HoodieDataSource(HudiDataSource):
+    """The same source under the name `hoodie` (for sessions where Apache Hudi's JVM source owns `hudi`)."""
+
+    short_name = "hoodie"
