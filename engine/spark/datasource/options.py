@@ -98,8 +98,9 @@ def storage_options(options: Mapping[str, str]) -> dict[str, str]:
 
 
 _INSTANT_FORMS = (
-    (re.compile(r"\d{17}"), lambda s: s),
-    (re.compile(r"\d{14}"), lambda s: s + "000"),
+    # digits: an instant time or a prefix of one, compared as Apache Hudi compares instant
+    # strings ("000" in its quick start: from the beginning)
+    (re.compile(r"\d{1,17}"), lambda s: s.ljust(17, "0")),
     (re.compile(r"\d{4}-\d{2}-\d{2}"), lambda s: s.replace("-", "") + "000000000"),
     (re.compile(r"\d{4}-\d{2}-\d{2}[ T]\d{2}:\d{2}:\d{2}"),
      lambda s: re.sub(r"\D", "", s) + "000"),
@@ -110,7 +111,8 @@ _INSTANT_FORMS = (
 
 def instant_of(value: str, option: str) -> str:
     """An instant time from the forms Apache Hudi accepts for `as.of.instant` and the incremental
-    bounds: yyyyMMddHHmmssSSS, yyyyMMddHHmmss, yyyy-MM-dd, yyyy-MM-dd HH:mm:ss[.SSS]."""
+    bounds: yyyyMMddHHmmssSSS or a prefix of it (padded with zeros), yyyy-MM-dd,
+    yyyy-MM-dd HH:mm:ss[.SSS]."""
     text = str(value).strip()
     for pattern, convert in _INSTANT_FORMS:
         if pattern.fullmatch(text):

@@ -142,16 +142,7 @@ def _open_or_create(spark: SparkSession, path: str, storage_options: dict[str, s
         except TableExistsError:  # another writer created it meanwhile
             return Table.open(spark, path, storage_options or None), False
         return table, True
-    cfg = table.config
-    conflicts = write.conflicts({
-        "hoodie.datasource.write.recordkey.field": tuple(cfg.record_key_fields),
-        "hoodie.datasource.write.partitionpath.field": tuple(cfg.partition_fields),
-        "hoodie.datasource.write.precombine.field": cfg.precombine_field,
-        "hoodie.datasource.write.table.type": cfg.table_type.value,
-        "hoodie.table.name": cfg.name,
-    })
-    if conflicts:
-        raise InvalidConfigError(f"write options differ from the table at {path}: " + "; ".join(conflicts))
+    check_conflicts(write, table.config, path)
     return table, False
 
 
@@ -183,3 +174,17 @@ def _drop_new_table(table) -> None:
         storage.delete_dir(".hoodie")
     except EngineError:
         log.warning("could not remove the table created by a failed first write at %s", storage.base_uri)
+
+
+def check_conflicts(write: WriteOptions, cfg, path: str) -> None:
+    """Refuse write options that state another record key, partitioning, ordering field, type or
+    name than the table has (Apache Hudi refuses them too)."""
+    conflicts = write.conflicts({
+        "hoodie.datasource.write.recordkey.field": tuple(cfg.record_key_fields),
+        "hoodie.datasource.write.partitionpath.field": tuple(cfg.partition_fields),
+        "hoodie.datasource.write.precombine.field": cfg.precombine_field,
+        "hoodie.datasource.write.table.type": cfg.table_type.value,
+        "hoodie.table.name": cfg.name,
+    })
+    if conflicts:
+        raise InvalidConfigError(f"write options differ from the table at {path}: " + "; ".join(conflicts))

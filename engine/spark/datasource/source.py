@@ -19,7 +19,8 @@ from pyspark.sql.datasource import DataSource, DataSourceReader, DataSourceWrite
 from pyspark.sql.pandas.types import from_arrow_schema
 from pyspark.sql.types import StructField, StructType
 
-from engine.errors import InvalidConfigError
+from engine.config.write_config import WriteConfig
+from engine.errors import InvalidConfigError, TableNotFoundError
 from engine.read.plan import table_schema_or_empty
 from engine.spark.datasource.options import (
     META_KEY,
@@ -87,6 +88,17 @@ class HudiDataSource(DataSource):
             raise InvalidConfigError(
                 f"mode('overwrite') replaces the table (insert_overwrite_table); it does not combine with "
                 f"{write.operation}: use mode('append')")
+        WriteConfig.from_options(write.engine_options)  # unknown or bad engine options, too
+        try:
+            meta = MetaClient.open(path, storage_options(opts) or None)
+        except TableNotFoundError:
+            problem = write.creation_problem()
+            if problem is not None:
+                raise InvalidConfigError(problem) from None
+        else:
+            from engine.spark.datasource.service import check_conflicts
+
+            check_conflicts(write, meta.config, path)
         hoodie_opts = {k: v for k, v in opts.items() if k.startswith("hoodie.")}
         return HudiWriter(path, storage_options(opts), hoodie_opts, overwrite, self.service)
 
