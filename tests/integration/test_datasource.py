@@ -315,3 +315,23 @@ def test_a_copy_of_an_apache_hudi_sample_reads_as_hudi_rs_reads_it(spark, tmp_pa
     theirs = hudi_rs.arrow_snapshot(path)
     assert theirs is not None and ours.num_rows == theirs.num_rows > 0
     assert _sorted_arrow(ours).equals(_sorted_arrow(theirs).cast(ours.schema))
+
+
+@pytest.mark.s3
+def test_writes_and_reads_on_s3_through_the_data_source(spark, s3_server):
+    bucket = s3_server.create_bucket()
+    uri = f"s3://{bucket}/lake/trips"
+    storage = {f"hoodie.storage.{k}": v for k, v in s3_server.storage_options().items()}
+    spark.createDataFrame(TRIPS, SCHEMA).write.format("hudi").options(**OPTIONS, **storage).mode("append").save(uri)
+    update = ("1dced545", "rider-I", "driver-S", 1.0, "chennai", 1695376420877)
+    spark.createDataFrame([update], SCHEMA).write.format("hudi").options(**OPTIONS, **storage) \
+        .mode("append").save(uri)
+    assert (last_write(spark)["updates"], last_write(spark)["inserts"]) == (1, 0)
+    got = spark.read.format("hudi").options(**storage).load(uri).where("city = 'chennai'").collect()
+    assert [(r.uuid, r.fare) for r in got] == [("1dced545", 1.0)]
+    expected = sorted([t for t in TRIPS if t[0] != "1dced545"] + [update])
+    table = Table.open(spark, uri, storage_options=s3_server.storage_options())
+    assert _data(_ds_rows(spark, uri, **storage)) == _data([r.asDict() for r in table.read().collect()]) == expected
+    assert len(table.timeline().completed_writes.instants) == 2
+    keys = [o["Key"] for o in s3_server.client().list_objects_v2(Bucket=bucket)["Contents"]]
+    assert not [k for k in keys if "/.temp/" in k]  # the staged rows are gone

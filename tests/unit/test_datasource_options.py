@@ -165,3 +165,10 @@ def test_slices_are_grouped_into_partitions_by_size():
     assert target_partition_bytes(1000, 16, 128, 4) == 63
     assert target_partition_bytes(10, 16, 128, 4) == 4
     assert target_partition_bytes(10**9, 16, 128, 4) == 128
+
+
+def test_beside_apache_hudis_jvm_source_only_hoodie_is_registered():
+    from engine.spark.datasource import sources_for
+
+    assert [c.name() for c in sources_for(False)] == ["hudi", "hoodie"]
+    assert [c.name() for c in sources_for(True)] == ["hoodie"]

@@ -24,6 +24,11 @@ def _jvm_hudi_present(spark: SparkSession) -> bool:
         return False
 
 
+def sources_for(jvm_hudi: bool) -> tuple[type[HudiDataSource], ...]:
+    """The sources to register: `hudi` and `hoodie`, or only `hoodie` beside Apache Hudi's JVM source."""
+    return (HoodieDataSource,) if jvm_hudi else (HudiDataSource, HoodieDataSource)
+
+
 def register(spark: SparkSession) -> tuple[str, ...]:
     """Register the engine's data source in `spark` as `hudi` and `hoodie`, and start the commit
     service its writes go through (in this process, which must be the application's driver).
@@ -39,7 +44,7 @@ def register(spark: SparkSession) -> tuple[str, ...]:
     svc, _server = service.start(spark)
     names: list[str] = []
     jvm_hudi = _jvm_hudi_present(spark)
-    for base in (HoodieDataSource,) if jvm_hudi else (HudiDataSource, HoodieDataSource):
+    for base in sources_for(jvm_hudi):
         # a class made here (not importable by name) is pickled by value: the workers get `service`
         cls: Any = type(base.__name__, (base,), {"service": svc, "__module__": __name__ + "._session"})
         spark.dataSource.register(cls)
