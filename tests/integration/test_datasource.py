@@ -5,7 +5,6 @@ with the table unchanged."""
 
 from __future__ import annotations
 
-import shutil
 from pathlib import Path
 
 import pyarrow as pa
@@ -305,16 +304,24 @@ def test_bad_options_and_bad_input_leave_the_table_as_it_was(spark, tmp_path):
     assert tree_bytes(path) == before
 
 
-def test_a_copy_of_an_apache_hudi_sample_reads_as_hudi_rs_reads_it(spark, tmp_path):
+SAMPLES = ["cow_v6_complexkeygen_hivestyle", "cow_v6_simplekeygen_nonhivestyle", "cow_v6_nonpartitioned",
+           "cow_v6_empty", "mor_parquet_v6_nonpartitioned", "mor_parquet_v6_simplekeygen_nonhivestyle",
+           "trips_mor_avro_v6_trips_8i1u"]
+
+
+@pytest.mark.parametrize("name", SAMPLES)
+def test_tables_apache_hudi_wrote_read_as_hudi_rs_reads_them(spark, name, tmp_path):
     from tests.support.samples import sample_table
 
-    src = sample_table("cow_v6_complexkeygen_hivestyle", tmp_path)
-    path = tmp_path / "sample"
-    shutil.copytree(src, path)
+    path = sample_table(name, tmp_path)
     ours = spark.read.format("hudi").load(str(path)).toArrow()
     theirs = hudi_rs.arrow_snapshot(path)
-    assert theirs is not None and ours.num_rows == theirs.num_rows > 0
+    if theirs is None:
+        assert name == "cow_v6_empty" and ours.num_rows == 0
+        return
+    assert ours.num_rows == theirs.num_rows > 0
     assert _sorted_arrow(ours).equals(_sorted_arrow(theirs).cast(ours.schema))
+    assert _sorted_arrow(ours).equals(_sorted_arrow(Table.open(spark, str(path)).read().toArrow()))
 
 
 @pytest.mark.s3

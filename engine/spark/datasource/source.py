@@ -33,6 +33,7 @@ from engine.spark.datasource.options import (
 )
 from engine.spark.datasource.reader import HudiReader
 from engine.spark.datasource.writer import HudiWriter, Service
+from engine.storage import storage_for
 from engine.table.meta_client import MetaClient
 
 _CATALOG_MARKERS = ("provider", "location")
@@ -82,7 +83,8 @@ class HudiDataSource(DataSource):
 
     def writer(self, schema: StructType, overwrite: bool) -> DataSourceWriter:
         opts = self._options(schema)
-        path = self._path(opts)
+        # absolute here, on the driver: tasks and the commit service may run in other folders
+        path = storage_for(self._path(opts), storage_options(opts) or None).base_uri
         write = WriteOptions.parse(opts)  # bad options fail here, before any task runs
         if overwrite and write.operation not in ("insert_overwrite_table", "insert_overwrite", "upsert"):
             raise InvalidConfigError(
