@@ -80,7 +80,14 @@ DRIVER = textwrap.dedent(
         r1 = t.upsert(spark.createDataFrame([(1, "a", "paris", 1), (2, "b", "rome", 1), (3, "c", "paris", 1)], SCHEMA))
         r2 = t.upsert(spark.createDataFrame([(1, "a2", "paris", 2), (4, "d", "oslo", 2)], SCHEMA))
         read_back = [r.asDict() for r in t.read().collect()]
-        result = {{"master": sc.master, "probe": probe, "r1": r1.to_dict(), "r2": r2.to_dict(), "rows": read_back}}
+        # the data source on the cluster: a filtered read of that table, a write creating another
+        ds_read = [r.asDict() for r in spark.read.format("hudi").load(path).where("city = 'paris'").collect()]
+        (spark.createDataFrame([(5, "e", "paris", 3), (6, "f", "rome", 3)], SCHEMA).write.format("hudi")
+            .option("hoodie.table.name", "ds").option("hoodie.datasource.write.recordkey.field", "id")
+            .option("hoodie.datasource.write.partitionpath.field", "city")
+            .option("hoodie.datasource.write.precombine.field", "ts").mode("append").save(path + "-ds"))
+        result = {{"master": sc.master, "probe": probe, "r1": r1.to_dict(), "r2": r2.to_dict(), "rows": read_back,
+                   "ds_read": ds_read}}
     finally:
         spark.stop()
     print({RESULT_MARK!r} + json.dumps(result, sort_keys=True), flush=True)
@@ -179,6 +186,10 @@ def test_upserts_on_standalone_cluster_with_shipped_engine(tmp_path):
     ]
     # ... and the engine's own read on the cluster returned the same rows
     assert hudi_rs.sort_rows(result["rows"]) == got
+    # ... as did the data source's filtered read (partition paris), and its write is read by hudi-rs
+    assert hudi_rs.sort_rows(result["ds_read"]) == [r for r in got if r["city"] == "paris"]
+    assert [(r["id"], r["name"], r["city"]) for r in hudi_rs.sort_rows(hudi_rs.snapshot(f"{table_path}-ds"))] == [
+        (5, "e", "paris"), (6, "f", "rome")]
 
     # timeline: exactly two completed commits, nothing pending
     table = Table.open(None, str(table_path))
