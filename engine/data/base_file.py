@@ -50,34 +50,33 @@ def read_columns(
     `keys`, only the rows whose `key_column` is among them (row groups whose key statistics rule
     them out are not read); `key_column` must then be in `schema`."""
 
+    if keys is None:
+        return _read(storage, path, schema)
+    return _read(storage, path, schema, pc.field(key_column).isin(keys), {key_column}, lacking_gives_all=False)
+
+
+def read_filtered(
+    storage: Storage, path: str, schema: pa.Schema, expr: pc.Expression | None, expr_columns: set[str]
+) -> pa.Table:
+    """The columns of `schema` from a base file, conformed to it; with `expr` (naming only
+    `expr_columns`), the row groups its statistics rule out are not read and the rows it rejects
+    are dropped. A file lacking one of those columns (written before it was added) is read whole."""
+    return _read(storage, path, schema, expr, expr_columns)
+
+
+def _read(
+    storage: Storage, path: str, schema: pa.Schema, expr: pc.Expression | None = None,
+    expr_columns: set[str] | None = None, lacking_gives_all: bool = True,
+) -> pa.Table:
     def read(f: Any) -> pa.Table:
         pf = pq.ParquetFile(f)
         present = set(pf.schema_arrow.names)
         columns = [c for c in schema.names if c in present]
-        if keys is None:
-            return pf.read(columns=columns)
-        if key_column not in present:
-            return pf.schema_arrow.empty_table().select(columns)
-        return pq.read_table(f, columns=columns, filters=pc.field(key_column).isin(keys))
-
-    return conform(_typed_read(storage, path, read), schema)
-
-
-def read_filtered(storage: Storage, path: str, schema: pa.Schema, expr: pc.Expression | None) -> pa.Table:
-    """The columns of `schema` from a base file, conformed to it; with `expr`, the row groups its
-    statistics rule out are not read and the rows it rejects are dropped (a file lacking a column
-    the filter names is read whole)."""
-
-    def read(f: Any) -> pa.Table:
-        pf = pq.ParquetFile(f)
-        present = set(pf.schema_arrow.names)
-        columns = [c for c in schema.names if c in present]
+        if expr is not None and not (expr_columns or set()) <= present:
+            return pf.read(columns=columns) if lacking_gives_all else pf.schema_arrow.empty_table().select(columns)
         if expr is None:
             return pf.read(columns=columns)
-        try:
-            return pq.read_table(f, columns=columns, filters=expr)
-        except (pa.ArrowInvalid, pa.ArrowNotImplementedError, KeyError):
-            return pf.read(columns=columns)
+        return pq.read_table(f, columns=columns, filters=expr)
 
     return conform(_typed_read(storage, path, read), schema)
 

@@ -133,9 +133,7 @@ class ReadOptions:
     @classmethod
     def parse(cls, options: Mapping[str, str]) -> ReadOptions:
         opts = _lower(options)
-        query = opts.get(QUERY_TYPE, "snapshot").strip().lower()
-        if query not in QUERY_TYPES:
-            raise InvalidConfigError(f"{QUERY_TYPE}={opts[QUERY_TYPE]!r}: use one of {', '.join(QUERY_TYPES)}")
+        query = _choice(opts, QUERY_TYPE, "snapshot", QUERY_TYPES)
         fmt = opts.get(INCREMENTAL_FORMAT, "latest_state").strip().lower()
         if fmt != "latest_state":
             raise InvalidConfigError(f"{INCREMENTAL_FORMAT}={fmt!r}: only latest_state is read (no CDC)")
@@ -178,9 +176,7 @@ class WriteOptions:
     @classmethod
     def parse(cls, options: Mapping[str, str]) -> WriteOptions:
         opts = _lower(options)
-        op = opts.get(OPERATION, "upsert").strip().lower()
-        if op not in OPERATIONS:
-            raise InvalidConfigError(f"{OPERATION}={opts[OPERATION]!r}: use one of {', '.join(OPERATIONS)}")
+        op = _choice(opts, OPERATION, "upsert", OPERATIONS)
         fields = {
             "record_key": _fields(opts.get(RECORD_KEY)),
             "partition_fields": _fields(opts.get(PARTITION_FIELD)),
@@ -244,6 +240,13 @@ class WriteOptions:
             if value is not None and key in table and value != table[key]:
                 out.append(f"{key}={_show(value)} but the table has {_show(table[key])}")
         return out
+
+
+def _choice(opts: Mapping[str, str], key: str, default: str, choices: tuple[str, ...]) -> str:
+    value = opts.get(key, default).strip().lower()
+    if value not in choices:
+        raise InvalidConfigError(f"{key}={opts[key]!r}: use one of {', '.join(choices)}")
+    return value
 
 
 def _show(value: Any) -> str:

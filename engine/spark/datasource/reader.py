@@ -169,7 +169,7 @@ def read_slice_arrow(
             return pa.schema([schema.field(c) for c in wanted]).empty_table()
         read_schema = pa.schema([schema.field(c) for c in needed])
         expr = arrow_filter(predicates, schema)
-        table = read_filtered(storage, files.base_path, read_schema, expr)
+        table = read_filtered(storage, files.base_path, read_schema, expr, {p.column for p in predicates})
     else:
         table = read_slice(storage, files, schema, ordering_field=how.ordering_field, mode=how.mode,
                            is_committed=how.committed, as_of=how.as_of, columns=needed)
