@@ -390,13 +390,15 @@ def test_unexpected_errors_are_one_line_with_traceback_only_in_debug(tmp_path, c
 
 
 # ---- the installed console script ---------------------------------------------------------
-def run_hoodie(*argv: object, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+def run_hoodie(*argv: object, env: dict[str, str] | None = None,
+               drop: tuple[str, ...] = ()) -> subprocess.CompletedProcess[str]:
+    """The installed `hoodie` with `argv`, in this environment plus `env` and without `drop`."""
     return subprocess.run(
         [str(HOODIE), *map(str, argv)],
         capture_output=True,
         text=True,
         timeout=120,
-        env={**os.environ, **(env or {})},
+        env={k: v for k, v in {**os.environ, **(env or {})}.items() if k not in drop},
     )
 
 
@@ -430,6 +432,62 @@ def test_console_script_user_error_is_one_line(written, tmp_path):
     assert (done.returncode, done.stdout) == (2, "")
     assert done.stderr == f"hoodie: error: no Hudi table at {tmp_path / 'nope'} (missing .hoodie/hoodie.properties)\n"
     assert "Traceback" not in done.stderr
+
+
+# ---- the JVM's start-up noise (a fresh JVM per command) ---------------------------------------
+INCUBATOR_WARNING = "WARNING: Using incubator modules: jdk.incubator.vector"  # the JVM's own, before any config
+
+
+def test_console_script_starting_spark_prints_only_its_own_output(tmp_path):
+    table = tmp_path / "t"
+    assert run_hoodie(*init_args(table)).returncode == 0
+    done = run_hoodie("upsert", table, "--input", write_parquet(tmp_path / "in.parquet", FIRST), "--json",
+                      env={"HOODIE_DEBUG": "0"}, drop=("HOODIE_SPARK_LOG_LEVEL",))
+    assert (done.returncode, done.stderr) == (0, "")  # no JVM warning, log4j banner or hadoop warning
+    doc = json.loads(done.stdout)
+    assert (doc["operation"], doc["inserts"], doc["updates"]) == ("UPSERT", 3, 0)
+
+
+def test_console_script_bad_input_error_still_shows(tmp_path):
+    table = tmp_path / "t"
+    assert run_hoodie(*init_args(table)).returncode == 0
+    bad = tmp_path / "bad.parquet"
+    bad.write_bytes(b"not parquet at all")
+    done = run_hoodie("upsert", table, "--input", bad, env={"HOODIE_DEBUG": "0"}, drop=("HOODIE_SPARK_LOG_LEVEL",))
+    assert (done.returncode, done.stdout) == (2, "")
+    assert done.stderr == (
+        f"hoodie: error: cannot read {bad} as parquet: [FAILED_READ_FILE.CANNOT_READ_FILE_FOOTER] Encountered error"
+        f" while reading file file:{bad}. Could not read footer. Please ensure that the file is in either ORC or"
+        " Parquet format.\n"
+    )
+
+
+def test_console_script_jvm_error_passes_the_filter(tmp_path):
+    table = tmp_path / "t"
+    assert run_hoodie(*init_args(table)).returncode == 0
+    done = run_hoodie("upsert", table, "--input", write_parquet(tmp_path / "in.parquet", FIRST), "--master",
+                      "bogus://x", env={"HOODIE_DEBUG": "0"}, drop=("HOODIE_SPARK_LOG_LEVEL",))
+    assert (done.returncode, done.stdout) == (1, "")
+    lines = done.stderr.splitlines()
+    # spark-submit's own report, unchanged, then the CLI's line
+    assert lines[0] == ('Exception in thread "main" org.apache.spark.SparkException: Master must either be yarn or'
+                        " start with spark, k8s, or local")
+    assert lines[1].startswith("\tat org.apache.spark.deploy.SparkSubmit.error(")
+    assert all(line.startswith("\tat ") for line in lines[1:-1])
+    assert lines[-1] == ("hoodie: error: unexpected PySparkRuntimeError: [JAVA_GATEWAY_EXITED] Java gateway process"
+                         " exited before sending its port number.")
+
+
+def test_console_script_with_spark_log_level_shows_spark_logs(tmp_path):
+    table = tmp_path / "t"
+    assert run_hoodie(*init_args(table)).returncode == 0
+    done = run_hoodie("upsert", table, "--input", write_parquet(tmp_path / "in.parquet", FIRST), "--json",
+                      env={"HOODIE_SPARK_LOG_LEVEL": "WARN"})
+    assert done.returncode == 0, done.stderr
+    lines = done.stderr.splitlines()
+    assert "Using Spark's default log4j profile: org/apache/spark/log4j2-defaults.properties" in lines
+    assert 'Setting default log level to "WARN".' in lines
+    assert INCUBATOR_WARNING not in lines  # not a log line: never wanted
 
 
 # ---- table services -------------------------------------------------------------------------

@@ -131,6 +131,11 @@ def test_queued_upsert_result_equals_the_engine_commit(env):
     assert [(a[1], a[5]) for a in audit_rows(app) if a[2] == "rides" and a[1] != "preview"] == [
         ("upsert", "queued"), ("upsert.finished", f"succeeded: instant {commit.time}"),
         ("upsert", "queued"), ("upsert.finished", f"succeeded: instant {done2.result['instant']}")]
+    # the worker started Spark and ran five jobs: its output (stdout and stderr) is still its own
+    # one line, no JVM start-up warning (WARNING: Using incubator modules: ...) and no Spark log
+    (log,) = tmp.glob("worker-*.log")
+    [line] = log.read_text().splitlines()
+    assert line.startswith("hoodie-console worker ") and line.endswith(": waiting for jobs"), line
 
 
 def test_rollback_job_removes_the_commit(env):
