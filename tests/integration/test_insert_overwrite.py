@@ -12,6 +12,7 @@ import pytest
 from engine import Table
 from engine.errors import InvalidInputError
 from engine.index.record import RecordIndex
+from engine.services.maintenance import Maintenance
 from engine.table.clustering import parse_requested_replace
 from engine.timeline import Action, State
 from engine.timeline.instant import Instant
@@ -142,3 +143,96 @@ def test_null_record_keys_leave_the_table_unchanged(spark, tmp_path):
             overwrite(bad)
         assert tree_bytes(t.path) == before
     assert rows(t.read()) == snapshot
+
+
+MANUAL = {"hoodie.clean.automatic": "false", "hoodie.archive.automatic": "false"}
+
+
+@pytest.mark.parametrize("version", [6, 8])
+def test_clean_deletes_replaced_groups_then_archival_passes_the_replacecommit(spark, tmp_path, version):
+    t = make(spark, tmp_path, table_version=version)
+    t.upsert(df(spark, OLD), options=MANUAL)
+    old_files = {sl.base_file.path for sl in t.file_system_view().latest_slices()}
+    r = t.insert_overwrite_table(df(spark, [(7, "g", "lima", 5)]), options=MANUAL)
+    services = Maintenance(t.meta, {**MANUAL, "hoodie.cleaner.commits.retained": "1",
+                                    "hoodie.keep.min.commits": "2", "hoodie.keep.max.commits": "3"})
+    # the replacecommit is the earliest retained commit: its replaced groups are still read as of before it
+    assert services.clean(dry_run=True).all_files == []
+    for n in range(2, 5):
+        t.upsert(df(spark, [(7, f"g{n}", "lima", 5 + n)]), options=MANUAL)
+    plan = services.clean(dry_run=True)
+    assert set(old_files) <= set(plan.all_files)
+    services.clean()
+    assert not any(Path(t.path, f).exists() for f in old_files)
+    assert data(t) == oracle(t) == [(7, "g4", "lima", 9)]
+    # nothing of the replaced groups left: the replacecommit may be archived now
+    archived = services.archive()
+    assert r.instant in archived
+    assert data(t) == oracle(t) == [(7, "g4", "lima", 9)]
+
+
+def test_a_failed_insert_overwrite_leaves_table_and_index_as_they_were(spark, tmp_path, monkeypatch):
+    from engine.write import commit as commit_protocol
+
+    t = make(spark, tmp_path, index="RECORD")
+    t.upsert(df(spark, OLD))
+    before, snapshot = tree_bytes(t.path), rows(t.read())
+    located = locate(t, ["1", "2", "3", "4"])
+
+    def broken(*_a, **_k):
+        raise OSError("disk full")
+
+    monkeypatch.setattr(commit_protocol, "complete", broken)
+    with pytest.raises(Exception, match="disk full"):
+        t.insert_overwrite_table(df(spark, [(7, "g", "lima", 5)]))
+    monkeypatch.undo()
+    assert tree_bytes(t.path) == before
+    assert rows(t.read()) == snapshot and locate(t, ["1", "2", "3", "4", "7"]) == located
+
+
+def test_a_pending_insert_overwrite_is_rolled_back(spark, tmp_path, monkeypatch):
+    from engine.write.executor import WriteJob
+
+    t = make(spark, tmp_path, index="RECORD")
+    t.upsert(df(spark, OLD))
+    snapshot = rows(t.read())
+
+    def crash(self, spark, pending, index_touched, exc):  # the writer dies: nothing cleaned up
+        raise exc
+
+    monkeypatch.setattr(WriteJob, "_undo", crash)
+    monkeypatch.setattr("engine.write.commit.complete", lambda *a, **k: (_ for _ in ()).throw(OSError("killed")))
+    with pytest.raises(OSError):
+        t.insert_overwrite_table(df(spark, [(7, "g", "lima", 5)]))
+    monkeypatch.undo()
+    (pending,) = [i for i in t.timeline().instants if i.action is Action.REPLACE_COMMIT]
+    assert pending.state is State.INFLIGHT
+    assert rows(t.read()) == snapshot  # a pending replacecommit replaces nothing
+    t.maintenance.rollback(pending.time)
+    assert [i for i in t.timeline().instants if i.action is Action.REPLACE_COMMIT] == []
+    assert not list(Path(t.path).rglob(f"*_{pending.time}.parquet"))
+    assert rows(t.read()) == snapshot and oracle(t) == data(t)
+    assert set(locate(t, ["1", "2", "3", "4", "7"])) == {"1", "2", "3", "4"}
+
+
+@pytest.mark.hbase
+def test_hbase_index_follows_the_overwrite_and_its_rollback(spark, tmp_path, hbase_options):
+    options = hbase_options()
+    t = make(spark, tmp_path, index="HBASE")
+    t.upsert(df(spark, OLD), options=options)
+    r = t.insert_overwrite(df(spark, [(3, "c9", "rome", 5), (5, "e", "paris", 5)]), options=options)
+    assert data(t) == [(3, "c9", "rome", 5), (4, "d", "oslo", 1), (5, "e", "paris", 5)]  # paris, rome replaced
+    # keys 1 and 2 lived in replaced groups: no entry may send them there; key 3 is the new record now
+    u = t.upsert(df(spark, [(1, "a2", "paris", 6), (3, "c10", "rome", 6), (2, "b2", "rome", 6)]), options=options)
+    assert (u.inserts, u.updates) == (2, 1)
+    assert data(t) == oracle(t) == [
+        (1, "a2", "paris", 6), (2, "b2", "rome", 6), (3, "c10", "rome", 6), (4, "d", "oslo", 1), (5, "e", "paris", 5)
+    ]
+    services = Maintenance(t.meta, options)
+    services.rollback(u.instant)
+    services.rollback(r.instant)
+    assert data(t) == oracle(t) == sorted(OLD)
+    u = t.upsert(df(spark, [(1, "a3", "paris", 7), (3, "c3", "paris", 7), (5, "e3", "paris", 7)]), options=options)
+    assert (u.inserts, u.updates) == (1, 2)
+    assert data(t) == [(1, "a3", "paris", 7), (2, "b", "rome", 1), (3, "c3", "paris", 7), (4, "d", "oslo", 1),
+                       (5, "e3", "paris", 7)]
