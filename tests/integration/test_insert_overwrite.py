@@ -101,9 +101,9 @@ def test_insert_overwrite_table_replaces_every_file_group(spark, tmp_path, table
     assert oracle(t) == data(t)
 
 
-@pytest.mark.parametrize("version", [6, 8])
-def test_rollback_of_insert_overwrite_table_restores_the_old_rows(spark, tmp_path, version):
-    t = make(spark, tmp_path, table_version=version, index="RECORD")
+@pytest.mark.parametrize("version, table_type", [(6, "COPY_ON_WRITE"), (8, "COPY_ON_WRITE"), (8, "MERGE_ON_READ")])
+def test_rollback_of_insert_overwrite_table_restores_the_old_rows(spark, tmp_path, version, table_type):
+    t = make(spark, tmp_path, table_version=version, table_type=table_type, index="RECORD")
     t.upsert(df(spark, OLD))
     before = data(t)
     r = t.insert_overwrite_table(df(spark, [(3, "c9", "rome", 5), (7, "g", "lima", 5)]))
@@ -131,6 +131,16 @@ def test_insert_overwrite_replaces_only_the_input_partitions(spark, tmp_path):
     assert set(locate(t, ["1", "2", "3", "4", "5", "6"])) == {"2", "4", "5", "6"}
     u = t.upsert(df(spark, [(2, "b2", "rome", 3), (5, "e2", "paris", 3)]))
     assert (u.inserts, u.updates) == (0, 2)
+
+
+def test_insert_overwrite_table_of_a_non_partitioned_table(spark, tmp_path):
+    t = make(spark, tmp_path, partition_fields=None, index="RECORD")
+    t.upsert(df(spark, OLD))
+    (old_group,) = groups(t)[""]
+    r = t.insert_overwrite_table(df(spark, [(9, "z", "x", 2)]))
+    assert t.commit_metadata(r.instant).partition_to_replace_file_ids == {"": [old_group]}
+    assert data(t) == oracle(t) == [(9, "z", "x", 2)]
+    assert set(locate(t, ["1", "2", "3", "4", "9"])) == {"9"}
 
 
 def test_null_record_keys_leave_the_table_unchanged(spark, tmp_path):
