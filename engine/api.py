@@ -162,6 +162,21 @@ class Table:
         """Delete the records whose keys appear in `df` (key and partition columns suffice)."""
         return self._write(Operation.DELETE, df, options, progress)
 
+    def insert_overwrite_table(
+        self, df: DataFrame, options: Mapping[str, object] | None = None, progress: Progress | None = None
+    ) -> WriteResult:
+        """Replace the whole table with `df`: one `replacecommit` writing the records as new file
+        groups and replacing every existing one (they stay on storage until cleaned, for time
+        travel and rollback). An empty `df` changes nothing."""
+        return self._write(Operation.INSERT_OVERWRITE_TABLE, df, options, progress)
+
+    def insert_overwrite(
+        self, df: DataFrame, options: Mapping[str, object] | None = None, progress: Progress | None = None
+    ) -> WriteResult:
+        """Replace the partitions `df` has records for with those records (other partitions are
+        kept): one `replacecommit`, as `insert_overwrite_table` but per partition."""
+        return self._write(Operation.INSERT_OVERWRITE, df, options, progress)
+
     # ---- reads -------------------------------------------------------------------------
     def _spark(self) -> SparkSession:
         if self.spark is None:

@@ -1,7 +1,8 @@
 """The `hoodie` command: create, write, read and inspect tables from a shell.
 
 Metadata commands (`init`, `show`, `commits`, `fsview`) run on `MetaClient` alone and never
-import pyspark; only `upsert`, `insert`, `bulk-insert`, `delete`, `read` and `lookup` start Spark, and
+import pyspark; only the writes (`upsert`, `insert`, `bulk-insert`, `delete`, `insert-overwrite`,
+`insert-overwrite-table`), `read` and `lookup` start Spark, and
 only after their arguments, the table and the input file have been checked.
 
 Every command takes `--json` (one JSON document on stdout). Errors print one line,
@@ -103,6 +104,8 @@ def build_parser() -> argparse.ArgumentParser:
         ("insert", "insert records without looking them up"),
         ("bulk-insert", "insert records into new file groups"),
         ("delete", "delete the records whose keys are in the input"),
+        ("insert-overwrite", "replace the partitions the input has records for with its records"),
+        ("insert-overwrite-table", "replace the whole table with the input's records"),
     ):
         p = command(name, help_text, cmd_write, spark=True)
         p.add_argument("--input", required=True, metavar="FILE", help="input file (.parquet, .csv, .json[l])")

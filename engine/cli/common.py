@@ -26,7 +26,10 @@ FORMATS = {".parquet": "parquet", ".csv": "csv", ".json": "json", ".jsonl": "jso
 
 
 # CLI sub-command -> `Table` method
-WRITE_METHODS = {"upsert": "upsert", "insert": "insert", "bulk-insert": "bulk_insert", "delete": "delete"}
+WRITE_METHODS = {
+    "upsert": "upsert", "insert": "insert", "bulk-insert": "bulk_insert", "delete": "delete",
+    "insert-overwrite": "insert_overwrite", "insert-overwrite-table": "insert_overwrite_table",
+}
 
 
 class UsageError(Exception):

@@ -1,4 +1,5 @@
-"""`hoodie upsert | insert | bulk-insert | delete | read | lookup`: the commands that start Spark."""
+"""`hoodie upsert | insert | bulk-insert | delete | insert-overwrite[-table] | read | lookup`: the commands
+that start Spark."""
 
 from __future__ import annotations
 

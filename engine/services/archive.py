@@ -115,8 +115,8 @@ def oldest_replace_to_keep(meta: MetaClient, timeline: Timeline) -> str | None:
     Only an active replacecommit hides the file groups it replaced; archived, they would be read
     again. Apache Hudi (`ClusteringUtils.getEarliestInstantToRetainForClustering`) keeps every
     replacecommit a clean has not passed, trusting its cleaner to have deleted the replaced
-    groups; this engine's clean does not delete replaced file groups, so the files themselves
-    are checked."""
+    groups; this engine's clean deletes them too (`engine.services.clean`), but the files
+    themselves are checked, which also covers groups a savepoint kept or Hudi's cleaner left."""
     replaces = [i for i in timeline.instants if i.action in (Action.REPLACE_COMMIT, Action.CLUSTERING)]
     if not replaces:
         return None

@@ -7,6 +7,9 @@ Policies (Apache Hudi's):
   E (so no snapshot at or after E uses it).
 - KEEP_LATEST_FILE_VERSIONS (N): the newest N slices of every file group stay.
 Never deleted: the latest slice of any file group, and any base file a savepoint protects.
+File groups a completed replacecommit (insert_overwrite, clustering) replaced are deleted whole,
+as Apache Hudi's cleaner does: any of them (KEEP_LATEST_FILE_VERSIONS), or those replaced before
+the earliest retained commit (KEEP_LATEST_COMMITS).
 
 Timeline: `C.clean.requested` (Avro `HoodieCleanerPlan`), `C.clean.inflight` (the same plan),
 the deletions, then `C.clean` (Avro `HoodieCleanMetadata`). Deleting an already-deleted file is a
@@ -143,13 +146,54 @@ def files_to_clean(
     return earliest, {p: sorted(fs) for p, fs in sorted(out.items())}
 
 
+def replaced_files_to_clean(
+    replaced: Iterable[tuple[FileGroup, str]],
+    policy: str,
+    earliest: str | None,
+    protected: frozenset[str] = frozenset(),
+) -> dict[str, list[str]]:
+    """partition -> files of replaced file groups to delete, as Apache Hudi's cleaner picks them
+    (`getReplacedFilesEligibleToClean`): every replaced group (KEEP_LATEST_FILE_VERSIONS), or
+    those whose replacecommit is older than the earliest retained commit (KEEP_LATEST_COMMITS: no
+    retained snapshot reads them). `replaced`: (group with all its slices, replacing instant).
+    A group with a savepointed file is kept whole."""
+    out: dict[str, list[str]] = {}
+    for g, by in replaced:
+        if policy == KEEP_LATEST_COMMITS and (earliest is None or by >= earliest):
+            continue
+        files = [f for sl in g.slices for f in sl.files]
+        if any(f in protected for f in files):
+            continue
+        out.setdefault(g.partition, []).extend(files)
+    return out
+
+
 # ---- planning / execution ---------------------------------------------------------------------
+def _replaced_groups(meta: MetaClient, timeline: Timeline) -> list[tuple[FileGroup, str]]:
+    """Every file group a completed replacecommit replaced, with all its visible slices, and the
+    replacing instant."""
+    from engine.table.fs_view import FileSystemView
+
+    by: dict[tuple[str, str], str] = {}
+    for inst in timeline.completed.instants:
+        if inst.action is Action.REPLACE_COMMIT:
+            for p, ids in (meta.commit_metadata(inst).partition_to_replace_file_ids or {}).items():
+                for f in ids:
+                    by.setdefault((p, f), inst.time)
+    if not by:
+        return []
+    unhidden = FileSystemView.build(meta.list_data_files(), timeline)
+    return [(g, by[(g.partition, g.file_id)]) for g in unhidden.groups if (g.partition, g.file_id) in by]
+
+
 def plan_clean(meta: MetaClient, timeline: Timeline, policy: str, retained: int) -> CleanPlan:
     view = meta.file_system_view(timeline)
     writes = [i.time for i in timeline.completed_writes.instants]
-    earliest, files = files_to_clean(
-        view.groups, writes, policy, retained, savepointed_files(meta, timeline), view.pending_compaction
-    )
+    protected = savepointed_files(meta, timeline)
+    earliest, files = files_to_clean(view.groups, writes, policy, retained, protected, view.pending_compaction)
+    for p, fs in replaced_files_to_clean(_replaced_groups(meta, timeline), policy, earliest, protected).items():
+        files[p] = sorted({*files.get(p, []), *fs})
+    files = dict(sorted(files.items()))
     ownership = FileOwnership(meta.storage)
     kept = {p: tuple(ownership.owned(fs, "clean")) for p, fs in files.items()}
     return CleanPlan(

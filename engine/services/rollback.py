@@ -198,6 +198,7 @@ def describe_index_revert(meta: MetaClient, timeline: Timeline, plan: RollbackPl
     time = plan.target.time
     without = Timeline(tuple(i for i in timeline.instants if i.time != time), timeline.has_archive)
     _parts, groups, _exact = _planned_groups(meta, time, plan.target.action)
+    groups |= replaced_groups(meta, time, plan.target.action)
     change = _index_change(meta, index, time, list(plan.files), groups, without)
     put = sorted(set(change.restored.column("key").to_pylist()))
     deleted = sorted(set(change.removed.column("key").to_pylist()) - set(put))
@@ -244,16 +245,21 @@ def undo_instant(
     index: Index | None,
     final: bool = True,
     skipped: list[str] | None = None,
+    replaced: set[tuple[str, str]] = frozenset(),  # type: ignore[assignment]
 ) -> list[str]:
     """Make instant `time` vanish: invisible first, then its files, index entries and timeline files.
 
     Returns the files deleted by this call. Used by rollback and restore; idempotent. Files that
     are not this instant's own (`owned_instant_files`) are kept and appended to `skipped`.
+    `replaced`: file groups a replacecommit replaces, besides those its metadata names (a
+    failed write undoing itself knows them before any metadata does).
     """
     storage = meta.storage
     # the file groups the instant wrote, from its metadata (read before the revert removes the
     # completed file): a resumed undo whose files are already gone still knows them
     planned_parts, planned_groups, exact = _planned_groups(meta, time, action)
+    # a replacecommit's replaced groups become current again: their keys go back into the index
+    replaced = set(replaced) | replaced_groups(meta, time, action)
     completed = Instant(time, action, State.COMPLETED)
     if storage.exists(meta.instant_path(completed)):
         # revert to inflight: the instant stops being visible before any of its files goes
@@ -270,7 +276,8 @@ def undo_instant(
         # files, so a resumed run (after a crash among the deletions below) would see only part
         # of it. Reverting first is safe (the instant is invisible already) and idempotent: a
         # resumed run recomputes the same change, or a part of one already applied.
-        index.rollback_commit(meta, time, _index_change(meta, index, time, files, planned_groups), final=final)
+        change = _index_change(meta, index, time, files, planned_groups | replaced)
+        index.rollback_commit(meta, time, change, final=final)
     deleted = []
     for i, rel in enumerate(files):
         if storage.exists(rel):
@@ -457,6 +464,28 @@ def _planned_groups(meta: MetaClient, time: str, action: Action) -> tuple[set[st
         groups = {(s.partitionPath, s.fileId) for s in cm.write_stats if s.fileId}
         return set(cm.partition_to_write_stats), groups, state is State.COMPLETED
     return set(), set(), False
+
+
+def replaced_groups(meta: MetaClient, time: str, action: Action) -> set[tuple[str, str]]:
+    """The (partition, file id) groups replacecommit `time` replaces, from its completed (or, in
+    version 6, inflight) metadata; empty for other actions or when unreadable."""
+    from engine.errors import CorruptTableError
+    from engine.table.commit_metadata import CommitMetadata
+
+    if action is not Action.REPLACE_COMMIT:
+        return set()
+    for state in (State.COMPLETED, State.INFLIGHT):
+        try:
+            body = meta.storage.read_bytes(meta.instant_path(Instant(time, action, state)))
+        except FileNotFoundError:
+            continue
+        try:
+            ids = CommitMetadata.from_bytes(body).partition_to_replace_file_ids if body.strip() else None
+        except CorruptTableError:
+            ids = None
+        if ids:
+            return {(p, f) for p, fids in ids.items() for f in fids}
+    return set()
 
 
 def owned_instant_files(

@@ -19,7 +19,9 @@ from engine.table.meta_client import MetaClient
 from engine.timeline.instant import Action, Instant, State
 from engine.timeline.timeline import Timeline
 
-ROLLBACK_ACTIONS = (Action.COMMIT, Action.DELTA_COMMIT)
+# completed instants rollback undoes: writes, and replacecommits (insert_overwrite, or a clustering
+# Apache Hudi ran), whose replaced file groups become visible again
+ROLLBACK_ACTIONS = (Action.COMMIT, Action.DELTA_COMMIT, Action.REPLACE_COMMIT)
 # pending instants whose files can simply go: failed writes, a clustering (or insert_overwrite)
 # Apache Hudi scheduled or started, which replaces nothing until it completes, and a compaction
 # no write has appended on top of yet
@@ -39,8 +41,8 @@ def check_rollback_allowed(meta: MetaClient, timeline: Timeline, target: Instant
     if not undoable(target):
         state = "completed " if target.is_completed else ""
         raise InvalidInputError(
-            f"cannot roll back a {state}{target.action.value} instant ({target.time}): only commits "
-            f"and pending replacecommits can be rolled back"
+            f"cannot roll back a {state}{target.action.value} instant ({target.time}): only commits, "
+            f"replacecommits and pending clusterings or compactions can be rolled back"
         )
     if not target.is_completed:
         if target.action is Action.COMPACTION:
@@ -53,7 +55,8 @@ def check_rollback_allowed(meta: MetaClient, timeline: Timeline, target: Instant
             f"delete them or restore to an instant before it",
             tuple(guarded),
         )
-    stats = meta.commit_metadata(target).write_stats
+    metadata = meta.commit_metadata(target)
+    stats = metadata.write_stats
     mine = {(s.partitionPath, s.fileId) for s in stats}
     dependents = []
     for later in timeline.completed_writes.instants:
@@ -82,6 +85,7 @@ def check_rollback_allowed(meta: MetaClient, timeline: Timeline, target: Instant
                 missing.append(f"{s.partitionPath}/{s.fileId} @ {s.prevCommit}")
             else:
                 previous.append((s.path or "", join_path(s.partitionPath, found[0])))
+    previous.extend(_replaced_versions(meta, timeline, target, metadata.partition_to_replace_file_ids, missing))
     if missing:
         raise RollbackRefusedError(
             f"cannot roll back {target.time}: the file versions it replaced were cleaned "
@@ -98,6 +102,28 @@ def check_rollback_allowed(meta: MetaClient, timeline: Timeline, target: Instant
             f"to an instant before {target.time}",
             writers,
         )
+
+
+def _replaced_versions(
+    meta: MetaClient, timeline: Timeline, target: Instant, replaced: dict[str, list[str]] | None, missing: list[str]
+) -> list[tuple[str, str]]:
+    """("", latest base file) of each file group replacecommit `target` replaced, which rolling it
+    back makes current again (no current version: every key in it counts as taken out); a group
+    with no file left (cleaned) is added to `missing`."""
+    groups = {(p, f) for p, ids in (replaced or {}).items() for f in ids}
+    if not groups:
+        return []
+    without = Timeline(tuple(i for i in timeline.instants if i.time != target.time), timeline.has_archive)
+    view = meta.file_system_view(without)
+    out = []
+    for part, fid in sorted(groups):
+        group = view.group(part, fid)
+        latest = group.latest_slice if group is not None else None
+        if latest is None:
+            missing.append(f"{part}/{fid} (replaced)")
+        elif latest.base_file is not None:
+            out.append(("", latest.base_file.path))
+    return out
 
 
 def _check_nothing_on_top_of(meta: MetaClient, compaction: str) -> None:

@@ -9,7 +9,8 @@ updates (`SparkRejectUpdateStrategy`) and keep those groups out of small-file pa
 same. A pending clustering is a table service, not a failed write: repair leaves it alone (Hudi
 executes it, or `hoodie rollback` removes it).
 
-The requested file of an insert_overwrite replacecommit is empty or names another operation.
+The requested file of an insert_overwrite replacecommit is empty (older Hudi) or an empty
+`HoodieRequestedReplaceMetadata` (operationType "", no plan: what `engine.write.commit` writes).
 """
 
 from __future__ import annotations

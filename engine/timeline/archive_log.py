@@ -75,10 +75,13 @@ def decode_archive_file(data: bytes) -> list[dict[str, Any]]:
 _METADATA_FIELD = {
     Action.COMMIT: "hoodieCommitMetadata",
     Action.DELTA_COMMIT: "hoodieCommitMetadata",
+    Action.REPLACE_COMMIT: "hoodieReplaceCommitMetadata",
     Action.CLEAN: "hoodieCleanMetadata",
     Action.ROLLBACK: "hoodieRollbackMetadata",
     Action.SAVEPOINT: "hoodieSavePointMetadata",
 }
+
+_COMMIT_FIELDS = ("hoodieCommitMetadata", "hoodieReplaceCommitMetadata")
 
 
 def archived_entry(
@@ -90,7 +93,7 @@ def archived_entry(
 ) -> dict[str, Any]:
     """A HoodieArchivedMetaEntry for a completed instant, as Hudi 0.14's archiver builds it.
 
-    `metadata`: our CommitMetadata for commit/deltacommit; the Avro record (HoodieCleanMetadata,
+    `metadata`: our CommitMetadata for commit/deltacommit/replacecommit; the Avro record (HoodieCleanMetadata,
     HoodieRollbackMetadata, HoodieSavepointMetadata) for clean/rollback/savepoint; None for an
     instant whose completed file is empty (`createMetaWrapperForEmptyInstant`). `actionState` is
     the state name ("COMPLETED"); `version` stays null because Hudi builds the entry with the Avro
@@ -114,11 +117,13 @@ def archived_entry(
     field_name = _METADATA_FIELD[act]
     if metadata is not None:
         if isinstance(metadata, CommitMetadata):
-            if field_name != "hoodieCommitMetadata":
+            if field_name not in _COMMIT_FIELDS:
                 raise InvalidInputError(f"{act.value} metadata must be an Avro record, not CommitMetadata")
             entry[field_name] = commit_metadata_to_avro(metadata)
+            if act is Action.REPLACE_COMMIT:  # ReplaceArchivalHelper.convertReplaceCommitMetadata
+                entry[field_name]["partitionToReplaceFileIds"] = metadata.partition_to_replace_file_ids or {}
         else:
-            if field_name == "hoodieCommitMetadata":
+            if field_name in _COMMIT_FIELDS:
                 raise InvalidInputError(f"{act.value} metadata must be a CommitMetadata")
             entry[field_name] = dict(metadata)
     validate_record(ARCHIVED_ENTRY, entry)

@@ -16,6 +16,7 @@ from engine import failpoints
 from engine.constants import PARTITION_METADATA_FILE
 from engine.data.log_file import next_log_version
 from engine.table import failed_writes
+from engine.table.clustering import REQUESTED_MODEL
 from engine.table.commit_metadata import CommitMetadata, WriteStat
 from engine.table.file_names import parse_base_file_name, parse_log_file_name
 from engine.table.meta_client import MetaClient
@@ -40,6 +41,8 @@ class PendingCommit:
     operation: Operation
     plan: WritePlan
     created_partitions: list[str] = field(default_factory=list)
+    # a replacecommit (insert_overwrite): partition -> the file ids it replaces
+    replaced: dict[str, list[str]] | None = None
 
     @property
     def partitions(self) -> list[str]:
@@ -53,18 +56,32 @@ def start(
     plan: WritePlan,
     action: Action = Action.COMMIT,
     now: datetime | None = None,
+    replaced: dict[str, list[str]] | None = None,
 ) -> PendingCommit:
     """Claim a new instant time (strictly after every instant on the timeline) for `action`
-    (`commit`, or `deltacommit` on MERGE_ON_READ) and mark it inflight."""
-    time = claim_instant(meta, timeline, action, b"", now)
+    (`commit`, or `deltacommit` on MERGE_ON_READ; `replacecommit` replacing the `replaced` file
+    groups) and mark it inflight."""
+    time = claim_instant(meta, timeline, action, requested_body(action), now)
     failpoints.hit("write.after_requested")
-    pending = PendingCommit(time, action, operation, plan)
+    pending = PendingCommit(time, action, operation, plan, replaced=replaced)
     try:
         _mark_inflight(meta, pending)
     except BaseException:
         abort(meta, pending)
         raise
     return pending
+
+
+def requested_body(action: Action) -> bytes:
+    """The requested file of a write: empty, except a replacecommit's, which holds an empty Avro
+    `HoodieRequestedReplaceMetadata` (operationType "", no clustering plan) as Apache Hudi's
+    `createRequestedCommitWithReplaceMetadata` writes it: readers tell it from a clustering plan."""
+    if action is not Action.REPLACE_COMMIT:
+        return b""
+    from engine.timeline import avro_models
+
+    record = {"operationType": "", "clusteringPlan": None, "extraMetadata": None, "version": 1}
+    return avro_models.serialize(REQUESTED_MODEL, record)
 
 
 def _mark_inflight(meta: MetaClient, pending: PendingCommit) -> None:
@@ -87,6 +104,10 @@ def _mark_inflight(meta: MetaClient, pending: PendingCommit) -> None:
             for p in pending.partitions
         },
         operation_type=pending.operation.value,
+        # version 6 (JSON) keeps the groups to replace in the inflight file too, so that undoing
+        # a crashed insert_overwrite restores their index entries; in 8 and 9 the inflight file is
+        # an Avro HoodieCommitMetadata, as Java writes it, which has no such field
+        partition_to_replace_file_ids=pending.replaced if meta.layout.version < 2 else None,
     )
     transition_to_inflight(meta, pending.instant, pending.action, meta.encode_commit_metadata(inflight))
     for partition in pending.partitions:
@@ -175,7 +196,7 @@ def build_metadata(
     stale = stale_before_write + sum(o["num_stale"] for o in outcomes)
     if stale:
         extra["engine.records.stale"] = str(stale)
-    return CommitMetadata(stats, pending.operation.value, extra)
+    return CommitMetadata(stats, pending.operation.value, extra, partition_to_replace_file_ids=pending.replaced)
 
 
 def complete(

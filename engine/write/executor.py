@@ -24,7 +24,7 @@ from pyspark.sql.pandas.types import from_arrow_schema, to_arrow_schema
 from engine import failpoints
 from engine.config.table_config import TableType
 from engine.config.write_config import WriteConfig
-from engine.data.columns import FILE_ID_COL, KEY_COL, OP_COL, OP_UPSERT, PART_COL, PREV_FILE_ID_COL
+from engine.data.columns import FILE_ID_COL, KEY_COL, OP_COL, OP_DELETE, OP_UPSERT, PART_COL, PREV_FILE_ID_COL
 from engine.data.slice_reader import SliceFiles, merge_mode_for
 from engine.errors import EngineError, InvalidInputError, StorageError
 from engine.index.base import Index, TagContext
@@ -76,6 +76,7 @@ from engine.write.tagging import (
     MOVED_COL,
     STALE_COL,
     check_pending_clustering,
+    check_replace_clustering,
     mark_stale,
     order_check,
     profile,
@@ -286,6 +287,8 @@ class WriteJob:
     def _plan(self, batch: _Batch, prof: _Profile) -> WritePlan:
         """Assign updates to their file groups and inserts to small files or new file groups."""
         frozen = check_pending_clustering(self.meta, batch.timeline, prof.workloads)
+        if self.operation.replaces:
+            check_replace_clustering(self._replaced(batch), frozen)
         mor = self.meta.config.table_type is TableType.MERGE_ON_READ
         existing = {
             p: [f for f in existing_files(batch.view, p, mor) if (f.partition, f.file_id) not in frozen]
@@ -312,7 +315,8 @@ class WriteJob:
             small_file_limit=self.config.small_file_limit,
             record_size=record_size,
             new_file_id=new_file_id,
-            use_small_files=self.operation is not Operation.BULK_INSERT,
+            # insert_overwrite packs nothing into the groups it replaces (Hudi's SparkInsertOverwritePartitioner)
+            use_small_files=self.operation is not Operation.BULK_INSERT and not self.operation.replaces,
             mor=rules,
         )
 
@@ -322,8 +326,9 @@ class WriteJob:
         """Claim the instant, write the files, update the index and complete the instant; on any
         failure undo all of it (or, having lost the table lock, leave it to the holder's repair)."""
         spark = tagged.sparkSession
-        action = write_action(self.meta.config.table_type)
-        pending = commit_protocol.start(self.meta, batch.timeline, self.operation, plan, action)
+        replaced = self._replaced(batch) if self.operation.replaces else None
+        action = Action.REPLACE_COMMIT if replaced is not None else write_action(self.meta.config.table_type)
+        pending = commit_protocol.start(self.meta, batch.timeline, self.operation, plan, action, replaced=replaced)
         instant = pending.instant
         index_stats = dict(prof.index_stats)
         index_touched = False
@@ -337,7 +342,10 @@ class WriteJob:
             if self.index.wants_locations and assigned is not None:
                 self.progress(f"updating the {self.index.name} index")
                 index_touched = True
-                self.index.update_location(tag_ctx, instant, _located(assigned, plan))
+                located = _located(assigned, plan)
+                if replaced:  # the replaced groups' keys leave the index (unless written again)
+                    located = located.unionByName(_replaced_keys(tag_ctx, replaced))
+                self.index.update_location(tag_ctx, instant, located)
                 index_stats.update({f"update_{k}": v for k, v in self.index.update_stats().items()})
             extra = {f"engine.index.{k}": str(v) for k, v in index_stats.items()}
             failpoints.hit("write.before_complete")
@@ -365,6 +373,7 @@ class WriteJob:
             files_written=len(written),
             partitions=tuple(sorted({o["partition"] for o in written})),
             bytes_written=sum(o["file_size"] for o in written),
+            replaced_file_groups=sum(len(ids) for ids in (replaced or {}).values()),
             seconds=round(time.monotonic() - started, 3),
             index_stats=index_stats,
         )
@@ -388,7 +397,8 @@ class WriteJob:
                 # undo it like a rollback, which also reverts the index
                 from engine.services.rollback import undo_instant
 
-                undo_instant(self.meta, instant, pending.action, (), self.index)
+                replaced = {(p, f) for p, ids in (pending.replaced or {}).items() for f in ids}
+                undo_instant(self.meta, instant, pending.action, (), self.index, replaced=replaced)
                 commit_protocol.abort(self.meta, pending)
             else:
                 commit_protocol.abort(self.meta, pending)
@@ -413,7 +423,20 @@ class WriteJob:
             Operation.INSERT: self.config.combine_before_insert,
             Operation.BULK_INSERT: self.config.combine_before_insert,
             Operation.DELETE: self.config.combine_before_delete,
+            Operation.INSERT_OVERWRITE: self.config.combine_before_insert,
+            Operation.INSERT_OVERWRITE_TABLE: self.config.combine_before_insert,
         }[self.operation]
+
+    def _replaced(self, batch: _Batch) -> dict[str, list[str]]:
+        """partition -> the file ids an insert_overwrite replaces, as Apache Hudi lists them: every
+        partition of the table (INSERT_OVERWRITE_TABLE) or those the input touches, each with all
+        its file groups (possibly none)."""
+        view = batch.view
+        parts = view.partitions if self.operation is Operation.INSERT_OVERWRITE_TABLE else []
+        out: dict[str, list[str]] = {p: [] for p in (*parts, *batch.summary.partitions)}
+        for sl in view.latest_slices(out):
+            out[sl.partition].append(sl.file_id)
+        return {p: sorted(ids) for p, ids in sorted(out.items())}
 
     def _write(
         self, tagged: DataFrame, plan: WritePlan, offsets: dict[tuple[int, str], int], batch: _Batch, instant: str
@@ -483,6 +506,24 @@ class WriteJob:
             block_format=self.config.log_block_format,
             log_per_commit=self.meta.layout.version >= 2,
         )
+
+
+def _replaced_keys(ctx: TagContext, replaced: dict[str, list[str]]) -> DataFrame:
+    """The `_located` rows of an insert_overwrite's replaced records: a delete of each key the
+    replaced groups hold at their latest (merged) slice, located where it was."""
+    from engine.data.keys import KEYS_SCHEMA, ScanFile
+    from engine.read.scan import scan_keys
+
+    groups = {(p, f) for p, ids in replaced.items() for f in ids}
+    files = [ScanFile.of_slice(sl) for sl in ctx.view.latest_slices(replaced) if (sl.partition, sl.file_id) in groups]
+    key, part, fid = KEYS_SCHEMA.names
+    return scan_keys(ctx.spark, ctx.meta.storage, files, None, ctx.merge).select(
+        F.col(key).alias(KEY_COL),
+        F.col(part).alias(PART_COL),
+        F.col(fid).alias(FILE_ID_COL),
+        F.lit(OP_DELETE).alias(OP_COL),
+        F.col(fid).alias(PREV_FILE_ID_COL),
+    )
 
 
 def _located(assigned: DataFrame, plan: WritePlan) -> DataFrame:

@@ -15,11 +15,20 @@ class Operation(StrEnum):
     INSERT = "INSERT"
     BULK_INSERT = "BULK_INSERT"
     DELETE = "DELETE"
+    # replacecommits: the records become new file groups replacing every existing one (TABLE) or
+    # those of the partitions the input touches
+    INSERT_OVERWRITE = "INSERT_OVERWRITE"
+    INSERT_OVERWRITE_TABLE = "INSERT_OVERWRITE_TABLE"
 
     @property
     def tags(self) -> bool:
         """Operations that look records up in the index (insert and bulk insert do not)."""
         return self in (Operation.UPSERT, Operation.DELETE)
+
+    @property
+    def replaces(self) -> bool:
+        """Operations that replace existing file groups (a `replacecommit`, not a commit)."""
+        return self in (Operation.INSERT_OVERWRITE, Operation.INSERT_OVERWRITE_TABLE)
 
 
 @dataclass(frozen=True)
@@ -38,6 +47,7 @@ class WriteResult(Documented):
     files_written: int = 0
     partitions: tuple[str, ...] = field(default=())
     bytes_written: int = 0
+    replaced_file_groups: int = 0  # insert_overwrite: the existing file groups it replaced
     seconds: float = 0.0
     index_stats: dict[str, int] = field(default_factory=dict)  # e.g. BLOOM: files pruned by range/bloom
     # automatic table services run after the commit (clean: instant + files deleted; archived: times)

@@ -220,4 +220,22 @@ def check_pending_clustering(
     return frozen
 
 
-__all__ = ["MOVED_COL", "SP_COL", "STALE_COL", "check_pending_clustering", "mark_stale", "order_check", "profile", "profile_columns", "relocate"]
+def check_replace_clustering(replaced: dict[str, list[str]], frozen: dict[tuple[str, str], str]) -> None:
+    """Refuse (PendingClusteringError) an insert_overwrite replacing file groups that a pending
+    clustering rewrites: completing the clustering would bring the replaced records back."""
+    from engine.errors import PendingClusteringError
+
+    hit = sorted((p, f) for p, ids in replaced.items() for f in ids if (p, f) in frozen)
+    if hit:
+        instant = frozen[hit[0]]
+        shown = ", ".join(f"{p}/{f}" if p else f for p, f in hit[:3]) + (" ..." if len(hit) > 3 else "")
+        raise PendingClusteringError(
+            f"the overwrite replaces {len(hit)} file group(s) ({shown}) that the pending clustering "
+            f"{instant} is going to rewrite; let Apache Hudi finish it, or remove it with "
+            f"`hoodie rollback PATH {instant}`, then write again",
+            instant,
+            tuple(hit),
+        )
+
+
+__all__ = ["MOVED_COL", "SP_COL", "STALE_COL", "check_pending_clustering", "check_replace_clustering", "mark_stale", "order_check", "profile", "profile_columns", "relocate"]

@@ -1,6 +1,6 @@
 """Archival never passes a replacecommit whose replaced file groups still have files, in version 6
 as in 8 and 9 (test_lsm_archival.py): only an active replacecommit hides the groups it replaced,
-and this engine's clean does not delete them, so archiving it would bring their rows back. (In
+and archiving it while they have files would bring their rows back. (In
 version 6 archival used to reach such a replacecommit and fail on it, "Hudi 0.14 does not archive
 replacecommit instants", every time; now it archives what lies before it.)"""
 

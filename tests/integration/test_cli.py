@@ -214,6 +214,26 @@ def test_delete_reports_absent_keys_and_progress(spark, tmp_path, capsys):
     assert data_rows(out_file) == [FIRST[0], FIRST[1]]
 
 
+def test_insert_overwrite_verbs_commit_replacecommits(spark, tmp_path, capsys):
+    table = tmp_path / "t"
+    assert cli(capsys, *init_args(table))[0] == 0
+    assert cli(capsys, "insert", table, "--input", write_parquet(tmp_path / "in.parquet", FIRST))[0] == 0
+    new_eu = [{"id": 9, "name": "z", "region": "eu", "ts": 2, "amount": 9.0}]
+    doc = cli_json(capsys, "insert-overwrite", table, "--input", write_parquet(tmp_path / "eu.parquet", new_eu))
+    assert (doc["operation"], doc["inserts"], doc["replaced_file_groups"]) == ("INSERT_OVERWRITE", 1, 1)
+    out_file = tmp_path / "after.parquet"
+    assert cli_json(capsys, "read", table, "--output", out_file)["rows"] == 2
+    assert data_rows(out_file) == [FIRST[1], new_eu[0]]
+    doc = cli_json(capsys, "insert-overwrite-table", table, "--input", write_parquet(tmp_path / "all.parquet", SECOND))
+    assert (doc["operation"], doc["inserts"], doc["replaced_file_groups"]) == ("INSERT_OVERWRITE_TABLE", 2, 2)
+    assert cli_json(capsys, "read", table, "--output", out_file)["rows"] == 2
+    assert data_rows(out_file) == SECOND
+    commits = cli_json(capsys, "commits", table)["instants"]
+    assert [(c["action"], c["operation"]) for c in commits][1:] == [
+        ("replacecommit", "INSERT_OVERWRITE"), ("replacecommit", "INSERT_OVERWRITE_TABLE")
+    ]
+
+
 def test_empty_input_commits_nothing(written, capsys):
     empty = written["root"] / "empty.parquet"
     pq.write_table(pa.Table.from_pylist([], schema=pa.Table.from_pylist(FIRST).schema), empty)

@@ -74,8 +74,22 @@ def test_restore_and_other_actions_are_not_archived() -> None:
     restore = am.restore_metadata(T2, 1, [(T1, "commit")], {})
     with pytest.raises(InvalidInputError, match="does not archive restore"):
         al.archived_entry(T2, Action.RESTORE, "COMPLETED", restore)
-    with pytest.raises(InvalidInputError, match="replacecommit"):
-        al.archived_entry(T2, Action.REPLACE_COMMIT, "COMPLETED", None)
+    with pytest.raises(InvalidInputError, match="compaction"):
+        al.archived_entry(T2, Action.COMPACTION, "COMPLETED", None)
+
+
+def test_a_replacecommit_is_archived_with_its_replaced_file_groups() -> None:
+    # MetadataConversionUtils.createMetaWrapper -> ReplaceArchivalHelper.convertReplaceCommitMetadata
+    metadata = _commit()
+    metadata.operation_type = "INSERT_OVERWRITE_TABLE"
+    metadata.partition_to_replace_file_ids = {"city=paris": ["f1-0"], "city=rome": []}
+    entry = al.archived_entry(T2, Action.REPLACE_COMMIT, "COMPLETED", metadata)
+    replace = entry["hoodieReplaceCommitMetadata"]
+    assert (entry["actionType"], entry["hoodieCommitMetadata"]) == ("replacecommit", None)
+    assert replace["operationType"] == "INSERT_OVERWRITE_TABLE"
+    assert replace["partitionToReplaceFileIds"] == {"city=paris": ["f1-0"], "city=rome": []}
+    assert replace["extraMetadata"]["ROLLING_STAT"] == ""
+    assert al.decode_archive_file(al.encode_archive_block([entry]))[0]["hoodieReplaceCommitMetadata"] == replace
 
 
 def test_archived_entry_checks_the_metadata_kind() -> None:

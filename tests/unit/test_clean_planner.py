@@ -67,3 +67,21 @@ def test_the_latest_slice_is_never_deleted():
     a = group("p", "a-0", [T[0]])
     assert files_to_clean([a], T[:7], KEEP_LATEST_COMMITS, 1) == (T[6], {})
     assert files_to_clean([a], T[:7], KEEP_LATEST_FILE_VERSIONS, 1) == (None, {})
+
+
+def test_replaced_file_groups_are_cleaned_whole_once_no_retained_snapshot_reads_them():
+    from engine.services.clean import replaced_files_to_clean
+
+    a = group("p", "a-0", [T[0], T[1]])  # replaced at T2
+    b = group("q", "b-0", [T[0]])  # replaced at T4
+    replaced = [(a, T[2]), (b, T[4])]
+    # KEEP_LATEST_COMMITS: groups replaced before the earliest retained commit (T4) go, slices and all
+    assert replaced_files_to_clean(replaced, KEEP_LATEST_COMMITS, T[4]) == {
+        "p": [path("p", "a-0", T[0]), path("p", "a-0", T[1])]
+    }
+    assert replaced_files_to_clean(replaced, KEEP_LATEST_COMMITS, None) == {}
+    # KEEP_LATEST_FILE_VERSIONS: every replaced group; a savepointed file keeps its whole group
+    protected = frozenset({path("q", "b-0", T[0])})
+    assert replaced_files_to_clean(replaced, KEEP_LATEST_FILE_VERSIONS, None, protected) == {
+        "p": [path("p", "a-0", T[0]), path("p", "a-0", T[1])]
+    }
