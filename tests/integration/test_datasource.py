@@ -304,6 +304,25 @@ def test_bad_options_and_bad_input_leave_the_table_as_it_was(spark, tmp_path):
     assert tree_bytes(path) == before
 
 
+def test_overwrite_modes_replace_the_table_or_the_input_partitions(spark, tmp_path):
+    path = str(tmp_path / "over")
+    spark.createDataFrame(TRIPS, SCHEMA).write.format("hudi").options(**OPTIONS).mode("append").save(path)
+    fresh = [("f0000001", "rider-X", "driver-X", 10.0, "chennai", 1), ("f0000002", "rider-Y", "driver-Y", 20.0, "oslo", 1)]
+    spark.createDataFrame(fresh, SCHEMA).write.format("hudi").options(**OPTIONS).mode("overwrite").save(path)
+    assert _data(_ds_rows(spark, path)) == _rs_data(path) == sorted(fresh)
+    table = Table.open(spark, path)
+    last = table.timeline().completed_writes.instants[-1]
+    assert (last.action.value, table.commit_metadata(last.time).operation_type) == (
+        "replacecommit", "INSERT_OVERWRITE_TABLE")
+
+    # insert_overwrite: only the partitions of the input are replaced
+    oslo = [("f0000003", "rider-Z", "driver-Z", 30.0, "oslo", 2)]
+    spark.createDataFrame(oslo, SCHEMA).write.format("hudi").options(**OPTIONS) \
+        .option("hoodie.datasource.write.operation", "insert_overwrite").mode("append").save(path)
+    assert _data(_ds_rows(spark, path)) == _rs_data(path) == sorted([fresh[0], *oslo])
+    assert last_write(spark)["operation"] == "INSERT_OVERWRITE"
+
+
 SAMPLES = ["cow_v6_complexkeygen_hivestyle", "cow_v6_simplekeygen_nonhivestyle", "cow_v6_nonpartitioned",
            "cow_v6_empty", "mor_parquet_v6_nonpartitioned", "mor_parquet_v6_simplekeygen_nonhivestyle",
            "trips_mor_avro_v6_trips_8i1u"]
