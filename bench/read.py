@@ -7,14 +7,18 @@ Sections (each builds its table untimed; every timed read materialises every row
 with Spark's `noop` sink, so nothing is pruned away; best of --repeat):
 
 - cow          a COPY_ON_WRITE table (recent workload: bulk_insert, then one upsert of 1% of the
-               rows): our snapshot read (`Table.read()`) against Spark's own parquet reader on the
+               rows): our snapshot read (`Table.read()`) and the `hudi` data source
+               (`spark.read.format("hudi").load(path)`) against Spark's own parquet reader on the
                same latest base files (`spark.read.parquet(*paths)`, "plain parquet")
 - incremental  the same table: `Table.read_incremental(<bulk_insert instant>)` (the 1% the upsert
-               changed) against a full snapshot read
+               changed) and the data source's incremental query against a full snapshot read
 - mor          a MERGE_ON_READ table (uniform workload, bulk_insert), then 10 deltacommits of 1%
                updates each (log files on every file group): snapshot read after 1, 5 and 10
                deltacommits, the read-optimized read, the compaction's time, and the snapshot
-               read of the compacted table
+               read of the compacted table; each read also through the data source (snapshot or
+               read_optimized query)
+
+Reads compared with each other interleave their repetitions (`Bench.timed_together`).
 
 Every read's row count (and the number of updated rows it sees) is checked against what was
 written; a mismatch exits 1. Results: a table on stdout and bench/results/read-<rows>.json.
@@ -90,6 +94,13 @@ class Bench:
             table_type=table_type,
         )
 
+    def source(self, path: str, **options: str):
+        """A reader of the `hudi` data source (`build_session` registers it) on the table at `path`."""
+        reader = self.spark.read.format("hudi")
+        for key, value in options.items():
+            reader = reader.option(key, value)
+        return reader.load(path)
+
     def load(self, table, base: pa.Table, work: Path) -> str:
         src = str(work / "base.parquet")
         pq.write_table(base, src, row_group_size=256 * 1024)
@@ -101,7 +112,8 @@ class Bench:
         from pyspark.sql import functions as F
 
         wl = make_workload("recent", rows, max(1, rows // 100), seed=42)
-        table = self.table(str(work / "cow"), "COPY_ON_WRITE")
+        path = str(work / "cow")
+        table = self.table(path, "COPY_ON_WRITE")
         first = self.load(table, wl.base, work)
         res = table.upsert(self.spark.createDataFrame(wl.batch), options=OPTIONS)
         expected = wl.expected_rows_after
@@ -113,12 +125,19 @@ class Bench:
             local = [table.meta.storage.uri(p) for p in paths]
             # the same with the schema given (no footer-reading schema inference in the clock)
             known = self.spark.read.parquet(local[0]).schema
-            (hudi_s, hudi_n), (plain_s, plain_n), (typed_s, typed_n) = self.timed_together(
+            (hudi_s, hudi_n), (ds_s, ds_n), (plain_s, plain_n), (typed_s, typed_n) = self.timed_together(
                 lambda: table.read(),
+                lambda: self.source(path),
                 lambda: self.spark.read.parquet(*local),
                 lambda: self.spark.read.schema(known).parquet(*local),
             )
             out["snapshot"] = {"seconds": hudi_s, "rows": hudi_n, "ok": hudi_n == expected}
+            out["datasource"] = {
+                "seconds": ds_s,
+                "rows": ds_n,
+                "ok": ds_n == expected,
+                "partitions": self.source(path).rdd.getNumPartitions(),
+            }
             out["plain_parquet"] = {
                 "seconds": plain_s,
                 "rows": plain_n,
@@ -131,27 +150,44 @@ class Bench:
                 "ok": typed_n == expected,
             }
             out["snapshot_over_plain"] = hudi_s / min(plain_s, typed_s)
+            out["datasource_over_snapshot"] = ds_s / hudi_s
+            out["datasource_over_plain"] = ds_s / min(plain_s, typed_s)
         if "incremental" in sections:
-            (inc_s, inc_n), (full_s, full_n) = self.timed_together(
-                lambda: table.read_incremental(first), lambda: table.read()
+            incremental = {
+                "hoodie.datasource.query.type": "incremental",
+                "hoodie.datasource.read.begin.instanttime": first,
+            }
+            (inc_s, inc_n), (ds_s, ds_n), (full_s, full_n) = self.timed_together(
+                lambda: table.read_incremental(first),
+                lambda: self.source(path, **incremental),
+                lambda: table.read(),
             )
             seen = table.read_incremental(first).filter(F.col(PRECOMBINE_FIELD) >= wl.batch_ts_min).count()
+            ds_seen = (
+                self.source(path, **incremental).filter(F.col(PRECOMBINE_FIELD) >= wl.batch_ts_min).count()
+            )
             out["incremental"] = {
                 "seconds": inc_s,
                 "rows": inc_n,
                 "ok": inc_n == wl.batch.num_rows and seen == inc_n,
                 "expected_rows": wl.batch.num_rows,
             }
+            out["incremental_datasource"] = {
+                "seconds": ds_s,
+                "rows": ds_n,
+                "ok": ds_n == wl.batch.num_rows and ds_seen == ds_n,
+                "expected_rows": wl.batch.num_rows,
+            }
+            out["incremental_datasource_over_incremental"] = ds_s / inc_s
             out["full_scan"] = {"seconds": full_s, "rows": full_n, "ok": full_n == expected}
             out["incremental_over_full"] = inc_s / full_s
         return out
 
     def mor(self, rows: int, work: Path) -> dict:
-        from pyspark.sql import functions as F
-
         wl = make_workload("uniform", rows, 1, seed=42)
         base = wl.base
-        table = self.table(str(work / "mor"), "MERGE_ON_READ")
+        path = str(work / "mor")
+        table = self.table(path, "MERGE_ON_READ")
         self.load(table, base, work)
         rng = np.random.default_rng(7)
         per_commit = max(1, rows // 100)
@@ -174,18 +210,20 @@ class Bench:
             updated.update(ids.tolist())
             if n in MEASURE_AFTER:
                 logs = sum(len(s.log_files) for s in table.file_system_view().latest_slices())
-                secs, count = self.timed(lambda: table.read())
-                seen = table.read().filter(F.col(PRECOMBINE_FIELD) >= wl.batch_ts_min).count()
-                out["reads"][f"after_{n}_deltacommits"] = {
-                    "seconds": secs,
-                    "rows": count,
-                    "updated_rows_seen": seen,
-                    "log_files": logs,
-                    "ok": count == rows and seen == len(updated),
-                }
+                out["reads"][f"after_{n}_deltacommits"] = self.mor_read(table, path, rows, len(updated), wl)
+                out["reads"][f"after_{n}_deltacommits"]["log_files"] = logs
         out["deltacommit_seconds"] = write_s
-        ro_s, ro_n = self.timed(lambda: table.read(read_optimized=True))
-        out["read_optimized"] = {"seconds": ro_s, "rows": ro_n, "ok": ro_n == rows}
+        ro = {"hoodie.datasource.query.type": "read_optimized"}
+        (ro_s, ro_n), (ds_s, ds_n) = self.timed_together(
+            lambda: table.read(read_optimized=True), lambda: self.source(path, **ro)
+        )
+        out["read_optimized"] = {
+            "seconds": ro_s,
+            "rows": ro_n,
+            "ok": ro_n == rows,
+            "datasource": {"seconds": ds_s, "rows": ds_n, "ok": ds_n == rows},
+            "datasource_over_ours": ds_s / ro_s,
+        }
         t0 = time.perf_counter()
         result = table.maintenance.compact(spark=self.spark)
         out["compaction"] = {
@@ -193,17 +231,34 @@ class Bench:
             "instant": getattr(result, "instant", None),
             "files": len(getattr(result, "files", []) or []),
         }
-        secs, count = self.timed(lambda: table.read())
-        seen = table.read().filter(F.col(PRECOMBINE_FIELD) >= wl.batch_ts_min).count()
-        out["compacted"] = {
-            "seconds": secs,
-            "rows": count,
-            "updated_rows_seen": seen,
-            "ok": count == rows and seen == len(updated),
-        }
+        out["compacted"] = self.mor_read(table, path, rows, len(updated), wl)
+        secs = out["compacted"]["seconds"]
         for key, r in out["reads"].items():
             out[f"{key}_over_compacted"] = r["seconds"] / secs
         return out
+
+    def mor_read(self, table, path: str, rows: int, updated: int, wl) -> dict:
+        """A snapshot read by `Table.read()` and by the data source, timed together; each must see
+        every row and exactly the `updated` rows' new versions."""
+        from pyspark.sql import functions as F
+
+        (secs, count), (ds_s, ds_n) = self.timed_together(lambda: table.read(), lambda: self.source(path))
+        newer = F.col(PRECOMBINE_FIELD) >= wl.batch_ts_min
+        seen = table.read().filter(newer).count()
+        ds_seen = self.source(path).filter(newer).count()
+        return {
+            "seconds": secs,
+            "rows": count,
+            "updated_rows_seen": seen,
+            "ok": count == rows and seen == updated,
+            "datasource": {
+                "seconds": ds_s,
+                "rows": ds_n,
+                "updated_rows_seen": ds_seen,
+                "ok": ds_n == rows and ds_seen == updated,
+            },
+            "datasource_over_ours": ds_s / secs,
+        }
 
     def stop(self) -> None:
         self.spark.stop()
@@ -225,70 +280,39 @@ def _checks(doc: dict) -> list[str]:
 
 def print_table(doc: dict) -> None:
     rows: list[tuple[str, str, str, str]] = []
+
+    def read(section: str, what: str, r: dict) -> None:
+        rows.append((section, what, f"{r['seconds']:.2f}", f"{r['rows']:,}"))
+
+    def ratio(section: str, what: str, value: float, digits: int = 2) -> None:
+        rows.append((section, what, f"{value:.{digits}f}x", ""))
+
     s = doc["sections"]
     if "cow" in s and "snapshot" in s["cow"]:
         c = s["cow"]
-        rows.append(
-            (
-                "cow",
-                "snapshot read (Table.read)",
-                f"{c['snapshot']['seconds']:.2f}",
-                f"{c['snapshot']['rows']:,}",
-            )
-        )
-        rows.append(
-            (
-                "cow",
-                "plain parquet (spark.read.parquet)",
-                f"{c['plain_parquet']['seconds']:.2f}",
-                f"{c['plain_parquet']['rows']:,}",
-            )
-        )
-        rows.append(
-            (
-                "cow",
-                "plain parquet, schema given",
-                f"{c['plain_parquet_schema_given']['seconds']:.2f}",
-                f"{c['plain_parquet_schema_given']['rows']:,}",
-            )
-        )
-        rows.append(
-            ("cow", "snapshot / faster plain  (target <= 1.05)", f"{c['snapshot_over_plain']:.2f}x", "")
-        )
+        read("cow", "snapshot read (Table.read)", c["snapshot"])
+        read("cow", f"data source (format hudi, {c['datasource']['partitions']} partitions)", c["datasource"])
+        read("cow", "plain parquet (spark.read.parquet)", c["plain_parquet"])
+        read("cow", "plain parquet, schema given", c["plain_parquet_schema_given"])
+        ratio("cow", "snapshot / faster plain  (target <= 1.05)", c["snapshot_over_plain"])
+        ratio("cow", "data source / Table.read  (target <= 1.2)", c["datasource_over_snapshot"])
+        ratio("cow", "data source / faster plain  (target <= 1.2)", c["datasource_over_plain"])
     if "cow" in s and "incremental" in s["cow"]:
         c = s["cow"]
-        rows.append(
-            (
-                "incremental",
-                "incremental pull of the 1% upsert",
-                f"{c['incremental']['seconds']:.2f}",
-                f"{c['incremental']['rows']:,}",
-            )
-        )
-        rows.append(
-            (
-                "incremental",
-                "full snapshot scan",
-                f"{c['full_scan']['seconds']:.2f}",
-                f"{c['full_scan']['rows']:,}",
-            )
-        )
-        rows.append(
-            ("incremental", "incremental / full  (target <= 0.05)", f"{c['incremental_over_full']:.3f}x", "")
-        )
+        read("incremental", "incremental pull of the 1% upsert", c["incremental"])
+        read("incremental", "data source, query.type=incremental", c["incremental_datasource"])
+        read("incremental", "full snapshot scan", c["full_scan"])
+        ratio("incremental", "incremental / full  (target <= 0.05)", c["incremental_over_full"], 3)
+        ratio("incremental", "data source / read_incremental", c["incremental_datasource_over_incremental"])
     if "mor" in s:
         m = s["mor"]
         for key, r in m["reads"].items():
             label = key.replace("_", " ") + f" ({r['log_files']} log files)"
-            rows.append(("mor", f"snapshot {label}", f"{r['seconds']:.2f}", f"{r['rows']:,}"))
-        rows.append(
-            (
-                "mor",
-                "read-optimized (base files only)",
-                f"{m['read_optimized']['seconds']:.2f}",
-                f"{m['read_optimized']['rows']:,}",
-            )
-        )
+            read("mor", f"snapshot {label}", r)
+            read("mor", "  data source snapshot", r["datasource"])
+        ro = m["read_optimized"]
+        read("mor", "read-optimized (base files only)", ro)
+        read("mor", "  data source read_optimized", ro["datasource"])
         rows.append(
             (
                 "mor",
@@ -297,24 +321,14 @@ def print_table(doc: dict) -> None:
                 "",
             )
         )
-        rows.append(
-            (
-                "mor",
-                "snapshot after compaction",
-                f"{m['compacted']['seconds']:.2f}",
-                f"{m['compacted']['rows']:,}",
-            )
-        )
+        read("mor", "snapshot after compaction", m["compacted"])
+        read("mor", "  data source snapshot", m["compacted"]["datasource"])
         for key in m["reads"]:
-            rows.append(
-                (
-                    "mor",
-                    f"{key.replace('_', ' ')} / compacted"
-                    + ("  (target <= 1.5)" if key.startswith("after_5") else ""),
-                    f"{m[f'{key}_over_compacted']:.2f}x",
-                    "",
-                )
-            )
+            target = "  (target <= 1.5)" if key.startswith("after_5") else ""
+            ratio("mor", f"{key.replace('_', ' ')} / compacted{target}", m[f"{key}_over_compacted"])
+        for key, r in [*m["reads"].items(), ("compacted", m["compacted"])]:
+            ratio("mor", f"data source / ours, {key.replace('_', ' ')}", r["datasource_over_ours"])
+        ratio("mor", "data source / ours, read-optimized", ro["datasource_over_ours"])
     w = max(len(r[1]) for r in rows) if rows else 10
     print(f"\n{'section':<12} {'read':<{w}} {'seconds':>9} {'rows':>11}")
     print("-" * (36 + w))
