@@ -27,6 +27,7 @@ NOT_SET_IN_STACK = {
     "AWS_DEFAULT_REGION": "fallback for AWS_REGION, which is set",
     "PYSPARK_DRIVER_PYTHON": "defaults to the interpreter that runs the driver",
     "HOODIE_SPARK_LOG_LEVEL": "optional Spark log level (default ERROR)",
+    "PYSPARK_GATEWAY_PORT": "set by spark-submit for a driver it starts (build_session then keeps its JVM)",
     "HOODIE_DEBUG": "CLI tracebacks, for debugging",
     "HOODIE_FAILPOINT": "crash tests only",
     "HOODIE_FAILPOINT_PGID": "crash tests only",

@@ -24,6 +24,12 @@ SPARK_MODULES = {
     "engine.read.reader",
     "engine.read.scan",
     "engine.spark",
+    "engine.spark.datasource",  # Spark's data source API (pyspark.sql.datasource)
+    "engine.spark.datasource.options",  # pure itself, but its package `engine.spark` imports the session
+    "engine.spark.datasource.reader",
+    "engine.spark.datasource.service",
+    "engine.spark.datasource.source",
+    "engine.spark.datasource.writer",
     "engine.spark.errors",
     "engine.spark.jvm_noise",  # pure itself, but its package `engine.spark` imports the session
     "engine.spark.jobs",
