@@ -107,6 +107,8 @@ def test_type_promotions_move_the_table_schema_forward(spark, tmp_path, table_ty
     before = t.read(as_of=c1)
     assert "val:int,amount:float,price:decimal(10,2),tags:array<int>,attrs:map<string,int>" in before.schema.simpleString()
     assert ours(before) == old
+    ds_before = spark.read.format("hudi").option("as.of.instant", c1).load(t.path)
+    assert ds_before.schema == before.schema and ours(ds_before) == old
     assert oracle(t, c1) == {k: {**v, "info": {**v["info"], "c": None}} for k, v in old.items()}
 
     # an incremental read across the change: the promoted record only, in the new schema
