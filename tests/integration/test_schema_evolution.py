@@ -206,3 +206,29 @@ def test_narrower_input_for_a_long_column_is_written_as_long(spark, tmp_path, ta
     model["2"] = {"id": "2", "city": "paris", "ts": 2, "val": 7}
     check(spark, t, model)
     assert r.updates == 1
+
+
+def native(df) -> bool:
+    """Whether Spark's own parquet scan reads `df` (else our pyarrow scan, which casts each file)."""
+    text = df._jdf.queryExecution().executedPlan().toString()
+    assert ("FileScan parquet" in text) != ("MapInArrow" in text), text
+    return "FileScan parquet" in text
+
+
+def test_files_of_a_narrower_type_are_not_read_by_the_native_parquet_scan(spark, tmp_path):
+    t = make(spark, tmp_path, "COPY_ON_WRITE")
+    narrow, wide = "id string, city string, ts long, val int", "id string, city string, ts long, val long"
+    c1 = t.upsert(spark.createDataFrame([("1", "paris", 1, 1), ("2", "rome", 1, 2)], narrow)).instant
+    assert native(t.read())
+    t.upsert(spark.createDataFrame([("1", "paris", 2, 2**40)], wide))
+    snap = t.read()  # rome's file still holds int32 values
+    assert not native(snap)
+    assert ours(snap) == {"1": {"id": "1", "city": "paris", "ts": 2, "val": 2**40},
+                          "2": {"id": "2", "city": "rome", "ts": 1, "val": 2}} == oracle(t)
+    before = t.read(as_of=c1)  # every file of that instant was written under its schema
+    assert native(before) and ours(before)["1"]["val"] == 1
+    t.upsert(spark.createDataFrame([("2", "rome", 2, 3)], wide))
+    snap = t.read()  # every file now carries the promoted type
+    assert native(snap)
+    assert ours(snap) == {"1": {"id": "1", "city": "paris", "ts": 2, "val": 2**40},
+                          "2": {"id": "2", "city": "rome", "ts": 2, "val": 3}} == oracle(t)
