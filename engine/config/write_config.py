@@ -56,6 +56,10 @@ _KEYS: dict[str, tuple[str, type]] = {
     "hoodie.write.lock.wait_time_ms": ("lock_wait_ms", int),
     # Apache Hudi's metadata table: this engine does not write it (engine.table.metadata_table)
     "hoodie.metadata.enable": ("metadata_enable", bool),
+    # schema evolution: a batch lacking table columns writes them as nulls (Hudi 0.14.1+'s key, and
+    # the older reconcile key, which has the same effect on the missing columns)
+    "hoodie.write.set.null.for.missing.columns": ("set_null_for_missing_columns", bool),
+    "hoodie.datasource.write.reconcile.schema": ("reconcile_schema", bool),
 }
 
 CLEANER_POLICIES = ("KEEP_LATEST_COMMITS", "KEEP_LATEST_FILE_VERSIONS")
@@ -124,6 +128,9 @@ class WriteConfig:
     lock_wait_ms: int = 0
     # None/False: a metadata table Apache Hudi left is removed before writing; True: refused
     metadata_enable: bool | None = None
+    # both false (Apache Hudi's defaults): a batch must carry every table column
+    set_null_for_missing_columns: bool = False
+    reconcile_schema: bool = False
 
     # settings of the index itself, passed through untouched (hoodie.index.hbase.*, hoodie.record.index.*)
     index_options: tuple[tuple[str, str], ...] = ()
@@ -167,6 +174,11 @@ class WriteConfig:
             )
         if self.compact_max_delta_commits < 1:
             raise InvalidConfigError("hoodie.compact.inline.max.delta.commits must be >= 1")
+
+    @property
+    def fills_missing_columns(self) -> bool:
+        """Whether a batch lacking table columns writes nulls for them (either option set)."""
+        return self.set_null_for_missing_columns or self.reconcile_schema
 
     def update_partition_path_for(self, index_name: str) -> bool:
         """Whether a global index moves a record whose partition value changed (True: delete it in

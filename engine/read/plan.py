@@ -58,8 +58,8 @@ def check_instant(value: str, what: str) -> str:
     return str(value)
 
 
-def table_schema_or_empty(meta: MetaClient, timeline: Timeline) -> pa.Schema:
-    schema = meta.latest_schema(timeline)
+def table_schema_or_empty(meta: MetaClient, timeline: Timeline, as_of: str | None = None) -> pa.Schema:
+    schema = meta.latest_schema(timeline, as_of)
     return with_meta_fields(schema if schema is not None else pa.schema([]))
 
 
@@ -123,7 +123,7 @@ def plan_snapshot(
     check_base_file_format(meta)
     timeline = timeline if timeline is not None else meta.timeline()
     as_of = check_as_of(timeline, as_of, meta)
-    schema = table_schema_or_empty(meta, timeline)
+    schema = table_schema_or_empty(meta, timeline, as_of)
     slices = meta.file_system_view(timeline, as_of=as_of).latest_slices()
     return _plan(meta, timeline, slices, schema, as_of=as_of, read_optimized=read_optimized), timeline
 

@@ -206,16 +206,20 @@ class MetaClient:
             yield inst, self.commit_metadata(inst)
 
     # ---- schema --------------------------------------------------------------------------
-    def latest_avro_schema(self, timeline: Timeline | None = None) -> str | None:
-        """The writer schema of the newest completed write (else the create schema)."""
-        for _inst, meta in self.completed_commits_newest_first(timeline):
+    def latest_avro_schema(self, timeline: Timeline | None = None, as_of: str | None = None) -> str | None:
+        """The writer schema of the newest completed write (at or before `as_of`, as Apache Hudi's
+        time travel resolves the table schema; else the create schema)."""
+        for inst, meta in self.completed_commits_newest_first(timeline):
+            if as_of is not None and inst.time > as_of:
+                continue
             if meta.schema:
                 return meta.schema
         return self.config.create_schema
 
-    def latest_schema(self, timeline: Timeline | None = None) -> pa.Schema | None:
-        """The table's data schema (without meta columns), or None for a table never written."""
-        avro = self.latest_avro_schema(timeline)
+    def latest_schema(self, timeline: Timeline | None = None, as_of: str | None = None) -> pa.Schema | None:
+        """The table's data schema (without meta columns; as of `as_of` when given), or None for a
+        table never written."""
+        avro = self.latest_avro_schema(timeline, as_of)
         return avro_to_arrow(avro) if avro else None
 
     # ---- files ---------------------------------------------------------------------------

@@ -188,6 +188,7 @@ class WriteJob:
             spec,
             table_cfg.precombine_field,
             deleting=self.is_delete,
+            fill_missing=self.config.fills_missing_columns,
         )
         # files carry exactly the types the stored Avro schema describes (e.g. timestamps in UTC)
         write_schema = avro_to_arrow(arrow_to_avro(write_schema, table_cfg.name))

@@ -135,8 +135,8 @@ def accept_newer(incoming: pa.ChunkedArray, stored: pa.ChunkedArray) -> pa.Chunk
 
     A null stored value never blocks; a null incoming value loses against a non-null stored one.
     """
-    if stored.type != incoming.type:
-        stored = stored.cast(incoming.type)
+    if stored.type != incoming.type:  # the stored type is the table's, never narrower than the batch's
+        incoming = incoming.cast(stored.type)
     ge = pc.greater_equal(incoming, stored)
     return pc.or_kleene(pc.is_null(stored), pc.fill_null(ge, False))
 

@@ -48,7 +48,7 @@ IGNORED = frozenset({
     "hoodie.insert.shuffle.parallelism", "hoodie.bulkinsert.shuffle.parallelism",
     "hoodie.delete.shuffle.parallelism", "hoodie.datasource.write.payload.class",
     "hoodie.datasource.write.drop.partition.columns", "hoodie.datasource.write.row.writer.enable",
-    "hoodie.datasource.write.reconcile.schema", "hoodie.datasource.hive_sync.enable",
+    "hoodie.datasource.hive_sync.enable",
     "hoodie.embed.timeline.server",
 })
 # options Spark or the session catalog add that are not Hudi's

@@ -39,6 +39,15 @@ from engine.table.meta_client import MetaClient
 _CATALOG_MARKERS = ("provider", "location")
 
 
+def _as_of(opts: dict[str, str]) -> str | None:
+    """A time-travel read's instant: its rows have the schema the table had then (as in Apache
+    Hudi). None without one, or for a malformed one (the reader's option parsing refuses it)."""
+    try:
+        return ReadOptions.parse(opts).as_of
+    except InvalidConfigError:
+        return None
+
+
 class HudiDataSource(DataSource):
     """Apache Hudi tables for `spark.read/write.format("hudi")` and `USING hudi`."""
 
@@ -69,7 +78,7 @@ class HudiDataSource(DataSource):
     def schema(self) -> StructType:
         opts = self._options()
         meta = MetaClient.open(self._path(opts), storage_options(opts) or None)
-        schema = from_arrow_schema(table_schema_or_empty(meta, meta.timeline()))
+        schema = from_arrow_schema(table_schema_or_empty(meta, meta.timeline(), _as_of(opts)))
         if any(k in opts for k in _CATALOG_MARKERS) and schema.fields:
             first = schema.fields[0]
             tagged = StructField(first.name, first.dataType, first.nullable,
