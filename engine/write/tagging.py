@@ -200,42 +200,37 @@ def check_pending_clustering(
     """The file groups of pending clusterings (-> their instant). A batch that updates or deletes
     records in one of them is refused (PendingClusteringError) before anything is written, as
     Apache Hudi's SparkRejectUpdateStrategy does: the clustering would drop those changes."""
-    from engine.errors import PendingClusteringError
     from engine.table.clustering import pending_clustering
 
     frozen = {g: c.instant.time for c in pending_clustering(meta, timeline) for g in c.groups}
     hit = sorted(
         (p, fid) for p, wl in workloads.items() for fid in (*wl.updates, *wl.deletes) if (p, fid) in frozen
     )
-    if hit:
-        instant = frozen[hit[0]]
-        shown = ", ".join(f"{p}/{f}" if p else f for p, f in hit[:3]) + (" ..." if len(hit) > 3 else "")
-        raise PendingClusteringError(
-            f"the batch updates or deletes records in {len(hit)} file group(s) ({shown}) that the pending "
-            f"clustering {instant} is going to rewrite; let Apache Hudi finish it, or remove it with "
-            f"`hoodie rollback PATH {instant}`, then write again",
-            instant,
-            tuple(hit),
-        )
+    _refuse_clustered("the batch updates or deletes records in", hit, frozen)
     return frozen
+
+
+def _refuse_clustered(what: str, hit: list[tuple[str, str]], frozen: dict[tuple[str, str], str]) -> None:
+    """PendingClusteringError for the file groups `hit` that a pending clustering rewrites (none: nothing)."""
+    from engine.errors import PendingClusteringError
+
+    if not hit:
+        return
+    instant = frozen[hit[0]]
+    shown = ", ".join(f"{p}/{f}" if p else f for p, f in hit[:3]) + (" ..." if len(hit) > 3 else "")
+    raise PendingClusteringError(
+        f"{what} {len(hit)} file group(s) ({shown}) that the pending clustering {instant} is going to "
+        f"rewrite; let Apache Hudi finish it, or remove it with `hoodie rollback PATH {instant}`, then write again",
+        instant,
+        tuple(hit),
+    )
 
 
 def check_replace_clustering(replaced: dict[str, list[str]], frozen: dict[tuple[str, str], str]) -> None:
     """Refuse (PendingClusteringError) an insert_overwrite replacing file groups that a pending
     clustering rewrites: completing the clustering would bring the replaced records back."""
-    from engine.errors import PendingClusteringError
-
     hit = sorted((p, f) for p, ids in replaced.items() for f in ids if (p, f) in frozen)
-    if hit:
-        instant = frozen[hit[0]]
-        shown = ", ".join(f"{p}/{f}" if p else f for p, f in hit[:3]) + (" ..." if len(hit) > 3 else "")
-        raise PendingClusteringError(
-            f"the overwrite replaces {len(hit)} file group(s) ({shown}) that the pending clustering "
-            f"{instant} is going to rewrite; let Apache Hudi finish it, or remove it with "
-            f"`hoodie rollback PATH {instant}`, then write again",
-            instant,
-            tuple(hit),
-        )
+    _refuse_clustered("the overwrite replaces", hit, frozen)
 
 
 __all__ = ["MOVED_COL", "SP_COL", "STALE_COL", "check_pending_clustering", "check_replace_clustering", "mark_stale", "order_check", "profile", "profile_columns", "relocate"]

@@ -16,27 +16,13 @@ from engine.services.maintenance import Maintenance
 from engine.table.clustering import parse_requested_replace
 from engine.timeline import Action, State
 from engine.timeline.instant import Instant
+from tests.integration.test_services import data, df, make  # the same table and helpers
 from tests.support import hudi_rs
 from tests.support.tables import data_rows, rows, tree_bytes
 
 pytestmark = pytest.mark.spark
 
-SCHEMA = "id int, name string, city string, ts long"
 OLD = [(1, "a", "paris", 1), (2, "b", "rome", 1), (3, "c", "paris", 1), (4, "d", "oslo", 1)]
-
-
-def make(spark, tmp_path: Path, **kw) -> Table:
-    args = dict(name="trips", record_key="id", partition_fields="city", precombine_field="ts")
-    args.update(kw)
-    return Table.create(spark, str(tmp_path / "t"), **args)
-
-
-def df(spark, data):
-    return spark.createDataFrame(data, SCHEMA)
-
-
-def data(table: Table) -> list[tuple]:
-    return sorted((r["id"], r["name"], r["city"], r["ts"]) for r in data_rows(table.read()))
 
 
 def oracle(table: Table) -> list[tuple]:
