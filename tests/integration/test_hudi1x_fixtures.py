@@ -126,6 +126,10 @@ def test_time_travel_to_every_write_and_an_incremental_pull_agree_with_hudi_rs(s
             columns = [c for c in (theirs.column_names if theirs is not None else []) if c in ours.column_names]
             assert ours.num_rows == (theirs.num_rows if theirs is not None else 0), (name, instant)
             if theirs is not None:
+                # we read time travel in the schema of the instant, as Apache Hudi's Spark relation
+                # does; hudi-rs 0.5 in the latest one (v9_timebasedkeygen_epochmillis: ts_millis long,
+                # later string): compare our values in hudi-rs's types
+                ours = ours.select(columns).cast(theirs.select(columns).schema)
                 assert _rows(ours, columns) == _rows(theirs, columns), (name, instant)
         if len(instants) > 1 and props.get("hoodie.populate.meta.fields", "true") != "false":
             ours_inc = table.read_incremental(instants[0]).toArrow()
