@@ -167,26 +167,26 @@ def test_missing_columns_written_as_nulls_with_the_option(spark, tmp_path, table
     assert ours(t.read(as_of=c2))["2"]["note"] == "n2"
 
 
-@pytest.mark.parametrize("table_type", TABLE_TYPES)
-@pytest.mark.parametrize(("schema", "row", "message"), [
-    (BASE.replace("val int", "val string"), "x", "column 'val' is string in the input but int32 in the table"),
-    (BASE.replace("city string", "city int"), 7, "column 'city' is int32 in the input but string in the table"),
-    (BASE.replace("decimal(10,2)", "decimal(10,4)"), None,
+REFUSED = [
+    (BASE.replace("val int", "val string"), "column 'val' is string in the input but int32 in the table"),
+    (BASE.replace("city string", "city int"), "column 'city' is int32 in the input but string in the table"),
+    (BASE.replace("decimal(10,2)", "decimal(10,4)"),
      r"column 'price' is decimal128\(10, 4\) in the input but decimal128\(10, 2\) in the table"),
-    (BASE.replace("info struct<a:int", "info struct<a:string"), None,
-     "column 'info.a' is string in the input but int32 in the table"),
-    (BASE.replace("tags array<int>", "tags array<boolean>"), None,
-     "column 'tags.element' is bool in the input but int32 in the table"),
-])
-def test_incompatible_changes_are_refused_and_the_table_is_untouched(spark, tmp_path, table_type, schema, row, message):
-    t = make(spark, tmp_path, table_type)
+    (BASE.replace("info struct<a:int", "info struct<a:string"), "column 'info.a' is string in the input but int32 in the table"),
+    (BASE.replace("tags array<int>", "tags array<boolean>"), "column 'tags.element' is bool in the input but int32 in the table"),
+]
+
+
+@pytest.mark.parametrize("table_type", TABLE_TYPES)
+def test_incompatible_changes_are_refused_and_the_table_is_untouched(spark, tmp_path, table_type):
+    t = make(spark, tmp_path, table_type)  # one table for every refused change (each leaves it as it was)
     t.upsert(spark.createDataFrame([base_row("1", "paris", 1, 10)], BASE))
-    bad = spark.createDataFrame([], schema)
     before, dirs, snapshot = tree_bytes(t.path), tree_dirs(t.path), rows(t.read())
-    with pytest.raises(SchemaMismatchError, match=message):
-        t.upsert(bad)
-    assert tree_bytes(t.path) == before and tree_dirs(t.path) == dirs
-    assert rows(t.read()) == snapshot
+    for schema, message in REFUSED:
+        with pytest.raises(SchemaMismatchError, match=message):
+            t.upsert(spark.createDataFrame([], schema))
+        assert tree_bytes(t.path) == before and tree_dirs(t.path) == dirs, schema
+        assert rows(t.read()) == snapshot, schema
 
 
 @pytest.mark.parametrize("table_type", TABLE_TYPES)
