@@ -4,7 +4,7 @@
 (one JSON line, with the session's random token) names the table, the write options and the rows
 the write's tasks staged; the service opens the table (or creates it, as Apache Hudi's first write
 does), runs the `Table` operation on those rows with the session, and answers with the write's
-result or the engine's typed error. Writes run on the session's executors like any `Table` write.
+result or the engine's typed error (the writer removes the staged rows either way). Writes run on the session's executors like any `Table` write.
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from pyspark.sql import DataFrame, SparkSession
 
 from engine.errors import EngineError, InvalidConfigError, TableExistsError, TableNotFoundError
 from engine.spark.datasource.options import WriteOptions
-from engine.spark.datasource.writer import STAGING_PREFIX, Service, remove_stage
+from engine.spark.datasource.writer import STAGING_PREFIX, Service
 
 log = logging.getLogger(__name__)
 MAX_REQUEST_BYTES = 16 << 20
@@ -83,20 +83,17 @@ def run_write(spark: SparkSession, request: dict[str, Any]) -> dict[str, Any]:
     write = WriteOptions.parse(request.get("options") or {})
     overwrite = bool(request.get("overwrite"))
     if not files:  # nothing to write: the table (or the path) stays as it is, as for an empty Table write
-        remove_stage(path, storage_options, stage)
         return {"instant": None, "operation": _operation(write, overwrite).upper()}
+    # the staging folder is the writer's: its commit() removes it whatever the reply
+    table, created = _open_or_create(spark, path, storage_options, write, files)
     try:
-        table, created = _open_or_create(spark, path, storage_options, write, files)
-        try:
-            op = _operation(write, overwrite)
-            df = _staged_frame(spark, table, files)
-            result = getattr(table, op)(df, options=write.engine_options or None)
-        except BaseException:
-            if created:
-                _drop_new_table(table)
-            raise
-    finally:
-        remove_stage(path, storage_options, stage)
+        op = _operation(write, overwrite)
+        df = _staged_frame(spark, table, files)
+        result = getattr(table, op)(df, options=write.engine_options or None)
+    except BaseException:
+        if created:
+            _drop_new_table(table)
+        raise
     out = asdict(result)
     out["operation"] = str(result.operation)
     return json.loads(json.dumps(out, default=str))
