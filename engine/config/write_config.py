@@ -60,7 +60,12 @@ _KEYS: dict[str, tuple[str, type]] = {
     # the older reconcile key, which has the same effect on the missing columns)
     "hoodie.write.set.null.for.missing.columns": ("set_null_for_missing_columns", bool),
     "hoodie.datasource.write.reconcile.schema": ("reconcile_schema", bool),
+    # ours: plan a batch the driver can hold there and write it in one Spark job
+    # (engine.write.one_job): auto (by Spark's size estimate of the input) | always | never
+    "hoodie.write.driver.plan": ("driver_plan", str),
+    "hoodie.write.driver.max.bytes": ("driver_max_bytes", int),
 }
+DRIVER_PLAN_MODES = ("auto", "always", "never")
 
 CLEANER_POLICIES = ("KEEP_LATEST_COMMITS", "KEEP_LATEST_FILE_VERSIONS")
 
@@ -131,6 +136,8 @@ class WriteConfig:
     # both false (Apache Hudi's defaults): a batch must carry every table column
     set_null_for_missing_columns: bool = False
     reconcile_schema: bool = False
+    driver_plan: str = "auto"
+    driver_max_bytes: int = 512 * MB
 
     # settings of the index itself, passed through untouched (hoodie.index.hbase.*, hoodie.record.index.*)
     index_options: tuple[tuple[str, str], ...] = ()
@@ -146,6 +153,10 @@ class WriteConfig:
         if self.cleaner_policy not in CLEANER_POLICIES:
             raise InvalidConfigError(
                 f"hoodie.cleaner.policy must be one of {', '.join(CLEANER_POLICIES)}, not {self.cleaner_policy!r}"
+            )
+        if self.driver_plan not in DRIVER_PLAN_MODES:
+            raise InvalidConfigError(
+                f"hoodie.write.driver.plan must be one of {', '.join(DRIVER_PLAN_MODES)}, not {self.driver_plan!r}"
             )
         if self.cleaner_commits_retained < 1 or self.cleaner_file_versions_retained < 1:
             raise InvalidConfigError("hoodie.cleaner.commits.retained and fileversions.retained must be >= 1")
@@ -174,6 +185,15 @@ class WriteConfig:
             )
         if self.compact_max_delta_commits < 1:
             raise InvalidConfigError("hoodie.compact.inline.max.delta.commits must be >= 1")
+
+    def plans_on_driver(self, estimated_bytes: int | None) -> bool:
+        """Whether a batch of about `estimated_bytes` (None: unknown) is planned on the driver and
+        written in one Spark job (`hoodie.write.driver.plan`, `hoodie.write.driver.max.bytes`)."""
+        if self.driver_plan == "never":
+            return False
+        if self.driver_plan == "always":
+            return True
+        return estimated_bytes is not None and estimated_bytes <= self.driver_max_bytes
 
     @property
     def fills_missing_columns(self) -> bool:

@@ -55,6 +55,13 @@ class Index(abc.ABC):
         """Counts describing the last `tag_location` (files pruned, read...); empty if none."""
         return {}
 
+    def locate_batch(self, ctx: TagContext) -> pa.Table | None:
+        """The driver-side lookup of a batch held on the driver (`ctx.incoming_keys`, never None
+        here): KEYS_SCHEMA rows (key, partition where it lives, file id) of the keys the table
+        holds, with `tagging_stats` set as `tag_location` sets them. None: this index looks keys
+        up only on Spark, and the write takes the distributed path."""
+        return None
+
     # indexes that store locations themselves (HBase) get the written records' locations
     wants_locations: bool = False
     # Apache Hudi's canIndexLogFiles: the index finds keys whose only copy is in a log file (it

@@ -14,7 +14,9 @@ Batches too big to ship their keys to the tasks fall back to the SIMPLE join.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+import threading
+from collections import OrderedDict
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -23,7 +25,7 @@ import pyarrow.compute as pc
 
 from engine.constants import FOOTER_MAX_RECORD_KEY, FOOTER_MIN_RECORD_KEY
 from engine.data.base_file import read_footer
-from engine.data.keys import ANY_PARTITION, KEYS_SCHEMA, SliceMerge, keys_batch, live_keys
+from engine.data.keys import ANY_PARTITION, KEYS_SCHEMA, ScanFile, SliceMerge, keys_batch, live_keys
 from engine.index.base import Index, TagContext
 from engine.index.bloom_filter import bloom_filter_from_footer
 from engine.index.murmur import hash_chain_arrow
@@ -70,47 +72,134 @@ class _Chains:
         return self.cache[key]
 
 
+def lookup_files(
+    storage: Storage,
+    files: Iterable[ScanFile],
+    lookup: Mapping[str, np.ndarray],
+    merge: SliceMerge | None,
+    stats: dict[str, int],
+    footers: Callable[[Storage, str], dict[bytes, bytes]] = read_footer,
+) -> Iterator[pa.RecordBatch]:
+    """KEYS_SCHEMA batches of the keys of `lookup` (partition -> sorted keys) that `files` hold:
+    pruned by key range and bloom filter, then matched exactly; counts added to `stats`."""
+    chains = _Chains(lookup)
+    for file in files:
+        partition = file.partition
+        keys = lookup.get(partition, lookup.get(ANY_PARTITION))
+        if keys is None or len(keys) == 0:
+            continue
+        stats["files"] += 1
+        start, end, bloom = 0, len(keys), None
+        if file.path is not None:  # a log-only slice has no footer to prune with
+            footer = footers(storage, file.path)
+            low = footer.get(FOOTER_MIN_RECORD_KEY.encode())
+            high = footer.get(FOOTER_MAX_RECORD_KEY.encode())
+            start, end = range_bounds(keys, low.decode() if low else None, high.decode() if high else None)
+            bloom = bloom_filter_from_footer(footer)
+        if start >= end:
+            stats["range_pruned"] += 1
+            continue
+        candidates = keys[start:end]
+        if bloom is not None:
+            chain = chains.get(partition, bloom.num_hashes)[start:end]
+            candidates = candidates[bloom.contains_chain(chain)]
+        if len(candidates) == 0:
+            stats["bloom_pruned"] += 1
+            continue
+        stats["files_read"] += 1
+        stats["candidates"] += len(candidates)
+        # the slice's live keys (merge-on-read: a key deleted in a log file is gone)
+        stored = live_keys(storage, file, pa.array(candidates, pa.string()), merge)
+        matched = pc.unique(stored)
+        stats["false_positives"] += len(candidates) - len(matched)
+        if len(matched):
+            yield keys_batch(matched, partition, file.file_id)
+
+
 def _lookup_task(storage: Storage, wanted: Broadcast, counts: Accumulator, merge: SliceMerge | None):
     def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         from engine.read.scan import scan_files_of
 
-        lookup: dict[str, np.ndarray] = wanted.value
-        chains = _Chains(lookup)
         local = dict.fromkeys(STAT_NAMES, 0)
-        for file in scan_files_of(batches):
-            partition = file.partition
-            keys = lookup.get(partition, lookup.get(ANY_PARTITION))
-            if keys is None or len(keys) == 0:
-                continue
-            local["files"] += 1
-            start, end, bloom = 0, len(keys), None
-            if file.path is not None:  # a log-only slice has no footer to prune with
-                footer = read_footer(storage, file.path)
-                low = footer.get(FOOTER_MIN_RECORD_KEY.encode())
-                high = footer.get(FOOTER_MAX_RECORD_KEY.encode())
-                start, end = range_bounds(keys, low.decode() if low else None, high.decode() if high else None)
-                bloom = bloom_filter_from_footer(footer)
-            if start >= end:
-                local["range_pruned"] += 1
-                continue
-            candidates = keys[start:end]
-            if bloom is not None:
-                chain = chains.get(partition, bloom.num_hashes)[start:end]
-                candidates = candidates[bloom.contains_chain(chain)]
-            if len(candidates) == 0:
-                local["bloom_pruned"] += 1
-                continue
-            local["files_read"] += 1
-            local["candidates"] += len(candidates)
-            # the slice's live keys (merge-on-read: a key deleted in a log file is gone)
-            stored = live_keys(storage, file, pa.array(candidates, pa.string()), merge)
-            matched = pc.unique(stored)
-            local["false_positives"] += len(candidates) - len(matched)
-            if len(matched):
-                yield keys_batch(matched, partition, file.file_id)
+        yield from lookup_files(storage, scan_files_of(batches), wanted.value, merge, local)
         counts.add(local)
 
     return run
+
+
+def locate_on_driver(
+    storage: Storage,
+    files: Sequence[ScanFile],
+    incoming: Mapping[str, pa.Array],
+    merge: SliceMerge | None,
+    threads: int,
+    prune: bool = True,
+) -> tuple[pa.Table, dict[str, int]]:
+    """The BLOOM (prune=True) or SIMPLE lookup of `incoming` (partition -> keys) in `files`, on
+    the driver: KEYS_SCHEMA rows of the keys found, and the lookup's counts. Footers come from a
+    per-process cache (file names are unique per write, so a path never changes content)."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    lookup = _sorted_keys(incoming)
+    footers = cached_footer if prune else _no_footer
+    chunks = [list(files[i :: max(1, threads)]) for i in range(max(1, threads))]
+
+    def run(chunk: list[ScanFile]) -> tuple[list[pa.RecordBatch], dict[str, int]]:
+        stats = dict.fromkeys(STAT_NAMES, 0)
+        return list(lookup_files(storage, chunk, lookup, merge, stats, footers)), stats
+
+    with ThreadPoolExecutor(max_workers=max(1, threads)) as pool:
+        results = list(pool.map(run, chunks))
+    batches = [b for found, _s in results for b in found]
+    totals = dict.fromkeys(STAT_NAMES, 0)
+    for _found, stats in results:
+        for k, v in stats.items():
+            totals[k] += v
+    return pa.Table.from_batches(batches, schema=KEYS_SCHEMA), totals
+
+
+DRIVER_THREADS = 4  # footer and key-column reads on the driver overlap their I/O
+
+
+def driver_files(ctx: TagContext, is_global: bool) -> list[ScanFile]:
+    """Latest slices a lookup must consider: the touched partitions, or all for a global index."""
+    return [ScanFile.of_slice(s) for s in ctx.view.latest_slices(None if is_global else ctx.partitions)]
+
+
+def driver_keys(ctx: TagContext, is_global: bool) -> Mapping[str, pa.Array]:
+    """The incoming keys per partition, or (global) all of them under ANY_PARTITION."""
+    incoming = ctx.incoming_keys
+    assert incoming is not None, "a driver-side lookup needs the batch's keys"
+    if not is_global:
+        return incoming
+    arrays = [a for a in incoming.values() if len(a)]
+    every = pa.chunked_array(arrays, pa.string()).combine_chunks() if arrays else pa.array([], pa.string())
+    return {ANY_PARTITION: pc.unique(every)}
+
+
+def _no_footer(storage: Storage, path: str) -> dict[bytes, bytes]:
+    return {}
+
+
+_FOOTERS: OrderedDict[tuple[str, str], dict[bytes, bytes]] = OrderedDict()
+_FOOTERS_LOCK = threading.Lock()
+FOOTER_CACHE_FILES = 512  # ~0.4 MB of bloom filter each at Hudi's default sizing
+
+
+def cached_footer(storage: Storage, path: str) -> dict[bytes, bytes]:
+    """`read_footer`, remembered for the last FOOTER_CACHE_FILES base files of this process."""
+    key = (storage.base_uri, path)
+    with _FOOTERS_LOCK:
+        hit = _FOOTERS.get(key)
+        if hit is not None:
+            _FOOTERS.move_to_end(key)
+            return hit
+    footer = read_footer(storage, path)
+    with _FOOTERS_LOCK:
+        _FOOTERS[key] = footer
+        while len(_FOOTERS) > FOOTER_CACHE_FILES:
+            _FOOTERS.popitem(last=False)
+    return footer
 
 
 class BloomIndex(Index):
@@ -150,6 +239,19 @@ class BloomIndex(Index):
             _lookup_task(ctx.meta.storage, shared, self._counts, ctx.merge), from_arrow_schema(KEYS_SCHEMA)
         )
         return join_existing(records, existing, self.is_global, small=True)
+
+    def locate_batch(self, ctx: TagContext) -> pa.Table:
+        """Footers (cached per file), bloom filters and the candidates' key columns read on the
+        driver, in a few threads: no Spark job."""
+        files = driver_files(ctx, self.is_global)
+        self._counts = None
+        if not files:
+            self.last_stats = dict.fromkeys(STAT_NAMES, 0)
+            return KEYS_SCHEMA.empty_table()
+        found, self.last_stats = locate_on_driver(
+            ctx.meta.storage, files, driver_keys(ctx, self.is_global), ctx.merge, DRIVER_THREADS
+        )
+        return found
 
     def tagging_stats(self) -> dict[str, int]:
         """Counts from the last tagging (available once the tagged records were computed)."""

@@ -208,6 +208,23 @@ class RecordIndex(Index):
         self._tag_stats = {"files": files, "driver": 0}
         return join_existing(records, existing, True, small=ctx.incoming_keys is not None)
 
+    def locate_batch(self, ctx: TagContext) -> pa.Table:
+        """The incoming keys searched in the index files on the driver (`lookup`, its threads)."""
+        s = self.settings(ctx.meta)
+        state = load_state(ctx.meta)
+        files = sum(b.file_count for b in state.buckets.values())
+        if state.is_empty:
+            self._tag_stats = {"files": 0, "keys": 0, "found": 0}
+            return KEYS_SCHEMA.empty_table()
+        keys = _incoming_keys(ctx)
+        assert keys is not None, "a driver-side lookup needs the batch's keys"
+        probe = keys
+        found = _retrying(
+            ctx.meta, None, lambda st: lookup(ctx.meta.storage, st, probe, s.buckets, s.hasher(), s.threads), state
+        )
+        self._tag_stats = {"files": files, "keys": len(keys), "found": found.num_rows, "driver": 1}
+        return found.rename_columns(KEYS_SCHEMA.names).cast(KEYS_SCHEMA)
+
     def tagging_stats(self) -> dict[str, int]:
         """Index files searched, keys looked up and found (driver path), last tagging."""
         return dict(self._tag_stats)

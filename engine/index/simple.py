@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+import pyarrow as pa
+
 from engine.index.base import Index, TagContext
 
 if TYPE_CHECKING:
@@ -28,6 +30,19 @@ class SimpleIndex(Index):
         wanted = wanted_keys(ctx, self.is_global)
         existing = scan_keys(ctx.spark, ctx.meta.storage, files, wanted, ctx.merge)
         return join_existing(records, existing, self.is_global, small=wanted is not None)
+
+    def locate_batch(self, ctx: TagContext) -> pa.Table:
+        """The touched (global: all) partitions' keys read on the driver, only the incoming ones kept."""
+        from engine.data.keys import KEYS_SCHEMA
+        from engine.index.bloom import DRIVER_THREADS, driver_files, driver_keys, locate_on_driver
+
+        files = driver_files(ctx, self.is_global)
+        if not files:
+            return KEYS_SCHEMA.empty_table()
+        found, _stats = locate_on_driver(
+            ctx.meta.storage, files, driver_keys(ctx, self.is_global), ctx.merge, DRIVER_THREADS, prune=False
+        )
+        return found
 
 
 class GlobalSimpleIndex(SimpleIndex):

@@ -46,6 +46,7 @@ from engine.table.schema import (
 from engine.timeline.instant import Action
 from engine.timeline.timeline import CommittedInstants, Timeline
 from engine.write import commit as commit_protocol
+from engine.write import local_batch, one_job
 from engine.write.bucket_column import bucket_column, needs_numbering
 from engine.write.existing import existing_files
 from engine.write.file_writer import BucketWrite, WriteContext
@@ -157,6 +158,8 @@ class WriteJob:
         self.index.check_available()
         cached: list[DataFrame] = []
         try:
+            if self._local_eligible(df):
+                return self._run_local(df, started)
             batch = self._prepare(df, cached)
             if batch is None:
                 return WriteResult(instant=None, operation=self.operation, seconds=time.monotonic() - started)
@@ -175,10 +178,43 @@ class WriteJob:
             for c in cached:
                 c.unpersist()
 
+    # ---- one job (batches the driver holds: engine.write.one_job) ------------------------
+    def _local_eligible(self, df: DataFrame) -> bool:
+        pc_field = self.meta.config.precombine_field
+        return one_job.eligible(self, df, pc_field if pc_field in df.columns else None)
+
+    def _run_local(self, df: DataFrame, started: float) -> WriteResult:
+        """The write planned on the driver and executed as one Spark job."""
+        spec, timeline, write_schema, data_cols, pc_field = self._schema(df)
+        rows = one_job.collect(self._keyed(df, spec, data_cols, pc_field, order=False))
+        summary = one_job.summarize(rows)
+        self._check_keys(spec, summary)
+        if summary.total == 0:
+            return WriteResult(instant=None, operation=self.operation, seconds=time.monotonic() - started)
+        view = self.meta.file_system_view(timeline)
+        batch = _Batch(None, summary, write_schema, pc_field, timeline, view)  # type: ignore[arg-type]
+        by = [KEY_COL] if self.index.is_global else [KEY_COL, PART_COL]
+        if self._combine() and local_batch.has_duplicates(rows, by):
+            rows = local_batch.dedupe(rows, pc_field, by)
+        rows = local_batch.with_ops(rows, self.is_delete)
+        incoming = summary.keys_by_partition() if self.operation.tags else None
+        tag_ctx = TagContext(
+            df.sparkSession, self.meta, view, summary.partitions, incoming, slice_merge(self.meta, timeline, view)
+        )
+        if self.operation.tags:
+            self.progress(
+                f"tagging {summary.total} records against {len(summary.partitions)} partition(s) ({self.index.name}, on the driver)"
+            )
+        rows = one_job.tag(self, rows, tag_ctx)
+        workloads, offsets, absent, kept, stale = profile(local_batch.profile_rows(rows))
+        index_stats = self.index.tagging_stats() if self.operation.tags else {}
+        prof = _Profile(workloads, offsets, absent, summary.total - kept, stale, index_stats)
+        plan = self._plan(batch, prof)
+        return self._commit(batch, rows, tag_ctx, prof, plan, started)
+
     # ---- phases -------------------------------------------------------------------------
-    def _prepare(self, df: DataFrame, cached: list[DataFrame]) -> _Batch | None:
-        """Resolve the write schema, key the records, summarise and de-duplicate the batch and give
-        each row its operation. None for an empty batch; InvalidInputError for invalid keys."""
+    def _schema(self, df: DataFrame) -> tuple[KeySpec, Timeline, pa.Schema, list[str], str | None]:
+        """The key spec, timeline, write schema, the input's data columns and precombine field."""
         table_cfg = self.meta.config
         spec = KeySpec.from_config(table_cfg, self.config.keygen_options)
         timeline = self.meta.timeline()
@@ -194,14 +230,22 @@ class WriteJob:
         write_schema = avro_to_arrow(arrow_to_avro(write_schema, table_cfg.name))
         data_cols = [c for c in write_schema.names if c in df.columns]
         pc_field = table_cfg.precombine_field if table_cfg.precombine_field in df.columns else None
+        return spec, timeline, write_schema, data_cols, pc_field
 
-        self.progress("preparing keys")
-        prepared = df.select(
-            *[F.col(c) for c in (data_cols if not self.is_delete else delete_columns(spec, pc_field))],
-            record_key_expr(spec).alias(KEY_COL),
-            partition_path_expr(spec).alias(PART_COL),
-            F.monotonically_increasing_id().alias(ORDER_COL),
-        ).persist(StorageLevel.MEMORY_AND_DISK)
+    def _keyed(self, df: DataFrame, spec: KeySpec, data_cols: list[str], pc_field: str | None, order: bool) -> DataFrame:
+        """The input's written columns with the record key, partition path (and arrival order)."""
+        self.progress("preparing keys" if order else "collecting the keyed batch on the driver")
+        cols = [F.col(c) for c in (data_cols if not self.is_delete else delete_columns(spec, pc_field))]
+        cols += [record_key_expr(spec).alias(KEY_COL), partition_path_expr(spec).alias(PART_COL)]
+        if order:
+            cols.append(F.monotonically_increasing_id().alias(ORDER_COL))
+        return df.select(*cols)
+
+    def _prepare(self, df: DataFrame, cached: list[DataFrame]) -> _Batch | None:
+        """Resolve the write schema, key the records, summarise and de-duplicate the batch and give
+        each row its operation. None for an empty batch; InvalidInputError for invalid keys."""
+        spec, timeline, write_schema, data_cols, pc_field = self._schema(df)
+        prepared = self._keyed(df, spec, data_cols, pc_field, order=True).persist(StorageLevel.MEMORY_AND_DISK)
         cached.append(prepared)
         view = self.meta.file_system_view(timeline)
         if not self.operation.tags and not self._combine():
@@ -322,11 +366,11 @@ class WriteJob:
         )
 
     def _commit(
-        self, batch: _Batch, tagged: DataFrame, tag_ctx: TagContext, prof: _Profile, plan: WritePlan, started: float
+        self, batch: _Batch, tagged: DataFrame | pa.Table, tag_ctx: TagContext, prof: _Profile, plan: WritePlan, started: float
     ) -> WriteResult:
         """Claim the instant, write the files, update the index and complete the instant; on any
         failure undo all of it (or, having lost the table lock, leave it to the holder's repair)."""
-        spark = tagged.sparkSession
+        spark = tag_ctx.spark
         replaced = self._replaced(batch) if self.operation.replaces else None
         action = Action.REPLACE_COMMIT if replaced is not None else write_action(self.meta.config.table_type)
         pending = commit_protocol.start(self.meta, batch.timeline, self.operation, plan, action, replaced=replaced)
@@ -336,14 +380,17 @@ class WriteJob:
         try:
             if self.guard is not None:
                 self.guard.started(instant)
-            outcomes, assigned = self._write(tagged, plan, prof.offsets, batch, instant)
+            if isinstance(tagged, pa.Table):
+                outcomes, located_of = one_job.write_buckets(self, spark, tagged, plan, batch, instant)
+            else:
+                outcomes, located_of = self._write(tagged, plan, prof.offsets, batch, instant)
             # an APPEND bucket whose records were all stale (or deletes of absent keys) wrote no file
             written = [o for o in outcomes if o["path"]]
             commit_protocol.remove_debris(self.meta, pending, written)
-            if self.index.wants_locations and assigned is not None:
+            if self.index.wants_locations and located_of is not None:
                 self.progress(f"updating the {self.index.name} index")
                 index_touched = True
-                located = _located(assigned, plan)
+                located = located_of()
                 if replaced:  # the replaced groups' keys leave the index (unless written again)
                     located = located.unionByName(_replaced_keys(tag_ctx, replaced))
                 self.index.update_location(tag_ctx, instant, located)
@@ -441,9 +488,9 @@ class WriteJob:
 
     def _write(
         self, tagged: DataFrame, plan: WritePlan, offsets: dict[tuple[int, str], int], batch: _Batch, instant: str
-    ) -> tuple[list[dict], DataFrame | None]:
+    ) -> tuple[list[dict], Callable[[], DataFrame] | None]:
         """Write every bucket of the plan (one task per bucket group); the outcome row of each file
-        written, and the records with their bucket (for the index update)."""
+        written, and the located records (for the index update)."""
         n_buckets = len(plan.buckets)
         if n_buckets == 0:
             return [], None
@@ -456,16 +503,7 @@ class WriteJob:
             assigned = to_write.mapInArrow(assign_buckets_task(updates_idx, ranges, offsets), with_bucket_schema)
         else:
             assigned = to_write.withColumn(BUCKET_COL, bucket_column(updates_idx, ranges))
-        ctx = WriteContext(
-            storage=self.meta.storage,
-            instant=instant,
-            schema=with_meta_fields(batch.write_schema),
-            precombine_field=batch.pc_field if not self.is_delete else None,
-            compression=self.config.compression,
-            match_keys=self.operation.tags,
-            bloom=(self.config.bloom_num_entries, self.config.bloom_fpp, self.config.bloom_max_entries),
-            virtual=KeySpec.from_config(self.meta.config) if not self.meta.config.populate_meta_fields else None,
-        )
+        ctx = self._write_context(batch, instant)
         buckets = {b.index: self._bucket_write(b, batch.view) for b in plan.buckets}
         actx = self._append_context(batch, ctx.schema) if any(b.append for b in plan.buckets) else None
         parallelism = self.config.shuffle_parallelism or scan_parallelism(tagged.sparkSession, n_buckets)
@@ -478,9 +516,21 @@ class WriteJob:
         sc = tagged.sparkSession.sparkContext
         sc.setJobGroup(job_group(instant), f"hoodie write {instant}", interruptOnCancel=True)
         try:
-            return [r.asDict() for r in written.collect()], assigned
+            return [r.asDict() for r in written.collect()], lambda: _located(assigned, plan)
         finally:
             sc.setLocalProperty("spark.jobGroup.id", None)  # type: ignore[arg-type]
+
+    def _write_context(self, batch: _Batch, instant: str) -> WriteContext:
+        return WriteContext(
+            storage=self.meta.storage,
+            instant=instant,
+            schema=with_meta_fields(batch.write_schema),
+            precombine_field=batch.pc_field if not self.is_delete else None,
+            compression=self.config.compression,
+            match_keys=self.operation.tags,
+            bloom=(self.config.bloom_num_entries, self.config.bloom_fpp, self.config.bloom_max_entries),
+            virtual=KeySpec.from_config(self.meta.config) if not self.meta.config.populate_meta_fields else None,
+        )
 
     def _bucket_write(self, b: Bucket, view: FileSystemView) -> BucketWrite:
         if not b.append:

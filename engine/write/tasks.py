@@ -77,4 +77,26 @@ def write_bucket_task(ctx: WriteContext, buckets: dict[int, BucketWrite], actx: 
     return run
 
 
-__all__ = ["BUCKET_COL", "OUTCOME_SCHEMA", "assign_buckets_task", "write_bucket_task"]
+def write_groups_task(ctx: WriteContext, buckets: dict[int, BucketWrite], actx: AppendContext | None = None):
+    """The one-job write's tasks (`engine.write.one_job`): each receives a list of (bucket, its
+    records as Arrow IPC) and writes the buckets one after another; one outcome row per bucket."""
+
+    def run(groups: Iterator[list[tuple[int, bytes]]]) -> Iterator[dict]:
+        from engine.write.local_batch import from_ipc
+
+        tc = task_context()
+        token = write_token(tc.partitionId(), tc.stageId(), tc.taskAttemptId())
+        for group in groups:
+            for index, data in group:
+                bucket, table = buckets[index], from_ipc(data)
+                if bucket.append:
+                    assert actx is not None
+                    outcome = append_bucket(ctx, actx, bucket, table, token, tc.partitionId())
+                else:
+                    outcome = write_bucket(ctx, bucket, table, token, tc.partitionId())
+                yield outcome.as_row()
+
+    return run
+
+
+__all__ = ["BUCKET_COL", "OUTCOME_SCHEMA", "assign_buckets_task", "write_bucket_task", "write_groups_task"]

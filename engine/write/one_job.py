@@ -1,0 +1,156 @@
+"""One Spark job per write, for batches that fit the driver (Spark).
+
+The distributed pipeline (`engine.write.executor`) runs about seven Spark jobs for an upsert:
+prepare, summarise, tag, profile, the write's shuffle and its writing stage, each with a fixed
+cost of 0.1-0.5 s. When the batch is small enough to hold on the driver (the optimizer's size
+estimate of the input within `hoodie.write.driver.max.bytes`, default 512 MB), this path instead
+
+1. collects the keyed batch to the driver as Arrow (one job; none when the input is local data),
+2. checks, de-duplicates, tags (the index's `locate_batch`: footers cached per file, bloom
+   filters, candidate key columns; the RECORD index's sorted files), profiles and plans it there
+   with pyarrow (`engine.write.local_batch`), assigning every record to its bucket, and
+3. runs one Spark job without a shuffle: each task receives its buckets' records (Arrow IPC,
+   buckets packed by weight over about two tasks per core) and merges and writes their files
+   (`write_bucket` / `append_bucket`, exactly as the distributed path's tasks do).
+
+The commit, the index update, failure handling and everything written are the distributed
+path's (`WriteJob._commit`). Batches the driver should not hold, indexes without a driver lookup
+(HBASE), global indexes that move records between partitions, `_hoodie_is_deleted` rows ordered
+against stored records, overwrites and bulk_insert take the distributed path.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+import pyarrow as pa
+import pyarrow.compute as pc
+from pyspark.sql import DataFrame
+
+from engine.data.columns import FILE_ID_COL, KEY_COL, OP_COL, PART_COL, PREV_FILE_ID_COL
+from engine.index.base import Index, TagContext
+from engine.read.scan import scan_parallelism
+from engine.spark.jobs import job_group
+from engine.write import local_batch as lb
+from engine.write.assign import assign_buckets
+from engine.write.operation import Operation
+from engine.write.planner import WritePlan
+from engine.write.prepare import BatchSummary
+from engine.write.tasks import write_groups_task
+
+if TYPE_CHECKING:
+    from engine.write.executor import WriteJob, _Batch
+
+LOCAL_OPERATIONS = (Operation.UPSERT, Operation.INSERT, Operation.DELETE)
+
+
+def estimated_bytes(df: DataFrame) -> int | None:
+    """Spark's optimizer estimate of `df`'s size (exact for local data and cached frames, file
+    sizes for scans); None when Spark cannot tell."""
+    try:
+        stats = df._jdf.queryExecution().optimizedPlan().stats()
+        size = stats.sizeInBytes()  # py4j gives Scala's BigInt as a Python int
+        value = size if isinstance(size, int) else int(size.toString())
+    except Exception:  # noqa: BLE001 (a plan without statistics: not eligible)
+        return None
+    return value if value < 2**62 else None
+
+
+def eligible(job: WriteJob, df: DataFrame, pc_field: str | None) -> bool:
+    """Whether `job` writes `df` in one job (see the module docstring for what is excluded)."""
+    if job.operation not in LOCAL_OPERATIONS or not job.meta.config.populate_meta_fields:
+        return False
+    if job.operation.tags:
+        if type(job.index).locate_batch is Index.locate_batch:
+            return False
+        if job.index.is_global and job.config.update_partition_path_for(job.index.name):
+            return False  # a moved record is deleted in one group and inserted in another
+        if pc_field is not None and lb.IS_DELETED_COL in df.columns and not job.is_delete:
+            return False  # delete markers are ordered against stored records before writing
+    return job.config.plans_on_driver(estimated_bytes(df))
+
+
+def collect(prepared: DataFrame) -> pa.Table:
+    """The keyed batch on the driver, in arrival order, keys and partitions as plain strings."""
+    table = prepared.toArrow()
+    for name in (KEY_COL, PART_COL):
+        i = table.schema.get_field_index(name)
+        table = table.set_column(i, name, table.column(name).cast(pa.string()))
+    return table.combine_chunks()
+
+
+def summarize(batch: pa.Table) -> BatchSummary:
+    parts = sorted(p for p in pc.unique(batch.column(PART_COL)).to_pylist() if p is not None)
+    bad = lb.null_keys(batch)
+    keys = batch.select([KEY_COL, PART_COL]) if not bad else None
+    return BatchSummary(batch.num_rows, bad, parts, keys)
+
+
+def tag(job: WriteJob, batch: pa.Table, tag_ctx: TagContext) -> pa.Table:
+    """`batch` + FILE_ID_COL (null for new keys), looked up on the driver."""
+    if not job.operation.tags:
+        return batch.append_column(FILE_ID_COL, pa.nulls(batch.num_rows, pa.string()))
+    found = job.index.locate_batch(tag_ctx)
+    assert found is not None  # eligible() checked that the index looks up on the driver
+    return lb.attach_locations(batch, found, job.index.is_global)
+
+
+def write_buckets(
+    job: WriteJob, spark, rows: pa.Table, plan: WritePlan, batch: _Batch, instant: str
+) -> tuple[list[dict], Callable[[], DataFrame] | None]:
+    """The write's one Spark job: every bucket of `plan` merged and written by a task; the outcome
+    row of each bucket, and (for indexes that store locations) the located records."""
+    if not plan.buckets:
+        return [], None
+    updates_idx, ranges = plan.lookup_tables()
+    to_write = lb.records_to_write(rows)
+    offsets = {(0, p): 0 for p in ranges}
+    buckets = assign_buckets(to_write, 0, updates_idx, ranges, offsets)
+    by_bucket = lb.split_by_bucket(to_write, buckets)
+    ctx = job._write_context(batch, instant)
+    writes = {b.index: job._bucket_write(b, batch.view) for b in plan.buckets if b.index in by_bucket}
+    actx = job._append_context(batch, ctx.schema) if any(w.append for w in writes.values()) else None
+    sizes = {(s.partition, s.file_id): s.base_file.size for s in batch.view.latest_slices(sorted({b.partition for b in plan.buckets})) if s.base_file is not None}
+    per_row = max(1, batch_record_size(rows))
+    weights = {
+        b.index: by_bucket[b.index].num_rows + sizes.get((b.partition, b.file_id), 0) // per_row
+        for b in plan.buckets
+        if b.index in by_bucket
+    }
+    parallelism = job.config.shuffle_parallelism or scan_parallelism(spark, len(weights))
+    groups = lb.pack_tasks(weights, parallelism)
+    payload = [[(b, lb.to_ipc(by_bucket[b])) for b in g] for g in groups]
+    job.progress(f"writing {len(weights)} file group(s) for instant {instant} in {len(groups)} task(s)")
+    sc = spark.sparkContext
+    sc.setJobGroup(job_group(instant), f"hoodie write {instant}", interruptOnCancel=True)
+    try:
+        outcomes = sc.parallelize(payload, len(payload)).mapPartitions(write_groups_task(ctx, writes, actx)).collect()
+    finally:
+        sc.setLocalProperty("spark.jobGroup.id", None)  # type: ignore[arg-type]
+    if not job.index.wants_locations:
+        return outcomes, None
+
+    def located() -> DataFrame:
+        file_of = pa.array([b.file_id for b in sorted(plan.buckets, key=lambda b: b.index)], pa.string())
+        index_of = {b.index: i for i, b in enumerate(sorted(plan.buckets, key=lambda b: b.index))}
+        positions = pa.array([index_of[b] for b in buckets.to_pylist()], pa.int64())
+        table = pa.table(
+            {
+                KEY_COL: to_write.column(KEY_COL),
+                PART_COL: to_write.column(PART_COL),
+                FILE_ID_COL: file_of.take(positions),
+                OP_COL: to_write.column(OP_COL),
+                PREV_FILE_ID_COL: to_write.column(FILE_ID_COL),
+            }
+        )
+        return spark.createDataFrame(table)
+
+    return outcomes, located
+
+
+def batch_record_size(rows: pa.Table) -> int:
+    return rows.nbytes // max(1, rows.num_rows)
+
+
+__all__ = ["LOCAL_OPERATIONS", "collect", "eligible", "estimated_bytes", "summarize", "tag", "write_buckets"]
