@@ -411,6 +411,41 @@ def footer_entries(bloom: BloomFilter) -> dict[str, str]:
     return {FOOTER_BLOOM_FILTER: bloom.serialize(), FOOTER_BLOOM_FILTER_TYPE: bloom.type_code}
 
 
+def extended_for_keys(
+    previous: BloomFilter | None,
+    previous_keys: int,
+    added: Keys,
+    total_keys: int,
+    num_entries: int = DEFAULT_NUM_ENTRIES,
+    fpp: float = DEFAULT_FPP,
+    max_entries: int = DEFAULT_MAX_ENTRIES,
+) -> DynamicBloomFilter | None:
+    """The filter `build_for_keys` would build for a file holding the `previous_keys` keys of a
+    file whose filter is `previous` plus the keys `added` (`total_keys` in all), built by adding
+    only `added` to a copy of `previous`; None when that would not be byte-identical to a fresh
+    build (then build from scratch).
+
+    Identical when both are one row of the same sizing: a row is the union of its keys' bits,
+    whatever their order, and its count is the number of keys added. So: `previous` is one
+    DYNAMIC_V0 row sized for (`num_entries`, `fpp`) counting exactly `previous_keys` keys, and
+    `total_keys` fits in a row. The caller guarantees that every previous key is still in the
+    file (no deletes)."""
+    if not isinstance(previous, DynamicBloomFilter) or previous.num_rows != 1:
+        return None
+    bits, hashes = _sizing(num_entries, fpp)
+    if (previous.vector_size, previous.num_hashes, previous.entries_per_row) != (bits, hashes, num_entries):
+        return None
+    if previous.hash_type != MURMUR_HASH or previous.current_count != previous_keys or total_keys > num_entries:
+        return None
+    out = DynamicBloomFilter(bits, hashes, num_entries, max_entries)
+    out._rows = [_BitRow(bits, hashes, MURMUR_HASH, previous._rows[0].bits.copy())]
+    out.current_count = previous_keys
+    out.add_all(added)
+    if out.current_count != total_keys or out.num_rows != 1:
+        return None
+    return out
+
+
 def build_for_keys(
     keys: Keys,
     num_entries: int = DEFAULT_NUM_ENTRIES,
@@ -438,6 +473,7 @@ __all__ = [
     "bit_size",
     "bloom_filter_from_footer",
     "build_for_keys",
+    "extended_for_keys",
     "footer_entries",
     "murmur_hash",
     "num_hashes",

@@ -28,7 +28,12 @@ from engine.constants import (
 )
 from engine.data.base_file import conform, read_base_file
 from engine.data.columns import KEY_COL, OP_COL, OP_DELETE, OP_UPSERT, PART_COL
-from engine.index.bloom_filter import build_for_keys, footer_entries
+from engine.index.bloom_filter import (
+    bloom_filter_from_footer,
+    build_for_keys,
+    extended_for_keys,
+    footer_entries,
+)
 from engine.storage import Storage
 from engine.table.file_names import base_file_name, join_path
 
@@ -141,16 +146,18 @@ def accept_newer(incoming: pa.ChunkedArray, stored: pa.ChunkedArray) -> pa.Chunk
     return pc.or_kleene(pc.is_null(stored), pc.fill_null(ge, False))
 
 
-def _stored(ctx: WriteContext, path: str) -> pa.Table:
+def _stored(ctx: WriteContext, path: str) -> tuple[pa.Table, dict[bytes, bytes]]:
     """A base file's rows as `ctx.schema` types them, with their record keys (computed from the
-    key fields when the table has no meta fields)."""
-    rows = conform(read_base_file(ctx.storage, path), ctx.schema)
+    key fields when the table has no meta fields), and its footer's key-value metadata."""
+    raw = read_base_file(ctx.storage, path)
+    footer = dict(raw.schema.metadata or {})
+    rows = conform(raw, ctx.schema)
     if ctx.virtual is None:
-        return rows
+        return rows, footer
     from engine.write.keygen import key_array
 
     index = rows.schema.get_field_index(RECORD_KEY_COL)
-    return rows.set_column(index, rows.schema.field(index), key_array(ctx.virtual, rows))
+    return rows.set_column(index, rows.schema.field(index), key_array(ctx.virtual, rows)), footer
 
 
 def write_bucket(
@@ -166,10 +173,12 @@ def write_bucket(
     seq_prefix = f"{ctx.instant}_{task_partition}_"
 
     num_updates = num_deletes = num_stale = 0
+    previous: tuple[dict[bytes, bytes], int, pa.Array] | None = None  # for extending the old bloom filter
     if bucket.base_path is not None and not ctx.match_keys:
-        kept = _renamed(_stored(ctx, bucket.base_path), ctx, file_name)
+        stored_rows, _footer = _stored(ctx, bucket.base_path)
+        kept = _renamed(stored_rows, ctx, file_name)
     elif bucket.base_path is not None:
-        old = _stored(ctx, bucket.base_path)
+        old, old_footer = _stored(ctx, bucket.base_path)
         old_keys = old.column(RECORD_KEY_COL)
         pos = pc.index_in(upserts.column(KEY_COL), value_set=old_keys)
         found = pc.is_valid(pos)
@@ -181,6 +190,7 @@ def write_bucket(
         stale = pc.and_(found, pc.invert(accept))
         num_stale = pc.sum(stale.cast(pa.int64())).as_py() or 0
         upserts = upserts.filter(pc.invert(stale))
+        pos = pos.filter(pc.invert(stale))
         if ctx.precombine_field and deletes.num_rows and ctx.precombine_field in deletes.column_names:
             # a delete marker (`_hoodie_is_deleted`) older than the stored record deletes nothing,
             # as in Apache Hudi's DefaultHoodieRecordPayload
@@ -189,19 +199,25 @@ def write_bucket(
             dstale = pc.and_(pc.is_valid(dpos), pc.invert(daccept))
             num_stale += pc.sum(dstale.cast(pa.int64())).as_py() or 0
             delete_keys = deletes.filter(pc.invert(dstale)).column(KEY_COL)
-        pos = pc.index_in(upserts.column(KEY_COL), value_set=old_keys)
-        num_updates = pc.sum(pc.is_valid(pos).cast(pa.int64())).as_py() or 0
+        is_update = pc.is_valid(pos)
+        num_updates = pc.sum(is_update.cast(pa.int64())).as_py() or 0
         replaced = pc.is_in(old_keys, value_set=upserts.column(KEY_COL))
-        deleted = pc.is_in(old_keys, value_set=delete_keys) if len(delete_keys) else pa.array([False] * old.num_rows, pa.bool_())
-        num_deletes = (pc.sum(pc.cast(deleted, pa.int64())).as_py() or 0) if old.num_rows else 0
-        keep = pc.invert(pc.or_(replaced, deleted))
+        if len(delete_keys):
+            deleted = pc.is_in(old_keys, value_set=delete_keys)
+            num_deletes = pc.sum(pc.cast(deleted, pa.int64())).as_py() or 0
+            keep = pc.invert(pc.or_(replaced, deleted))
+        else:
+            keep = pc.invert(replaced)
         kept = _renamed(old.filter(keep), ctx, file_name)
+        if not num_deletes and ctx.virtual is None:
+            inserted = upserts.column(KEY_COL).filter(pc.invert(is_update))
+            previous = (old_footer, old.num_rows, inserted)
     else:
         kept = ctx.schema.empty_table()
     fresh = with_meta_columns(upserts, ctx, file_name, seq_prefix)
     num_inserts = fresh.num_rows - num_updates
     out = pa.concat_tables([kept, fresh])
-    written = write_base_file(ctx, path, out)
+    written = write_base_file(ctx, path, out, previous)
     return WriteOutcome(
         path=path,
         file_id=bucket.file_id,
@@ -226,9 +242,47 @@ class WrittenFile:
     max_key: str | None
 
 
-def write_base_file(ctx: WriteContext, path: str, out: pa.Table) -> WrittenFile:
+def dictionary_columns(table: pa.Table, sample: int = 1000) -> list[str]:
+    """Top-level primitive columns worth dictionary encoding: at most half of the values of their
+    first `sample` rows are distinct. (Parquet writers fall back from a dictionary that grows too
+    big anyway, but only after building it: for keys and random strings that is most of the write.)"""
+    n = min(sample, table.num_rows)
+    out = []
+    for f in table.schema:
+        if pa.types.is_nested(f.type) or pa.types.is_dictionary(f.type):
+            continue
+        head = table.column(f.name).slice(0, n)
+        if pc.count_distinct(head, mode="all").as_py() * 2 <= max(n, 2):
+            out.append(f.name)
+    return out
+
+
+def _bloom(ctx: WriteContext, keys: pa.ChunkedArray, previous: tuple[dict[bytes, bytes], int, pa.Array] | None):
+    """The file's bloom filter: the old file's extended by the added keys when that is the same
+    filter (`extended_for_keys`), else built from every key."""
+    if previous is not None:
+        footer, old_count, added = previous
+        try:
+            old = bloom_filter_from_footer(footer)
+        except Exception:  # noqa: BLE001 (an unreadable old filter: build a fresh one)
+            old = None
+        num_entries, fpp, max_entries = ctx.bloom
+        bloom = extended_for_keys(old, old_count, added, len(keys), num_entries, fpp, max_entries)
+        if bloom is not None:
+            return bloom
+    return build_for_keys(keys, *ctx.bloom)
+
+
+def write_base_file(
+    ctx: WriteContext,
+    path: str,
+    out: pa.Table,
+    previous: tuple[dict[bytes, bytes], int, pa.Array] | None = None,
+) -> WrittenFile:
     """Write records (`ctx.schema`, meta columns filled) as a base file: sorted by record key, with
-    Apache Hudi's footer (min/max record key, bloom filter of the keys)."""
+    Apache Hudi's footer (min/max record key, bloom filter of the keys). `previous`: the footer
+    and row count of the base file these records replace, when every one of its keys is among
+    them, and the keys added to it (its bloom filter is then extended, not rebuilt)."""
     if ctx.sort_by_key and out.num_rows > 1:
         out = out.take(pc.sort_indices(out.column(RECORD_KEY_COL)))
     keys = out.column(RECORD_KEY_COL)
@@ -243,11 +297,13 @@ def write_base_file(ctx: WriteContext, path: str, out: pa.Table) -> WrittenFile:
         footer[FOOTER_MIN_RECORD_KEY] = min_key
         footer[FOOTER_MAX_RECORD_KEY] = max_key
     if ctx.virtual is None:  # Hudi adds each key as its row is written, so the keys go in in output order
-        footer.update(footer_entries(build_for_keys(keys, *ctx.bloom)))
+        footer.update(footer_entries(_bloom(ctx, keys, previous)))
     with ctx.storage.open_output_stream(path) as sink:
         # Hudi's footer keys go in the parquet key-value metadata once; with store_schema the
         # ~430 KB bloom filter would be stored a second time inside ARROW:schema
-        with pq.ParquetWriter(sink, out.schema, compression=ctx.compression, store_schema=False) as writer:
+        with pq.ParquetWriter(
+            sink, out.schema, compression=ctx.compression, store_schema=False, use_dictionary=dictionary_columns(out)
+        ) as writer:
             writer.write_table(out, row_group_size=ctx.row_group_size)
             writer.add_key_value_metadata(footer)
     size = ctx.storage.size(path)
