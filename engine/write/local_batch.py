@@ -58,12 +58,12 @@ def dedupe(batch: pa.Table, precombine: str | None, by: Sequence[str]) -> pa.Tab
     The kept records stay in input order."""
     order = pa.array(np.arange(batch.num_rows, dtype=np.int64))
     work = batch.select(list(by)).append_column("__order", order)
-    sort_keys = [(c, "ascending") for c in by]
+    sort_keys = [(c, "ascending", "at_end") for c in by]
     if precombine:
         work = work.append_column("__pc", batch.column(precombine))
-        sort_keys.append(("__pc", "descending"))
-    sort_keys.append(("__order", "descending"))
-    idx = pc.sort_indices(work, sort_keys=sort_keys, null_placement="at_end")
+        sort_keys.append(("__pc", "descending", "at_end"))
+    sort_keys.append(("__order", "descending", "at_end"))
+    idx = pc.sort_indices(work, sort_keys=sort_keys)
     ranked = work.take(idx)
     first = np.ones(ranked.num_rows, dtype=bool)
     if ranked.num_rows > 1:

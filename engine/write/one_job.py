@@ -16,7 +16,7 @@ estimate of the input within `hoodie.write.driver.max.bytes`, default 512 MB), t
 The commit, the index update, failure handling and everything written are the distributed
 path's (`WriteJob._commit`). Batches the driver should not hold, indexes without a driver lookup
 (HBASE), global indexes that move records between partitions, `_hoodie_is_deleted` rows ordered
-against stored records, overwrites and bulk_insert take the distributed path.
+against stored records, and overwrites take the distributed path.
 """
 
 from __future__ import annotations
@@ -42,7 +42,7 @@ from engine.write.tasks import write_groups_task
 if TYPE_CHECKING:
     from engine.write.executor import WriteJob, _Batch
 
-LOCAL_OPERATIONS = (Operation.UPSERT, Operation.INSERT, Operation.DELETE)
+LOCAL_OPERATIONS = (Operation.UPSERT, Operation.INSERT, Operation.DELETE, Operation.BULK_INSERT)
 
 
 def estimated_bytes(df: DataFrame) -> int | None:
