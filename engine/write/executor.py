@@ -24,7 +24,7 @@ from pyspark.sql.pandas.types import from_arrow_schema, to_arrow_schema
 from engine import failpoints
 from engine.config.table_config import TableType
 from engine.config.write_config import WriteConfig
-from engine.data.columns import FILE_ID_COL, KEY_COL, OP_COL, OP_DELETE, OP_UPSERT, PART_COL, PREV_FILE_ID_COL
+from engine.data.columns import FILE_ID_COL, KEY_COL, OP_COL, OP_UPSERT, PART_COL
 from engine.data.slice_reader import SliceFiles, merge_mode_for
 from engine.errors import EngineError, InvalidInputError, StorageError
 from engine.index.base import Index, TagContext
@@ -46,10 +46,11 @@ from engine.table.schema import (
 from engine.timeline.instant import Action
 from engine.timeline.timeline import CommittedInstants, Timeline
 from engine.write import commit as commit_protocol
-from engine.write import local_batch, one_job
+from engine.write import one_job
 from engine.write.bucket_column import bucket_column, needs_numbering
 from engine.write.existing import existing_files
 from engine.write.file_writer import BucketWrite, WriteContext
+from engine.write.index_rows import located_rows, replaced_key_rows
 from engine.write.keygen import KeySpec
 from engine.write.log_writer import AppendContext
 from engine.write.operation import Operation, WriteResult
@@ -158,8 +159,9 @@ class WriteJob:
         self.index.check_available()
         cached: list[DataFrame] = []
         try:
-            if self._local_eligible(df):
-                return self._run_local(df, started)
+            pc_field = self.meta.config.precombine_field
+            if one_job.eligible(self, df, pc_field if pc_field in df.columns else None):
+                return one_job.run(self, df, started)
             batch = self._prepare(df, cached)
             if batch is None:
                 return WriteResult(instant=None, operation=self.operation, seconds=time.monotonic() - started)
@@ -177,40 +179,6 @@ class WriteJob:
         finally:
             for c in cached:
                 c.unpersist()
-
-    # ---- one job (batches the driver holds: engine.write.one_job) ------------------------
-    def _local_eligible(self, df: DataFrame) -> bool:
-        pc_field = self.meta.config.precombine_field
-        return one_job.eligible(self, df, pc_field if pc_field in df.columns else None)
-
-    def _run_local(self, df: DataFrame, started: float) -> WriteResult:
-        """The write planned on the driver and executed as one Spark job."""
-        spec, timeline, write_schema, data_cols, pc_field = self._schema(df)
-        rows = one_job.collect(self._keyed(df, spec, data_cols, pc_field, order=False))
-        summary = one_job.summarize(rows)
-        self._check_keys(spec, summary)
-        if summary.total == 0:
-            return WriteResult(instant=None, operation=self.operation, seconds=time.monotonic() - started)
-        view = self.meta.file_system_view(timeline)
-        batch = _Batch(None, summary, write_schema, pc_field, timeline, view)  # type: ignore[arg-type]
-        by = [KEY_COL] if self.index.is_global else [KEY_COL, PART_COL]
-        if self._combine() and local_batch.has_duplicates(rows, by):
-            rows = local_batch.dedupe(rows, pc_field, by)
-        rows = local_batch.with_ops(rows, self.is_delete)
-        incoming = summary.keys_by_partition() if self.operation.tags else None
-        tag_ctx = TagContext(
-            df.sparkSession, self.meta, view, summary.partitions, incoming, slice_merge(self.meta, timeline, view)
-        )
-        if self.operation.tags:
-            self.progress(
-                f"tagging {summary.total} records against {len(summary.partitions)} partition(s) ({self.index.name}, on the driver)"
-            )
-        rows = one_job.tag(self, rows, tag_ctx)
-        workloads, offsets, absent, kept, stale = profile(local_batch.profile_rows(rows))
-        index_stats = self.index.tagging_stats() if self.operation.tags else {}
-        prof = _Profile(workloads, offsets, absent, summary.total - kept, stale, index_stats)
-        plan = self._plan(batch, prof)
-        return self._commit(batch, rows, tag_ctx, prof, plan, started)
 
     # ---- phases -------------------------------------------------------------------------
     def _schema(self, df: DataFrame) -> tuple[KeySpec, Timeline, pa.Schema, list[str], str | None]:
@@ -392,7 +360,7 @@ class WriteJob:
                 index_touched = True
                 located = located_of()
                 if replaced:  # the replaced groups' keys leave the index (unless written again)
-                    located = located.unionByName(_replaced_keys(tag_ctx, replaced))
+                    located = located.unionByName(replaced_key_rows(tag_ctx, replaced))
                 self.index.update_location(tag_ctx, instant, located)
                 index_stats.update({f"update_{k}": v for k, v in self.index.update_stats().items()})
             extra = {f"engine.index.{k}": str(v) for k, v in index_stats.items()}
@@ -516,7 +484,7 @@ class WriteJob:
         sc = tagged.sparkSession.sparkContext
         sc.setJobGroup(job_group(instant), f"hoodie write {instant}", interruptOnCancel=True)
         try:
-            return [r.asDict() for r in written.collect()], lambda: _located(assigned, plan)
+            return [r.asDict() for r in written.collect()], lambda: located_rows(assigned, plan)
         finally:
             sc.setLocalProperty("spark.jobGroup.id", None)  # type: ignore[arg-type]
 
@@ -557,36 +525,6 @@ class WriteJob:
             block_format=self.config.log_block_format,
             log_per_commit=self.meta.layout.version >= 2,
         )
-
-
-def _replaced_keys(ctx: TagContext, replaced: dict[str, list[str]]) -> DataFrame:
-    """The `_located` rows of an insert_overwrite's replaced records: a delete of each key the
-    replaced groups hold at their latest (merged) slice, located where it was."""
-    from engine.data.keys import KEYS_SCHEMA, ScanFile
-    from engine.read.scan import scan_keys
-
-    groups = {(p, f) for p, ids in replaced.items() for f in ids}
-    files = [ScanFile.of_slice(sl) for sl in ctx.view.latest_slices(replaced) if (sl.partition, sl.file_id) in groups]
-    key, part, fid = KEYS_SCHEMA.names
-    return scan_keys(ctx.spark, ctx.meta.storage, files, None, ctx.merge).select(
-        F.col(key).alias(KEY_COL),
-        F.col(part).alias(PART_COL),
-        F.col(fid).alias(FILE_ID_COL),
-        F.lit(OP_DELETE).alias(OP_COL),
-        F.col(fid).alias(PREV_FILE_ID_COL),
-    )
-
-
-def _located(assigned: DataFrame, plan: WritePlan) -> DataFrame:
-    """(key, partition, file id, op) of every record a write placed, from its bucket."""
-    file_of = F.create_map(*[v for b in plan.buckets for v in (F.lit(b.index), F.lit(b.file_id))])
-    return assigned.select(
-        KEY_COL,
-        PART_COL,
-        file_of[F.col(BUCKET_COL)].alias(FILE_ID_COL),
-        OP_COL,
-        F.col(FILE_ID_COL).alias(PREV_FILE_ID_COL),  # the file tagging found: unchanged locations need no put
-    )
 
 
 __all__ = ["OUTCOME_SCHEMA", "WriteJob"]

@@ -21,6 +21,7 @@ against stored records, and overwrites take the distributed path.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
@@ -30,13 +31,15 @@ from pyspark.sql import DataFrame
 
 from engine.data.columns import FILE_ID_COL, KEY_COL, OP_COL, PART_COL, PREV_FILE_ID_COL
 from engine.index.base import Index, TagContext
+from engine.read.reader import slice_merge
 from engine.read.scan import scan_parallelism
 from engine.spark.jobs import job_group
 from engine.write import local_batch as lb
 from engine.write.assign import assign_buckets
-from engine.write.operation import Operation
+from engine.write.operation import Operation, WriteResult
 from engine.write.planner import WritePlan
 from engine.write.prepare import BatchSummary
+from engine.write.tagging import profile
 from engine.write.tasks import write_groups_task
 
 if TYPE_CHECKING:
@@ -149,8 +152,40 @@ def write_buckets(
     return outcomes, located
 
 
+def run(job: WriteJob, df: DataFrame, started: float) -> WriteResult:
+    """The write planned on the driver and executed as one Spark job."""
+    spec, timeline, write_schema, data_cols, pc_field = job._schema(df)
+    rows = collect(job._keyed(df, spec, data_cols, pc_field, order=False))
+    summary = summarize(rows)
+    job._check_keys(spec, summary)
+    if summary.total == 0:
+        return WriteResult(instant=None, operation=job.operation, seconds=time.monotonic() - started)
+    view = job.meta.file_system_view(timeline)
+    from engine.write.executor import _Batch, _Profile  # the executor imports this module
+
+    batch = _Batch(None, summary, write_schema, pc_field, timeline, view)  # type: ignore[arg-type]
+    by = [KEY_COL] if job.index.is_global else [KEY_COL, PART_COL]
+    if job._combine() and lb.has_duplicates(rows, by):
+        rows = lb.dedupe(rows, pc_field, by)
+    rows = lb.with_ops(rows, job.is_delete)
+    incoming = summary.keys_by_partition() if job.operation.tags else None
+    tag_ctx = TagContext(
+        df.sparkSession, job.meta, view, summary.partitions, incoming, slice_merge(job.meta, timeline, view)
+    )
+    if job.operation.tags:
+        job.progress(
+            f"tagging {summary.total} records against {len(summary.partitions)} partition(s) ({job.index.name}, on the driver)"
+        )
+    rows = tag(job, rows, tag_ctx)
+    workloads, offsets, absent, kept, stale = profile(lb.profile_rows(rows))
+    index_stats = job.index.tagging_stats() if job.operation.tags else {}
+    prof = _Profile(workloads, offsets, absent, summary.total - kept, stale, index_stats)
+    plan = job._plan(batch, prof)
+    return job._commit(batch, rows, tag_ctx, prof, plan, started)
+
+
 def batch_record_size(rows: pa.Table) -> int:
     return rows.nbytes // max(1, rows.num_rows)
 
 
-__all__ = ["LOCAL_OPERATIONS", "collect", "eligible", "estimated_bytes", "summarize", "tag", "write_buckets"]
+__all__ = ["LOCAL_OPERATIONS", "collect", "eligible", "estimated_bytes", "run", "summarize", "tag", "write_buckets"]

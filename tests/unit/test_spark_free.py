@@ -36,6 +36,7 @@ SPARK_MODULES = {
     "engine.spark.session",
     "engine.write.bucket_column",
     "engine.write.executor",
+    "engine.write.index_rows",
     "engine.write.one_job",
     "engine.write.prepare",
     "engine.write.tagging",
