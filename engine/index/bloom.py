@@ -57,19 +57,40 @@ def candidates_in_range(sorted_keys: np.ndarray, low: str | None, high: str | No
 
 
 class _Chains:
-    """Per task: each partition's candidate keys hashed once, reused for every file's filter."""
+    """Each partition's candidate keys hashed once, reused for every file's filter.
 
-    def __init__(self, lookup: Mapping[str, np.ndarray]) -> None:
+    `eager`: the first request for a hash count hashes every partition's keys in one call (few
+    numpy calls on long arrays instead of many on short ones: the driver looks up all of them);
+    otherwise partition by partition (a Spark task sees only some partitions' files). Thread-safe."""
+
+    def __init__(self, lookup: Mapping[str, np.ndarray], eager: bool = False) -> None:
         self.lookup = lookup
+        self.eager = eager
         self.cache: dict[tuple[str, int], np.ndarray] = {}
+        self._lock = threading.Lock()
 
     def get(self, partition: str, num_hashes: int) -> np.ndarray:
         key = (partition, num_hashes)
-        if key not in self.cache:
-            keys = self.lookup.get(partition, self.lookup.get(ANY_PARTITION))
-            assert keys is not None  # the caller found keys for this partition
-            self.cache[key] = hash_chain_arrow(pa.array(keys, pa.string()), num_hashes)
-        return self.cache[key]
+        with self._lock:
+            if key not in self.cache:
+                if self.eager:
+                    self._hash_all(num_hashes)
+                else:
+                    keys = self.lookup.get(partition, self.lookup.get(ANY_PARTITION))
+                    assert keys is not None  # the caller found keys for this partition
+                    self.cache[key] = hash_chain_arrow(pa.array(keys, pa.string()), num_hashes)
+            return self.cache[key]
+
+    def _hash_all(self, num_hashes: int) -> None:
+        parts = [p for p, keys in self.lookup.items() if len(keys)]
+        every = pa.array(np.concatenate([self.lookup[p] for p in parts]), pa.string()) if parts else None
+        chain = hash_chain_arrow(every, num_hashes) if every is not None else None
+        start = 0
+        for p in parts:
+            end = start + len(self.lookup[p])
+            assert chain is not None
+            self.cache[(p, num_hashes)] = chain[start:end]
+            start = end
 
 
 def lookup_files(
@@ -79,10 +100,11 @@ def lookup_files(
     merge: SliceMerge | None,
     stats: dict[str, int],
     footers: Callable[[Storage, str], dict[bytes, bytes]] = read_footer,
+    chains: _Chains | None = None,
 ) -> Iterator[pa.RecordBatch]:
     """KEYS_SCHEMA batches of the keys of `lookup` (partition -> sorted keys) that `files` hold:
     pruned by key range and bloom filter, then matched exactly; counts added to `stats`."""
-    chains = _Chains(lookup)
+    chains = chains or _Chains(lookup)
     for file in files:
         partition = file.partition
         keys = lookup.get(partition, lookup.get(ANY_PARTITION))
@@ -142,11 +164,12 @@ def locate_on_driver(
 
     lookup = _sorted_keys(incoming)
     footers = cached_footer if prune else _no_footer
+    chains = _Chains(lookup, eager=True)
     chunks = [list(files[i :: max(1, threads)]) for i in range(max(1, threads))]
 
     def run(chunk: list[ScanFile]) -> tuple[list[pa.RecordBatch], dict[str, int]]:
         stats = dict.fromkeys(STAT_NAMES, 0)
-        return list(lookup_files(storage, chunk, lookup, merge, stats, footers)), stats
+        return list(lookup_files(storage, chunk, lookup, merge, stats, footers, chains)), stats
 
     with ThreadPoolExecutor(max_workers=max(1, threads)) as pool:
         results = list(pool.map(run, chunks))

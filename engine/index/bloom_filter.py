@@ -79,9 +79,16 @@ def _sizing(num_entries: int, fpp: float) -> tuple[int, int]:
 class _BitRow:
     """One standard filter (Hudi's InternalBloomFilter / Hadoop's BloomFilter): header + bit vector."""
 
-    __slots__ = ("bits", "hash_type", "nb_hash", "vector_size")
+    __slots__ = ("_bits", "_packed", "hash_type", "nb_hash", "vector_size")
 
-    def __init__(self, vector_size: int, nb_hash: int, hash_type: int, bits: np.ndarray | None = None):
+    def __init__(
+        self,
+        vector_size: int,
+        nb_hash: int,
+        hash_type: int,
+        bits: np.ndarray | None = None,
+        packed: np.ndarray | None = None,
+    ):
         if vector_size <= 0:
             raise InvalidInputError("bloom filter vector size must be > 0")
         if nb_hash <= 0:
@@ -89,7 +96,28 @@ class _BitRow:
         self.vector_size = vector_size
         self.nb_hash = nb_hash
         self.hash_type = hash_type
-        self.bits = np.zeros(vector_size, dtype=bool) if bits is None else bits
+        # a row read from a footer stays packed (little-endian bit order, as stored) until a key is
+        # added to it: lookups test bits in the packed bytes, sparing the unpacking of every row
+        self._packed = packed
+        self._bits: np.ndarray | None = None
+        if packed is None:
+            self._bits = np.zeros(vector_size, dtype=bool) if bits is None else bits
+
+    @property
+    def bits(self) -> np.ndarray:
+        """The bit vector, one bool per bit (unpacked on first use)."""
+        if self._bits is None:
+            assert self._packed is not None
+            self._bits = np.unpackbits(self._packed, bitorder="little")[: self.vector_size].astype(bool)
+            self._packed = None
+        return self._bits
+
+    def test(self, pos: np.ndarray) -> np.ndarray:
+        """The bits at positions `pos` (any shape), as bools."""
+        if self._bits is not None:
+            return self._bits[pos]
+        assert self._packed is not None
+        return ((self._packed[pos >> 3] >> (pos & 7).astype(np.uint8)) & 1).astype(bool)
 
     def check_hash(self) -> None:
         if self.hash_type != MURMUR_HASH:
@@ -106,11 +134,18 @@ class _BitRow:
         return _positions_batch(keys, self.nb_hash, self.vector_size)
 
     def contains_positions(self, pos: Sequence[int] | np.ndarray) -> bool:
-        return bool(self.bits[np.asarray(pos, dtype=np.int64)].all())
+        return bool(self.test(np.asarray(pos, dtype=np.int64)).all())
 
     def write(self, out: bytearray) -> None:
         out += _HEADER.pack(_VERSION, self.nb_hash, self.hash_type, self.vector_size)
-        out += np.packbits(self.bits, bitorder="little").tobytes()
+        if self._bits is None:
+            assert self._packed is not None
+            packed = bytearray(self._packed.tobytes())
+            if self.vector_size % 8:  # bits past the vector's end are not part of it
+                packed[-1] &= (1 << (self.vector_size % 8)) - 1
+            out += packed
+        else:
+            out += np.packbits(self._bits, bitorder="little").tobytes()
 
     @classmethod
     def read(cls, buf: bytes, offset: int) -> tuple[_BitRow, int]:
@@ -119,8 +154,7 @@ class _BitRow:
         if vector_size <= 0 or nb_hash <= 0 or offset + nbytes > len(buf):
             raise CorruptTableError("truncated or invalid bloom filter bit vector")
         raw = np.frombuffer(buf, dtype=np.uint8, count=nbytes, offset=offset)
-        bits = np.unpackbits(raw, bitorder="little")[:vector_size].astype(bool)
-        return cls(vector_size, nb_hash, hash_type, bits), offset + nbytes
+        return cls(vector_size, nb_hash, hash_type, packed=raw), offset + nbytes
 
 
 def _read_int(buf: bytes, offset: int) -> tuple[int, int]:
@@ -148,7 +182,9 @@ def _read_header(buf: bytes, offset: int) -> tuple[int, int, int, int]:
 
 def _decode(text: str | bytes) -> bytes:
     try:
-        return base64.b64decode(text, validate=True)
+        data = text.encode("ascii") if isinstance(text, str) else text
+        # strict mode validates in C what b64decode(validate=True) checks with a regex first
+        return binascii.a2b_base64(data, strict_mode=True)
     except (binascii.Error, ValueError) as exc:
         raise CorruptTableError(f"bloom filter is not valid Base64: {exc}") from exc
 
@@ -200,12 +236,13 @@ class SimpleBloomFilter:
         encoded = [_key_bytes(k) for k in keys]
         if not encoded:
             return []
-        return self._row.bits[self._row.positions_batch(encoded)].all(axis=1).tolist()
+        hits: np.ndarray = np.asarray(self._row.test(self._row.positions_batch(encoded)).all(axis=1), dtype=bool)
+        return [bool(v) for v in hits]
 
     def contains_chain(self, chain: np.ndarray) -> np.ndarray:
         """`might_contain` for keys given by their `hash_chain` (bool array)."""
         self._row.check_hash()
-        return np.asarray(self._row.bits[chain % np.int64(self._row.vector_size)].all(axis=1), dtype=bool)
+        return np.asarray(self._row.test(chain % np.int64(self._row.vector_size)).all(axis=1), dtype=bool)
 
     def serialize(self) -> str:
         """The Base64 text Hudi stores in the footer."""
@@ -331,7 +368,7 @@ class DynamicBloomFilter:
         pos = self._rows[0].positions_batch(encoded)
         hit = np.zeros(len(encoded), dtype=bool)
         for row in self._rows:
-            hit |= row.bits[pos].all(axis=1)
+            hit |= row.test(pos).all(axis=1)
         return hit.tolist()
 
     def contains_chain(self, chain: np.ndarray) -> np.ndarray:
@@ -340,7 +377,7 @@ class DynamicBloomFilter:
         pos = chain % np.int64(self.vector_size)
         hit = np.zeros(len(chain), dtype=bool)
         for row in self._rows:
-            hit |= row.bits[pos].all(axis=1)
+            hit |= row.test(pos).all(axis=1)
         return hit
 
     def serialize(self) -> str:
@@ -403,7 +440,7 @@ def bloom_filter_from_footer(
     if value is None:
         return None
     type_code = entries.get(FOOTER_BLOOM_FILTER_TYPE)
-    return parse_bloom_filter(_text(value), TYPE_SIMPLE if type_code is None else _text(type_code))
+    return parse_bloom_filter(value, TYPE_SIMPLE if type_code is None else _text(type_code))
 
 
 def footer_entries(bloom: BloomFilter) -> dict[str, str]:
