@@ -45,10 +45,11 @@ if __package__ in (None, ""):  # `python bench/upsert.py`
 
 from bench.data import PARTITION_FIELD, PRECOMBINE_FIELD, RECORD_KEY, WORKLOADS, Workload, make_workload  # noqa: E402
 
-SYSTEMS = ("ours", "mor", "mor-rli", "delta", "iceberg", "reload")
+SYSTEMS = ("ours", "cow-rli", "mor", "mor-rli", "delta", "iceberg", "reload")
 # our systems: (table type, index); BLOOM is the engine's default index (Apache Hudi's too)
 TABLE_TYPES = {
     "ours": ("COPY_ON_WRITE", "BLOOM"),
+    "cow-rli": ("COPY_ON_WRITE", "RECORD"),
     "mor": ("MERGE_ON_READ", "BLOOM"),
     "mor-rli": ("MERGE_ON_READ", "RECORD"),
 }
@@ -187,6 +188,14 @@ class Ours:
         loaded = table.bulk_insert(
             self.spark.read.parquet(base_parquet), options=OURS_OPTIONS, progress=self._printer("bulk_insert")
         )
+        anchor = None
+        if table_type == "COPY_ON_WRITE" and index == "BLOOM":
+            # the initial load's anchor: Spark's own partitioned parquet write of the same rows,
+            # same session, same source (bulk_insert also writes meta columns, Hudi names and footers)
+            t_anchor = time.perf_counter()
+            self.spark.read.parquet(base_parquet).write.partitionBy(PARTITION_FIELD).parquet(str(work / "spark-parquet"))
+            anchor = time.perf_counter() - t_anchor
+            shutil.rmtree(work / "spark-parquet", ignore_errors=True)
         # the batch as a Spark DataFrame, materialised before the clock starts
         sdf = self.spark.createDataFrame(wl.batch).persist(StorageLevel.MEMORY_AND_DISK)
         n = sdf.count()
@@ -222,6 +231,7 @@ class Ours:
                 "write_result": res.to_dict() | {"partitions": len(res.partitions)},
                 "bulk_insert_files": loaded.files_written,
                 "bulk_insert_seconds": loaded.seconds,
+                "spark_parquet_write_seconds": anchor,
                 "table_type": table_type,
                 "index": index,
                 "log_files_written": _log_files(table, res.instant),
@@ -407,6 +417,31 @@ def print_table(results: dict) -> None:
         "seconds: best of --repeat, upsert only; vs delta = seconds / delta-rs MERGE seconds (> 1: slower "
         "than delta-rs); files: data files written (mor: base + log files)"
     )
+    loads = [
+        (wname, sname, s["extra"])
+        for wname, w in results["workloads"].items()
+        for sname, s in w["systems"].items()
+        if "error" not in s and s.get("extra", {}).get("bulk_insert_seconds") is not None
+    ]
+    if loads:
+        print()
+        head = f"{'workload':<9} {'system':<8} {'bulk_insert':>11} {'spark parquet':>13} {'ratio':>6} {'delta write':>11}"
+        print(head)
+        print("-" * len(head))
+        for wname, sname, extra in loads:
+            anchor = extra.get("spark_parquet_write_seconds")
+            delta_setup = results["workloads"][wname]["systems"].get("delta", {}).get("setup_seconds")
+            delta = min(delta_setup) if isinstance(delta_setup, list) and delta_setup else delta_setup
+            ratio = extra["bulk_insert_seconds"] / anchor if anchor else None
+            print(
+                f"{wname:<9} {sname:<8} {extra['bulk_insert_seconds']:>11.2f} {_fmt(anchor, '.2f'):>13} "
+                f"{_fmt(ratio, '.2f'):>6} {_fmt(delta, '.2f'):>11}"
+            )
+        print()
+        print(
+            "initial load (last run): our bulk_insert vs Spark's df.write.partitionBy(day).parquet of the same "
+            "rows in the same session (ratio > 1: slower), and delta-rs's write_deltalake"
+        )
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -414,7 +449,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--rows", type=int, default=1_000_000, help="rows in the base table (default 1,000,000)")
     ap.add_argument("--batch", type=int, default=100_000, help="rows in the upsert batch (default 100,000)")
     ap.add_argument("--workloads", default=",".join(WORKLOADS), help="comma list of: uniform,recent")
-    ap.add_argument("--systems", default=",".join(SYSTEMS), help="comma list of: ours,mor,mor-rli,delta,iceberg,reload")
+    ap.add_argument("--systems", default=",".join(SYSTEMS), help="comma list of: ours,cow-rli,mor,mor-rli,delta,iceberg,reload")
     ap.add_argument("--repeat", type=int, default=1, help="best of K runs, tables re-created each run")
     ap.add_argument("--json", default=None, help="result file (default bench/results/upsert-<rows>.json)")
     ap.add_argument("--master", default="local[*]", help="Spark master for ours (default local[*])")

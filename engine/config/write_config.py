@@ -137,7 +137,7 @@ class WriteConfig:
     set_null_for_missing_columns: bool = False
     reconcile_schema: bool = False
     driver_plan: str = "auto"
-    driver_max_bytes: int = 512 * MB
+    driver_max_bytes: int = 256 * MB
 
     # settings of the index itself, passed through untouched (hoodie.index.hbase.*, hoodie.record.index.*)
     index_options: tuple[tuple[str, str], ...] = ()

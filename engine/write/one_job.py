@@ -3,7 +3,7 @@
 The distributed pipeline (`engine.write.executor`) runs about seven Spark jobs for an upsert:
 prepare, summarise, tag, profile, the write's shuffle and its writing stage, each with a fixed
 cost of 0.1-0.5 s. When the batch is small enough to hold on the driver (the optimizer's size
-estimate of the input within `hoodie.write.driver.max.bytes`, default 512 MB), this path instead
+estimate of the input within `hoodie.write.driver.max.bytes`, default 256 MB), this path instead
 
 1. collects the keyed batch to the driver as Arrow (one job; none when the input is local data),
 2. checks, de-duplicates, tags (the index's `locate_batch`: footers cached per file, bloom
