@@ -112,6 +112,14 @@ class _BitRow:
             self._packed = None
         return self._bits
 
+    def packed(self) -> np.ndarray:
+        """The bit vector packed as stored (little-endian bit order; bits past the end are zero
+        once written)."""
+        if self._bits is None:
+            assert self._packed is not None
+            return self._packed
+        return np.packbits(self._bits, bitorder="little")
+
     def test(self, pos: np.ndarray) -> np.ndarray:
         """The bits at positions `pos` (any shape), as bools."""
         if self._bits is not None:
@@ -474,12 +482,16 @@ def extended_for_keys(
         return None
     if previous.hash_type != MURMUR_HASH or previous.current_count != previous_keys or total_keys > num_entries:
         return None
-    out = DynamicBloomFilter(bits, hashes, num_entries, max_entries)
-    out._rows = [_BitRow(bits, hashes, MURMUR_HASH, previous._rows[0].bits.copy())]
-    out.current_count = previous_keys
-    out.add_all(added)
-    if out.current_count != total_keys or out.num_rows != 1:
+    if previous_keys + len(added) != total_keys:
         return None
+    out = DynamicBloomFilter(bits, hashes, num_entries, max_entries)
+    # the keys' bits set in the packed bytes (little-endian bit order, as stored): no unpacking
+    packed = previous._rows[0].packed().copy()
+    if len(added):
+        pos = (key_chain(added, hashes) % np.int64(bits)).ravel()
+        np.bitwise_or.at(packed, pos >> 3, np.left_shift(1, pos & 7).astype(np.uint8))
+    out._rows = [_BitRow(bits, hashes, MURMUR_HASH, packed=packed)]
+    out.current_count = total_keys  # one row holds every key: its count is theirs
     return out
 
 
