@@ -482,13 +482,14 @@ def extended_for_keys(
         return None
     if previous.hash_type != MURMUR_HASH or previous.current_count != previous_keys or total_keys > num_entries:
         return None
-    if previous_keys + len(added) != total_keys:
+    chain = key_chain(added, hashes)
+    if previous_keys + len(chain) != total_keys:
         return None
     out = DynamicBloomFilter(bits, hashes, num_entries, max_entries)
     # the keys' bits set in the packed bytes (little-endian bit order, as stored): no unpacking
     packed = previous._rows[0].packed().copy()
-    if len(added):
-        pos = (key_chain(added, hashes) % np.int64(bits)).ravel()
+    if len(chain):
+        pos = (chain % np.int64(bits)).ravel()
         np.bitwise_or.at(packed, pos >> 3, np.left_shift(1, pos & 7).astype(np.uint8))
     out._rows = [_BitRow(bits, hashes, MURMUR_HASH, packed=packed)]
     out.current_count = total_keys  # one row holds every key: its count is theirs
