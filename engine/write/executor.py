@@ -202,7 +202,7 @@ class WriteJob:
 
     def _keyed(self, df: DataFrame, spec: KeySpec, data_cols: list[str], pc_field: str | None, order: bool) -> DataFrame:
         """The input's written columns with the record key, partition path (and arrival order)."""
-        self.progress("preparing keys" if order else "collecting the keyed batch on the driver")
+        self.progress("preparing keys")
         cols = [F.col(c) for c in (data_cols if not self.is_delete else delete_columns(spec, pc_field))]
         cols += [record_key_expr(spec).alias(KEY_COL), partition_path_expr(spec).alias(PART_COL)]
         if order:
