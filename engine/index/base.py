@@ -64,6 +64,8 @@ class Index(abc.ABC):
 
     # indexes that store locations themselves (HBase) get the written records' locations
     wants_locations: bool = False
+    # whether update_location accepts an Arrow table of located rows (the one-job write's, on the driver)
+    updates_on_driver: bool = False
     # Apache Hudi's canIndexLogFiles: the index finds keys whose only copy is in a log file (it
     # stores locations), so merge-on-read inserts may go to logs (HBASE, RECORD; not BLOOM/SIMPLE)
     can_index_log_files: bool = False
@@ -71,10 +73,12 @@ class Index(abc.ABC):
     def check_available(self) -> None:  # noqa: B027
         """Fail early (before any file is written) when the index's backing service is unreachable."""
 
-    def update_location(self, ctx: TagContext, instant: str, located: DataFrame) -> None:  # noqa: B027
+    def update_location(self, ctx: TagContext, instant: str, located: DataFrame | pa.Table) -> None:  # noqa: B027
         """Record the locations of a write's records, after its data files are written and before
-        it completes. `located` has the key, partition, file id and op ("U"/"D") columns. Only
-        called when `wants_locations`; a failure here leaves the commit uncompleted."""
+        it completes. `located` has the key, partition, file id and op ("U"/"D") columns: a
+        DataFrame, or an Arrow table on the driver when the write ran as one job and the index
+        `updates_on_driver`. Only called when `wants_locations`; a failure here leaves the commit
+        uncompleted."""
 
     def update_stats(self) -> dict[str, int]:
         """Counts describing the last `update_location` (puts, deletes...); empty if none."""

@@ -118,28 +118,52 @@ def _lookup_task(storage: Storage, shared: Any, buckets: int, hash_name: str):
 
 def _write_delta_task(storage: Storage, instant: str, hash_name: str, has_prev: bool):
     def run(table: pa.Table) -> pa.Table:
-        bucket = table.column(BUCKET_COL)[0].as_py()
-        prev = table.column(PREV_FILE_ID_COL).combine_chunks() if has_prev else None
-        keys, parts, fids, deleted = plan_write_entries(
-            table.column(KEY_COL).combine_chunks(),
-            table.column(PART_COL).combine_chunks(),
-            table.column(FILE_ID_COL).combine_chunks(),
-            table.column(OP_COL).combine_chunks(),
-            prev,
-            OP_UPSERT,
-            OP_DELETE,
-        )
-        size = 0
-        tombstones = int(pc.sum(deleted).as_py() or 0)
-        if len(keys):
-            instants = pa.array([instant] * len(keys), pa.string())
-            entries = entries_table(keys, parts, fids, instants, deleted, hash_function(hash_name))
-            size = write_entries(storage, IndexFile(bucket, instant), entries)
-        return pa.table(
-            [[bucket], [len(keys) - tombstones], [tombstones], [size]], schema=DELTA_STATS_SCHEMA
-        )
+        return write_bucket_delta(storage, instant, hash_name, has_prev, table.column(BUCKET_COL)[0].as_py(), table)
 
     return run
+
+
+def write_bucket_delta(
+    storage: Storage, instant: str, hash_name: str, has_prev: bool, bucket: int, table: pa.Table
+) -> pa.Table:
+    """Write one bucket's delta file of `instant` from its located rows; its DELTA_STATS_SCHEMA row."""
+    prev = table.column(PREV_FILE_ID_COL).combine_chunks() if has_prev else None
+    keys, parts, fids, deleted = plan_write_entries(
+        table.column(KEY_COL).combine_chunks(),
+        table.column(PART_COL).combine_chunks(),
+        table.column(FILE_ID_COL).combine_chunks(),
+        table.column(OP_COL).combine_chunks(),
+        prev,
+        OP_UPSERT,
+        OP_DELETE,
+    )
+    size = 0
+    tombstones = int(pc.sum(deleted).as_py() or 0)
+    if len(keys):
+        instants = pa.array([instant] * len(keys), pa.string())
+        entries = entries_table(keys, parts, fids, instants, deleted, hash_function(hash_name))
+        size = write_entries(storage, IndexFile(bucket, instant), entries)
+    return pa.table(
+        [[bucket], [len(keys) - tombstones], [tombstones], [size]], schema=DELTA_STATS_SCHEMA
+    )
+
+
+def _write_deltas_on_driver(
+    storage: Storage, instant: str, s: RecordIndexSettings, has_prev: bool, located: pa.Table
+) -> list[dict]:
+    """`update_location`'s delta files written on the driver, one per bucket, in threads."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from engine.write.local_batch import split_by_bucket
+
+    located = located.combine_chunks()
+    buckets = pa.array(buckets_of(located.column(KEY_COL), s.buckets, s.hasher()), pa.int32())
+    parts = split_by_bucket(located, buckets)
+    with ThreadPoolExecutor(max_workers=max(1, s.threads)) as pool:
+        tables = list(
+            pool.map(lambda item: write_bucket_delta(storage, instant, s.hash_name, has_prev, *item), parts.items())
+        )
+    return [row for t in tables for row in t.to_pylist()]
 
 
 class RecordIndex(Index):
@@ -148,6 +172,7 @@ class RecordIndex(Index):
     name = "RECORD"
     is_global = True
     wants_locations = True
+    updates_on_driver = True
     can_index_log_files = True
 
     def __init__(self, options: Mapping[str, str] | None = None) -> None:
@@ -230,7 +255,7 @@ class RecordIndex(Index):
         return dict(self._tag_stats)
 
     # ---- writes --------------------------------------------------------------------------
-    def update_location(self, ctx: TagContext, instant: str, located: DataFrame) -> None:
+    def update_location(self, ctx: TagContext, instant: str, located: DataFrame | pa.Table) -> None:
         """Clean orphans, compact over-full buckets, then write `instant`'s entries, one file per
         bucket it touches (Spark tasks). `located`: KEY_COL, PART_COL, FILE_ID_COL, OP_COL and
         optionally PREV_FILE_ID_COL (without it every upsert row gets an entry)."""
@@ -249,18 +274,23 @@ class RecordIndex(Index):
             stats["orphans_removed"] += len(
                 clean_orphans(meta.storage, load_state(meta, timeline, before=instant), s.retain_seconds)
             )
-        has_prev = PREV_FILE_ID_COL in located.columns
+        has_prev = PREV_FILE_ID_COL in (located.column_names if isinstance(located, pa.Table) else located.columns)
         cols = [KEY_COL, PART_COL, FILE_ID_COL, OP_COL] + ([PREV_FILE_ID_COL] if has_prev else [])
-        schema = pa.schema(
-            [(c, pa.string()) for c in cols] + [(BUCKET_COL, pa.int32())]
-        )
-        with_bucket = located.select(*cols).mapInArrow(_bucket_task(s.buckets, s.hash_name), from_arrow_schema(schema))
-        written = (
-            with_bucket.groupBy(BUCKET_COL)
-            .applyInArrow(_write_delta_task(meta.storage, instant, s.hash_name, has_prev),
-                          from_arrow_schema(DELTA_STATS_SCHEMA))
-            .collect()
-        )
+        if isinstance(located, pa.Table):  # a one-job write's rows, on the driver: no Spark job
+            written = _write_deltas_on_driver(meta.storage, instant, s, has_prev, located.select(cols))
+        else:
+            schema = pa.schema([(c, pa.string()) for c in cols] + [(BUCKET_COL, pa.int32())])
+            with_bucket = located.select(*cols).mapInArrow(
+                _bucket_task(s.buckets, s.hash_name), from_arrow_schema(schema)
+            )
+            written = [
+                r.asDict()
+                for r in with_bucket.groupBy(BUCKET_COL)
+                .applyInArrow(
+                    _write_delta_task(meta.storage, instant, s.hash_name, has_prev), from_arrow_schema(DELTA_STATS_SCHEMA)
+                )
+                .collect()
+            ]
         stats["files"] = sum(1 for r in written if r["bytes"])
         stats["entries"] = sum(r["entries"] for r in written)
         stats["tombstones"] = sum(r["tombstones"] for r in written)

@@ -456,7 +456,7 @@ class WriteJob:
 
     def _write(
         self, tagged: DataFrame, plan: WritePlan, offsets: dict[tuple[int, str], int], batch: _Batch, instant: str
-    ) -> tuple[list[dict], Callable[[], DataFrame] | None]:
+    ) -> tuple[list[dict], Callable[[], DataFrame | pa.Table] | None]:
         """Write every bucket of the plan (one task per bucket group); the outcome row of each file
         written, and the located records (for the index update)."""
         n_buckets = len(plan.buckets)

@@ -101,7 +101,7 @@ def tag(job: WriteJob, batch: pa.Table, tag_ctx: TagContext) -> pa.Table:
 
 def write_buckets(
     job: WriteJob, spark, rows: pa.Table, plan: WritePlan, batch: _Batch, instant: str
-) -> tuple[list[dict], Callable[[], DataFrame] | None]:
+) -> tuple[list[dict], Callable[[], DataFrame | pa.Table] | None]:
     """The write's one Spark job: every bucket of `plan` merged and written by a task; the outcome
     row of each bucket, and (for indexes that store locations) the located records."""
     if not plan.buckets:
@@ -124,7 +124,7 @@ def write_buckets(
     parallelism = job.config.shuffle_parallelism or scan_parallelism(spark, len(weights))
     groups = lb.pack_tasks(weights, parallelism)
     payload = [[(b, lb.to_ipc(by_bucket[b])) for b in g] for g in groups]
-    job.progress(f"writing {len(weights)} file group(s) for instant {instant} in {len(groups)} task(s)")
+    job.progress(f"writing {len(weights)} file group(s) in {len(groups)} task(s) for instant {instant}")
     sc = spark.sparkContext
     sc.setJobGroup(job_group(instant), f"hoodie write {instant}", interruptOnCancel=True)
     try:
@@ -134,7 +134,7 @@ def write_buckets(
     if not job.index.wants_locations:
         return outcomes, None
 
-    def located() -> DataFrame:
+    def located() -> DataFrame | pa.Table:
         file_of = pa.array([b.file_id for b in sorted(plan.buckets, key=lambda b: b.index)], pa.string())
         index_of = {b.index: i for i, b in enumerate(sorted(plan.buckets, key=lambda b: b.index))}
         positions = pa.array([index_of[b] for b in buckets.to_pylist()], pa.int64())
@@ -147,7 +147,7 @@ def write_buckets(
                 PREV_FILE_ID_COL: to_write.column(FILE_ID_COL),
             }
         )
-        return spark.createDataFrame(table)
+        return table if job.index.updates_on_driver else spark.createDataFrame(table)
 
     return outcomes, located
 
