@@ -124,7 +124,7 @@ def write_buckets(
     parallelism = job.config.shuffle_parallelism or scan_parallelism(spark, len(weights))
     groups = lb.pack_tasks(weights, parallelism)
     payload = [[(b, lb.to_ipc(by_bucket[b])) for b in g] for g in groups]
-    job.progress(f"writing {len(weights)} file group(s) in {len(groups)} task(s) for instant {instant}")
+    job.progress(f"writing {len(weights)} file group(s) for instant {instant}")
     sc = spark.sparkContext
     sc.setJobGroup(job_group(instant), f"hoodie write {instant}", interruptOnCancel=True)
     try:
