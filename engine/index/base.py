@@ -15,9 +15,10 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from engine.data.columns import EXISTING_PART_COL, FILE_ID_COL, PREV_FILE_ID_COL  # noqa: F401  (re-exported)
-from engine.data.keys import SliceMerge
+from engine.data.keys import ANY_PARTITION, ScanFile, SliceMerge
 from engine.table.fs_view import FileSystemView
 from engine.table.meta_client import MetaClient
 
@@ -39,6 +40,22 @@ class TagContext:
     # merge-on-read: how lookups that read the data files merge slices with log files (a key
     # deleted in a log is not there); None for tables whose slices are base files
     merge: SliceMerge | None = None
+
+
+def candidate_files(ctx: TagContext, is_global: bool) -> list[ScanFile]:
+    """Latest slices a lookup must consider: the touched partitions, or all for a global index."""
+    return [ScanFile.of_slice(s) for s in ctx.view.latest_slices(None if is_global else ctx.partitions)]
+
+
+def wanted_keys(ctx: TagContext, is_global: bool) -> Mapping[str, pa.Array] | None:
+    """The incoming keys per partition (non-global) or all of them, distinct, under ANY_PARTITION
+    (global); None when the batch's keys are not on the driver."""
+    incoming = ctx.incoming_keys
+    if incoming is None or not is_global:
+        return incoming
+    arrays = [a for a in incoming.values() if len(a)]
+    every = pa.chunked_array(arrays, pa.string()).combine_chunks() if arrays else pa.array([], pa.string())
+    return {ANY_PARTITION: pc.unique(every)}
 
 
 class Index(abc.ABC):

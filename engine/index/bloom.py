@@ -26,7 +26,7 @@ import pyarrow.compute as pc
 from engine.constants import FOOTER_MAX_RECORD_KEY, FOOTER_MIN_RECORD_KEY
 from engine.data.base_file import read_footer
 from engine.data.keys import ANY_PARTITION, KEYS_SCHEMA, ScanFile, SliceMerge, keys_batch, live_keys
-from engine.index.base import Index, TagContext
+from engine.index.base import Index, TagContext, candidate_files, wanted_keys
 from engine.index.bloom_filter import bloom_filter_from_footer
 from engine.index.murmur import hash_chain_arrow
 from engine.index.simple import GlobalSimpleIndex, SimpleIndex
@@ -83,12 +83,12 @@ class _Chains:
 
     def _hash_all(self, num_hashes: int) -> None:
         parts = [p for p, keys in self.lookup.items() if len(keys)]
-        every = pa.array(np.concatenate([self.lookup[p] for p in parts]), pa.string()) if parts else None
-        chain = hash_chain_arrow(every, num_hashes) if every is not None else None
+        if not parts:
+            return
+        chain = hash_chain_arrow(pa.array(np.concatenate([self.lookup[p] for p in parts]), pa.string()), num_hashes)
         start = 0
         for p in parts:
             end = start + len(self.lookup[p])
-            assert chain is not None
             self.cache[(p, num_hashes)] = chain[start:end]
             start = end
 
@@ -184,20 +184,15 @@ def locate_on_driver(
 DRIVER_THREADS = 4  # footer and key-column reads on the driver overlap their I/O
 
 
-def driver_files(ctx: TagContext, is_global: bool) -> list[ScanFile]:
-    """Latest slices a lookup must consider: the touched partitions, or all for a global index."""
-    return [ScanFile.of_slice(s) for s in ctx.view.latest_slices(None if is_global else ctx.partitions)]
-
-
-def driver_keys(ctx: TagContext, is_global: bool) -> Mapping[str, pa.Array]:
-    """The incoming keys per partition, or (global) all of them under ANY_PARTITION."""
-    incoming = ctx.incoming_keys
-    assert incoming is not None, "a driver-side lookup needs the batch's keys"
-    if not is_global:
-        return incoming
-    arrays = [a for a in incoming.values() if len(a)]
-    every = pa.chunked_array(arrays, pa.string()).combine_chunks() if arrays else pa.array([], pa.string())
-    return {ANY_PARTITION: pc.unique(every)}
+def locate_slices(ctx: TagContext, is_global: bool, prune: bool) -> tuple[pa.Table, dict[str, int]]:
+    """`locate_on_driver` over the lookup's candidate slices with the batch's keys (`Index.locate_batch`
+    of BLOOM, prune=True, and SIMPLE)."""
+    files = candidate_files(ctx, is_global)
+    keys = wanted_keys(ctx, is_global)
+    assert keys is not None, "a driver-side lookup needs the batch's keys"
+    if not files:
+        return KEYS_SCHEMA.empty_table(), dict.fromkeys(STAT_NAMES, 0)
+    return locate_on_driver(ctx.meta.storage, files, keys, ctx.merge, DRIVER_THREADS, prune)
 
 
 def _no_footer(storage: Storage, path: str) -> dict[bytes, bytes]:
@@ -237,13 +232,7 @@ class BloomIndex(Index):
     def tag_location(self, ctx: TagContext, records: DataFrame) -> DataFrame:
         from pyspark.sql.pandas.types import from_arrow_schema
 
-        from engine.index.spark_tagging import (
-            CountsParam,
-            candidate_files,
-            join_existing,
-            untagged,
-            wanted_keys,
-        )
+        from engine.index.spark_tagging import CountsParam, join_existing, untagged
         from engine.read.scan import file_frame
 
         self._counts = None
@@ -266,14 +255,8 @@ class BloomIndex(Index):
     def locate_batch(self, ctx: TagContext) -> pa.Table:
         """Footers (cached per file), bloom filters and the candidates' key columns read on the
         driver, in a few threads: no Spark job."""
-        files = driver_files(ctx, self.is_global)
         self._counts = None
-        if not files:
-            self.last_stats = dict.fromkeys(STAT_NAMES, 0)
-            return KEYS_SCHEMA.empty_table()
-        found, self.last_stats = locate_on_driver(
-            ctx.meta.storage, files, driver_keys(ctx, self.is_global), ctx.merge, DRIVER_THREADS
-        )
+        found, self.last_stats = locate_slices(ctx, self.is_global, prune=True)
         return found
 
     def tagging_stats(self) -> dict[str, int]:

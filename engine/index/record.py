@@ -51,10 +51,10 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from engine.data.columns import FILE_ID_COL, KEY_COL, OP_COL, OP_DELETE, OP_UPSERT, PART_COL, PREV_FILE_ID_COL
-from engine.data.keys import KEYS_SCHEMA
+from engine.data.keys import ANY_PARTITION, KEYS_SCHEMA
 from engine.errors import IndexChangedError
 from engine.index import record_service
-from engine.index.base import Index, RollbackChange, TagContext
+from engine.index.base import Index, RollbackChange, TagContext, wanted_keys
 from engine.index.record_files import (
     INDEX_FOLDER,
     IndexFile,
@@ -213,12 +213,7 @@ class RecordIndex(Index):
         if driver:
             if keys is None:
                 keys = pc.unique(records.select(KEY_COL).toArrow().column(0).combine_chunks())
-            probe = keys
-            found = _retrying(
-                ctx.meta, None, lambda st: lookup(ctx.meta.storage, st, probe, s.buckets, s.hasher(), s.threads), state
-            )
-            self._tag_stats = {"files": files, "keys": len(keys), "found": found.num_rows, "driver": 1}
-            existing = ctx.spark.createDataFrame(found.rename_columns(KEYS_SCHEMA.names).cast(KEYS_SCHEMA))
+            existing = ctx.spark.createDataFrame(self._locate(ctx, s, state, keys))
             return join_existing(records, existing, True, small=True)
         spark = ctx.spark
         shared = spark.sparkContext.broadcast(state)
@@ -235,18 +230,21 @@ class RecordIndex(Index):
 
     def locate_batch(self, ctx: TagContext) -> pa.Table:
         """The incoming keys searched in the index files on the driver (`lookup`, its threads)."""
-        s = self.settings(ctx.meta)
         state = load_state(ctx.meta)
-        files = sum(b.file_count for b in state.buckets.values())
         if state.is_empty:
             self._tag_stats = {"files": 0, "keys": 0, "found": 0}
             return KEYS_SCHEMA.empty_table()
         keys = _incoming_keys(ctx)
         assert keys is not None, "a driver-side lookup needs the batch's keys"
-        probe = keys
+        return self._locate(ctx, self.settings(ctx.meta), state, keys)
+
+    def _locate(self, ctx: TagContext, s: RecordIndexSettings, state: Any, keys: pa.Array) -> pa.Table:
+        """KEYS_SCHEMA rows of `keys` found in the index `state` (reloaded if a rollback changed
+        it), searched on the driver; sets the driver path's tagging stats."""
         found = _retrying(
-            ctx.meta, None, lambda st: lookup(ctx.meta.storage, st, probe, s.buckets, s.hasher(), s.threads), state
+            ctx.meta, None, lambda st: lookup(ctx.meta.storage, st, keys, s.buckets, s.hasher(), s.threads), state
         )
+        files = sum(b.file_count for b in state.buckets.values())
         self._tag_stats = {"files": files, "keys": len(keys), "found": found.num_rows, "driver": 1}
         return found.rename_columns(KEYS_SCHEMA.names).cast(KEYS_SCHEMA)
 
@@ -350,9 +348,7 @@ def _retrying(meta: MetaClient, timeline: Timeline | None, run, state: Any = Non
 
 
 def _incoming_keys(ctx: TagContext) -> pa.Array | None:
-    if ctx.incoming_keys is None:
-        return None
-    arrays = [a.cast(pa.string()) for a in ctx.incoming_keys.values()]
-    if not arrays:
-        return pa.array([], pa.string())
-    return pc.unique(pa.concat_arrays(arrays))
+    """The batch's distinct keys (None when they are not on the driver)."""
+    wanted = wanted_keys(ctx, True)
+    return None if wanted is None else wanted[ANY_PARTITION]
+

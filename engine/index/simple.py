@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 
 import pyarrow as pa
 
-from engine.index.base import Index, TagContext
+from engine.index.base import Index, TagContext, candidate_files, wanted_keys
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
@@ -21,7 +21,7 @@ class SimpleIndex(Index):
     is_global = False
 
     def tag_location(self, ctx: TagContext, records: DataFrame) -> DataFrame:
-        from engine.index.spark_tagging import candidate_files, join_existing, untagged, wanted_keys
+        from engine.index.spark_tagging import join_existing, untagged
         from engine.read.scan import scan_keys
 
         files = candidate_files(ctx, self.is_global)
@@ -33,16 +33,9 @@ class SimpleIndex(Index):
 
     def locate_batch(self, ctx: TagContext) -> pa.Table:
         """The touched (global: all) partitions' keys read on the driver, only the incoming ones kept."""
-        from engine.data.keys import KEYS_SCHEMA
-        from engine.index.bloom import DRIVER_THREADS, driver_files, driver_keys, locate_on_driver
+        from engine.index.bloom import locate_slices
 
-        files = driver_files(ctx, self.is_global)
-        if not files:
-            return KEYS_SCHEMA.empty_table()
-        found, _stats = locate_on_driver(
-            ctx.meta.storage, files, driver_keys(ctx, self.is_global), ctx.merge, DRIVER_THREADS, prune=False
-        )
-        return found
+        return locate_slices(ctx, self.is_global, prune=False)[0]
 
 
 class GlobalSimpleIndex(SimpleIndex):

@@ -3,16 +3,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-
-import pyarrow as pa
 from pyspark.accumulators import AccumulatorParam
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 from engine.data.columns import EXISTING_PART_COL, FILE_ID_COL, KEY_COL, PART_COL
-from engine.data.keys import ANY_PARTITION, KEYS_SCHEMA, ScanFile
-from engine.index.base import TagContext
+from engine.data.keys import KEYS_SCHEMA
 
 
 class CountsParam(AccumulatorParam):
@@ -25,20 +21,6 @@ class CountsParam(AccumulatorParam):
         for k, v in b.items():
             a[k] = a.get(k, 0) + v
         return a
-
-
-def candidate_files(ctx: TagContext, is_global: bool) -> list[ScanFile]:
-    """Latest slices a lookup must consider: the touched partitions, or all for a global index."""
-    parts = None if is_global else ctx.partitions
-    return [ScanFile.of_slice(s) for s in ctx.view.latest_slices(parts)]
-
-
-def wanted_keys(ctx: TagContext, is_global: bool) -> Mapping[str, pa.Array] | None:
-    """The incoming keys per partition (non-global) or all under ANY_PARTITION (global)."""
-    if ctx.incoming_keys is None or not is_global:
-        return ctx.incoming_keys
-    keys = [k for arr in ctx.incoming_keys.values() for k in arr.to_pylist()]
-    return {ANY_PARTITION: pa.array(sorted(set(keys)), pa.string())}
 
 
 def untagged(records: DataFrame, is_global: bool) -> DataFrame:
@@ -63,4 +45,4 @@ def join_existing(records: DataFrame, existing: DataFrame, is_global: bool, smal
     return joined.withColumnRenamed(part, EXISTING_PART_COL) if is_global else joined.drop(part)
 
 
-__all__ = ["CountsParam", "candidate_files", "join_existing", "untagged", "wanted_keys"]
+__all__ = ["CountsParam", "join_existing", "untagged"]

@@ -18,8 +18,7 @@ import pyarrow.compute as pc
 
 from engine.data.columns import FILE_ID_COL, KEY_COL, OP_COL, OP_DELETE, OP_UPSERT, PART_COL
 from engine.data.keys import KEYS_SCHEMA
-
-IS_DELETED_COL = "_hoodie_is_deleted"  # engine.write.prepare.IS_DELETED_COL (that module imports Spark)
+from engine.data.slice_reader import IS_DELETED_COL
 
 
 class ProfileRow(dict):

@@ -135,14 +135,15 @@ def write_buckets(
         return outcomes, None
 
     def located() -> DataFrame | pa.Table:
-        file_of = pa.array([b.file_id for b in sorted(plan.buckets, key=lambda b: b.index)], pa.string())
-        index_of = {b.index: i for i, b in enumerate(sorted(plan.buckets, key=lambda b: b.index))}
-        positions = pa.array([index_of[b] for b in buckets.to_pylist()], pa.int64())
+        # the file id of every record's bucket: an array indexed by bucket number
+        file_of: list[str | None] = [None] * (max(b.index for b in plan.buckets) + 1)
+        for b in plan.buckets:
+            file_of[b.index] = b.file_id
         table = pa.table(
             {
                 KEY_COL: to_write.column(KEY_COL),
                 PART_COL: to_write.column(PART_COL),
-                FILE_ID_COL: file_of.take(positions),
+                FILE_ID_COL: pa.array(file_of, pa.string()).take(buckets),
                 OP_COL: to_write.column(OP_COL),
                 PREV_FILE_ID_COL: to_write.column(FILE_ID_COL),
             }

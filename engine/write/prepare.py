@@ -15,6 +15,7 @@ from pyspark.sql import functions as F
 
 from engine.constants import DEFAULT_PARTITION_PATH, EMPTY_RECORD_KEY_PLACEHOLDER, NULL_RECORD_KEY_PLACEHOLDER
 from engine.data.columns import KEY_COL, OP_DELETE, OP_UPSERT, PART_COL
+from engine.data.slice_reader import IS_DELETED_COL
 from engine.write.keygen import KeySpec
 from engine.write.timestamp_keys import TimestampKeySpec, partition_paths
 
@@ -137,7 +138,6 @@ def count_batch(records: DataFrame, group_cols: list[Column]) -> tuple[BatchSumm
     return summary, rows
 
 
-IS_DELETED_COL = "_hoodie_is_deleted"
 
 
 def op_expr(is_delete: bool, columns: list[str]) -> Column:

@@ -9,7 +9,7 @@ from pyspark.taskcontext import TaskContext
 
 from engine.table.file_names import write_token
 from engine.write.assign import assign_buckets
-from engine.write.file_writer import BucketWrite, WriteContext, write_bucket
+from engine.write.file_writer import BucketWrite, WriteContext, WriteOutcome, write_bucket
 from engine.write.log_writer import AppendContext, append_bucket
 
 BUCKET_COL = "__hoodie_bucket"
@@ -64,17 +64,22 @@ def write_bucket_task(ctx: WriteContext, buckets: dict[int, BucketWrite], actx: 
     a merge-on-read table, a new log file of the group's slice."""
 
     def run(table: pa.Table) -> pa.Table:
-        tc = task_context()
-        token = write_token(tc.partitionId(), tc.stageId(), tc.taskAttemptId())
         bucket = buckets[table.column(BUCKET_COL)[0].as_py()]
-        if bucket.append:
-            assert actx is not None
-            outcome = append_bucket(ctx, actx, bucket, table, token, tc.partitionId())
-        else:
-            outcome = write_bucket(ctx, bucket, table, token, tc.partitionId())
+        outcome = _write_one(ctx, actx, bucket, table, task_context())
         return pa.Table.from_pylist([outcome.as_row()], schema=OUTCOME_SCHEMA)
 
     return run
+
+
+def _write_one(
+    ctx: WriteContext, actx: AppendContext | None, bucket: BucketWrite, table: pa.Table, tc: TaskContext
+) -> WriteOutcome:
+    """One bucket written by the current task: a new base file, or a log file (APPEND buckets)."""
+    token = write_token(tc.partitionId(), tc.stageId(), tc.taskAttemptId())
+    if bucket.append:
+        assert actx is not None
+        return append_bucket(ctx, actx, bucket, table, token, tc.partitionId())
+    return write_bucket(ctx, bucket, table, token, tc.partitionId())
 
 
 def write_groups_task(ctx: WriteContext, buckets: dict[int, BucketWrite], actx: AppendContext | None = None):
@@ -85,16 +90,9 @@ def write_groups_task(ctx: WriteContext, buckets: dict[int, BucketWrite], actx: 
         from engine.write.local_batch import from_ipc
 
         tc = task_context()
-        token = write_token(tc.partitionId(), tc.stageId(), tc.taskAttemptId())
         for group in groups:
             for index, data in group:
-                bucket, table = buckets[index], from_ipc(data)
-                if bucket.append:
-                    assert actx is not None
-                    outcome = append_bucket(ctx, actx, bucket, table, token, tc.partitionId())
-                else:
-                    outcome = write_bucket(ctx, bucket, table, token, tc.partitionId())
-                yield outcome.as_row()
+                yield _write_one(ctx, actx, buckets[index], from_ipc(data), tc).as_row()
 
     return run
 
