@@ -64,8 +64,12 @@ _KEYS: dict[str, tuple[str, type]] = {
     # (engine.write.one_job): auto (by Spark's size estimate of the input) | always | never
     "hoodie.write.driver.plan": ("driver_plan", str),
     "hoodie.write.driver.max.bytes": ("driver_max_bytes", int),
+    # bulk_insert: NONE / PARTITION_SORT write in one pass with no shuffle (engine.write.bulk_stream);
+    # PARTITION_PATH_REPARTITION_AND_SORT (ours by default) plans sized file groups per partition
+    "hoodie.bulkinsert.sort.mode": ("bulk_insert_sort_mode", str),
 }
 DRIVER_PLAN_MODES = ("auto", "always", "never")
+BULK_INSERT_SORT_MODES = ("NONE", "PARTITION_SORT", "PARTITION_PATH_REPARTITION_AND_SORT")
 
 CLEANER_POLICIES = ("KEEP_LATEST_COMMITS", "KEEP_LATEST_FILE_VERSIONS")
 
@@ -138,6 +142,7 @@ class WriteConfig:
     reconcile_schema: bool = False
     driver_plan: str = "auto"
     driver_max_bytes: int = 256 * MB
+    bulk_insert_sort_mode: str = "PARTITION_PATH_REPARTITION_AND_SORT"
 
     # settings of the index itself, passed through untouched (hoodie.index.hbase.*, hoodie.record.index.*)
     index_options: tuple[tuple[str, str], ...] = ()
@@ -157,6 +162,12 @@ class WriteConfig:
         if self.driver_plan not in DRIVER_PLAN_MODES:
             raise InvalidConfigError(
                 f"hoodie.write.driver.plan must be one of {', '.join(DRIVER_PLAN_MODES)}, not {self.driver_plan!r}"
+            )
+        object.__setattr__(self, "bulk_insert_sort_mode", self.bulk_insert_sort_mode.strip().upper())
+        if self.bulk_insert_sort_mode not in BULK_INSERT_SORT_MODES:
+            raise InvalidConfigError(
+                f"hoodie.bulkinsert.sort.mode must be one of {', '.join(BULK_INSERT_SORT_MODES)} "
+                f"(GLOBAL_SORT and PARTITION_PATH_REPARTITION are not implemented), not {self.bulk_insert_sort_mode!r}"
             )
         if self.cleaner_commits_retained < 1 or self.cleaner_file_versions_retained < 1:
             raise InvalidConfigError("hoodie.cleaner.commits.retained and fileversions.retained must be >= 1")

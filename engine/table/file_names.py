@@ -11,7 +11,7 @@ import re
 import uuid
 from dataclasses import dataclass
 
-from engine.constants import BASE_FILE_EXTENSION
+from engine.constants import BASE_FILE_EXTENSION, PARTITION_METADATA_FILE
 from engine.timeline.instant import is_valid_instant_time
 
 _BASE_RE = re.compile(r"^(?P<file_id>[^_/]+)_(?P<token>[^_/]+)_(?P<instant>\d{17})\.parquet$")
@@ -23,6 +23,37 @@ _LOG_RE = re.compile(
 def new_file_id(seed: uuid.UUID | None = None) -> str:
     """A new file group id: a random UUID with the `-0` suffix Apache Hudi uses."""
     return f"{seed or uuid.uuid4()}-0"
+
+
+def new_file_id_stem() -> str:
+    """The first 24 characters of a random UUID (`xxxxxxxx-xxxx-4xxx-yxxx-`): with a task's number
+    in the last 12 hex digits (`task_file_id_prefix`) it names that task's file groups."""
+    return str(uuid.uuid4())[:24]
+
+
+def task_file_id_prefix(stem: str, task: int) -> str:
+    """The UUID-shaped file id prefix of Spark task (partition) `task` of a write with `stem`."""
+    return f"{stem}{task:012x}"
+
+
+def bulk_file_id(prefix: str, n: int) -> str:
+    """The `n`-th file group id a bulk_insert task with file id prefix `prefix` writes:
+    `<prefix>-<n>`, as Apache Hudi's bulk insert names them."""
+    return f"{prefix}-{n}"
+
+
+def has_file_id_stem(file_id: str, stems: frozenset[str]) -> bool:
+    """Whether `file_id` is a `bulk_file_id` of a task prefix of one of `stems`."""
+    prefix, sep, n = file_id.rpartition("-")
+    return bool(sep) and n.isdigit() and len(prefix) == 36 and prefix[:24] in stems
+
+
+def partition_metadata(partition: str, instant: str) -> tuple[str, bytes]:
+    """The path (relative to the base) and body of a partition's `.hoodie_partition_metadata`,
+    first written by `instant`."""
+    rel = f"{partition}/{PARTITION_METADATA_FILE}" if partition else PARTITION_METADATA_FILE
+    depth = len(partition.split("/")) if partition else 0
+    return rel, f"#partition metadata\ncommitTime={instant}\npartitionDepth={depth}\n".encode()
 
 
 def write_token(task_partition_id: int, stage_id: int, task_attempt_id: int) -> str:

@@ -26,6 +26,7 @@ from engine.errors import (
 from engine.storage import Storage, storage_for
 from engine.storage.base import FileInfo
 from engine.table.commit_metadata import CommitMetadata
+from engine.table.file_names import partition_metadata
 from engine.table.fs_view import DataFile, FileSystemView
 from engine.table.ownership import is_below, nested_table_roots
 from engine.table.schema import avro_to_arrow
@@ -269,11 +270,9 @@ class MetaClient:
 
     def ensure_partition_metadata(self, partition: str, instant: str) -> None:
         """Write `<partition>/.hoodie_partition_metadata` once (the first writer wins)."""
-        rel = f"{partition}/{PARTITION_METADATA_FILE}" if partition else PARTITION_METADATA_FILE
+        rel, body = partition_metadata(partition, instant)
         if self.storage.exists(rel):
             return
-        depth = len(partition.split("/")) if partition else 0
-        body = f"#partition metadata\ncommitTime={instant}\npartitionDepth={depth}\n".encode()
         try:
             self.storage.create_exclusive(rel, body)
         except FileExistsError:

@@ -7,6 +7,7 @@ unfinished write created, leaving the table as it was.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import datetime
 
@@ -18,7 +19,7 @@ from engine.data.log_file import next_log_version
 from engine.table import failed_writes
 from engine.table.clustering import REQUESTED_MODEL
 from engine.table.commit_metadata import CommitMetadata, WriteStat
-from engine.table.file_names import parse_base_file_name, parse_log_file_name
+from engine.table.file_names import has_file_id_stem, parse_base_file_name, parse_log_file_name
 from engine.table.meta_client import MetaClient
 from engine.table.ownership import FileOwnership
 from engine.table.schema import arrow_to_avro, avro_to_json
@@ -43,10 +44,18 @@ class PendingCommit:
     created_partitions: list[str] = field(default_factory=list)
     # a replacecommit (insert_overwrite): partition -> the file ids it replaces
     replaced: dict[str, list[str]] | None = None
+    # a bulk_insert whose tasks name their own file groups (`engine.write.bulk_stream`): the stem
+    # of its tasks' file id prefixes; its plan is empty and its partitions are known only from
+    # what the tasks report (on failure: from a listing of the table)
+    file_id_stems: frozenset[str] = frozenset()
 
     @property
     def partitions(self) -> list[str]:
         return sorted({b.partition for b in self.plan.buckets})
+
+    @property
+    def streamed(self) -> bool:
+        return bool(self.file_id_stems)
 
 
 def start(
@@ -57,13 +66,14 @@ def start(
     action: Action = Action.COMMIT,
     now: datetime | None = None,
     replaced: dict[str, list[str]] | None = None,
+    file_id_stems: Iterable[str] = (),
 ) -> PendingCommit:
     """Claim a new instant time (strictly after every instant on the timeline) for `action`
     (`commit`, or `deltacommit` on MERGE_ON_READ; `replacecommit` replacing the `replaced` file
     groups) and mark it inflight."""
     time = claim_instant(meta, timeline, action, requested_body(action), now)
     failpoints.hit("write.after_requested")
-    pending = PendingCommit(time, action, operation, plan, replaced=replaced)
+    pending = PendingCommit(time, action, operation, plan, replaced=replaced, file_id_stems=frozenset(file_id_stems))
     try:
         _mark_inflight(meta, pending)
     except BaseException:
@@ -136,6 +146,8 @@ def remove_debris(meta: MetaClient, pending: PendingCommit, outcomes: list[dict]
     """Delete files of this instant that no successful task reported (failed or retried attempts):
     base files named with the instant, and log files with the planned name of an APPEND bucket."""
     keep = {o["path"] for o in outcomes}
+    if pending.streamed:
+        return _remove_streamed_debris(meta, pending, keep)
     planned = planned_log_files(pending.plan, pending.instant if meta.layout.version >= 2 else None)
     removed = []
     ownership = FileOwnership(meta.storage)
@@ -154,6 +166,33 @@ def remove_debris(meta: MetaClient, pending: PendingCommit, outcomes: list[dict]
                 meta.storage.delete(info.path)
                 removed.append(info.path)
     return removed
+
+
+def _remove_streamed_debris(meta: MetaClient, pending: PendingCommit, keep: set[str]) -> list[str]:
+    """`remove_debris` of a streamed bulk_insert: base files named with the instant and one of its
+    file id stem, anywhere in the table (its tasks chose the partitions)."""
+    ours = []
+    for f in meta.list_data_files():
+        if f.path in keep:
+            continue
+        parsed = parse_base_file_name(f.name)
+        if parsed is not None and parsed.instant == pending.instant and has_file_id_stem(parsed.file_id, pending.file_id_stems):
+            ours.append(f.path)
+    removed = FileOwnership(meta.storage).owned(ours, "clean-up of a failed write")
+    for path in removed:
+        meta.storage.delete(path)
+    return removed
+
+
+def _streamed_partitions(meta: MetaClient) -> list[str]:
+    """Every partition with a metadata file (`abort` deletes those that name the instant: a
+    streamed bulk_insert's tasks created them)."""
+    out = []
+    for info in meta.storage.list_files_recursive(""):
+        folders = info.path.split("/")[:-1]
+        if info.name == PARTITION_METADATA_FILE and not any(seg.startswith(".") for seg in folders):
+            out.append(info.path.rpartition("/")[0])
+    return out
 
 
 def build_metadata(
@@ -223,7 +262,7 @@ def record_failure(meta: MetaClient, pending: PendingCommit) -> None:
     unless it completed."""
     if not is_completed(meta, pending):
         groups = {(b.partition, b.file_id) for b in pending.plan.buckets}
-        failed_writes.record(meta.storage, pending.instant, pending.action.value, groups)
+        failed_writes.record(meta.storage, pending.instant, pending.action.value, groups, pending.file_id_stems)
 
 
 def abort(meta: MetaClient, pending: PendingCommit) -> None:
@@ -234,7 +273,8 @@ def abort(meta: MetaClient, pending: PendingCommit) -> None:
     if is_completed(meta, pending):
         return
     remove_debris(meta, pending, [])
-    for partition in pending.created_partitions:
+    created = _streamed_partitions(meta) if pending.streamed else pending.created_partitions
+    for partition in created:
         rel = f"{partition}/{PARTITION_METADATA_FILE}" if partition else PARTITION_METADATA_FILE
         try:
             text = meta.storage.read_bytes(rel).decode("utf-8", "replace")

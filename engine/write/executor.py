@@ -45,8 +45,8 @@ from engine.table.schema import (
 )
 from engine.timeline.instant import Action
 from engine.timeline.timeline import CommittedInstants, Timeline
+from engine.write import bulk_stream, one_job
 from engine.write import commit as commit_protocol
-from engine.write import one_job
 from engine.write.bucket_column import bucket_column, needs_numbering
 from engine.write.existing import existing_files
 from engine.write.file_writer import BucketWrite, WriteContext
@@ -159,6 +159,8 @@ class WriteJob:
         self.index.check_available()
         cached: list[DataFrame] = []
         try:
+            if bulk_stream.eligible(self):
+                return bulk_stream.run(self, df, started, write_action(self.meta.config.table_type))
             pc_field = self.meta.config.precombine_field
             if one_job.eligible(self, df, pc_field if pc_field in df.columns else None):
                 return one_job.run(self, df, started)
@@ -489,11 +491,15 @@ class WriteJob:
             sc.setLocalProperty("spark.jobGroup.id", None)  # type: ignore[arg-type]
 
     def _write_context(self, batch: _Batch, instant: str) -> WriteContext:
+        return self.write_context(batch.write_schema, batch.pc_field, instant)
+
+    def write_context(self, write_schema: pa.Schema, pc_field: str | None, instant: str) -> WriteContext:
+        """What the tasks writing `instant` need to know (schema, ordering field, file settings)."""
         return WriteContext(
             storage=self.meta.storage,
             instant=instant,
-            schema=with_meta_fields(batch.write_schema),
-            precombine_field=batch.pc_field if not self.is_delete else None,
+            schema=with_meta_fields(write_schema),
+            precombine_field=pc_field if not self.is_delete else None,
             compression=self.config.compression,
             match_keys=self.operation.tags,
             bloom=(self.config.bloom_num_entries, self.config.bloom_fpp, self.config.bloom_max_entries),

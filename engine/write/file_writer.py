@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
@@ -103,16 +104,21 @@ class WriteOutcome:
         return dict(self.__dict__)
 
 
+def repeated(value: str, n: int) -> pa.Array:
+    """`value` `n` times as a string array, built without a Python list of `n` items."""
+    return pa.DictionaryArray.from_arrays(pa.array(np.zeros(n, np.int8)), pa.array([value], pa.string())).cast(pa.string())
+
+
 def with_meta_columns(rows: pa.Table, ctx: WriteContext, file_name: str, seq_prefix: str) -> pa.Table:
     """`rows` as `ctx.schema` types them, with this write's meta columns (commit time, seqno
     `<seq_prefix><n>`, key, partition, `file_name`); columns the rows lack are null."""
     n = rows.num_rows
     meta = {
-        COMMIT_TIME_COL: pa.array([ctx.instant] * n, pa.string()),
-        COMMIT_SEQNO_COL: pa.array([f"{seq_prefix}{i}" for i in range(n)], pa.string()),
+        COMMIT_TIME_COL: repeated(ctx.instant, n),
+        COMMIT_SEQNO_COL: pc.binary_join_element_wise(seq_prefix, pc.cast(pa.array(np.arange(n)), pa.string()), ""),
         RECORD_KEY_COL: rows.column(KEY_COL).cast(pa.string()),
         PARTITION_PATH_COL: rows.column(PART_COL).cast(pa.string()),
-        FILE_NAME_COL: pa.array([file_name] * n, pa.string()),
+        FILE_NAME_COL: repeated(file_name, n),
     }
     arrays = []
     for f in ctx.schema:
@@ -129,9 +135,7 @@ def with_meta_columns(rows: pa.Table, ctx: WriteContext, file_name: str, seq_pre
 def _renamed(rows: pa.Table, ctx: WriteContext, file_name: str) -> pa.Table:
     """Carried-over records keep their commit time and seqno and get the new file name."""
     return rows.set_column(
-        rows.schema.get_field_index(FILE_NAME_COL),
-        ctx.schema.field(FILE_NAME_COL),
-        pa.array([file_name] * rows.num_rows, pa.string()),
+        rows.schema.get_field_index(FILE_NAME_COL), ctx.schema.field(FILE_NAME_COL), repeated(file_name, rows.num_rows)
     )
 
 

@@ -38,6 +38,7 @@ SPARK_MODULES = {
     "engine.write.executor",
     "engine.write.index_rows",
     "engine.write.one_job",
+    "engine.write.bulk_stream",
     "engine.write.prepare",
     "engine.write.tagging",
     "engine.write.tasks",

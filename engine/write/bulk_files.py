@@ -1,0 +1,88 @@
+"""A bulk_insert task's files, as Apache Hudi's `NONE` and `PARTITION_SORT` sort modes write them:
+each Spark task writes the rows it was given, with no shuffle and no counting pass before it,
+into new file groups of its own (one or more per partition path it sees, rolled over by size).
+
+Pure apart from the files it is told to write (through the `Storage` in the `WriteContext`): no
+Spark. The Spark side (`engine.write.bulk_stream`) runs `write_task_files` in `mapInArrow`.
+
+File ids are `<prefix>-<n>`, Hudi's bulk-insert naming: `prefix` a UUID the driver drew for the
+task's input partition (so that the driver, and a failed write's record, knows every file id
+the write can have used without knowing the data), `n` counting the task's files from 0.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from engine.data.columns import KEY_COL, OP_COL, OP_UPSERT, PART_COL
+from engine.storage import Storage
+from engine.table.file_names import bulk_file_id, partition_metadata
+from engine.write.file_writer import BucketWrite, WriteContext, repeated, write_bucket
+
+
+def split_files(rows: pa.Table, rows_per_file: int) -> Iterator[tuple[str, pa.Table]]:
+    """(partition path, rows) of each file the task writes: its rows grouped by partition path (in
+    order of the paths), each group cut into files of at most `rows_per_file` rows."""
+    if rows.num_rows == 0:
+        return
+    parts = rows.column(PART_COL)
+    order = pc.sort_indices(parts)
+    ordered = rows.take(order)
+    values = ordered.column(PART_COL).combine_chunks()
+    # run boundaries of the sorted partition paths
+    if len(values) > 1:
+        changes = pc.not_equal(values.slice(1), values.slice(0, len(values) - 1))
+        starts = [0] + [i + 1 for i in pc.indices_nonzero(changes).to_pylist()]
+    else:
+        starts = [0]
+    ends = starts[1:] + [len(values)]
+    for start, end in zip(starts, ends, strict=True):
+        partition = values[start].as_py()
+        for lo in range(start, end, max(1, rows_per_file)):
+            hi = min(end, lo + max(1, rows_per_file))
+            yield partition, ordered.slice(lo, hi - lo)
+
+
+def ensure_partition(storage: Storage, partition: str, instant: str) -> None:
+    """Write the partition's metadata file unless it exists (the first writer wins)."""
+    rel, body = partition_metadata(partition, instant)
+    if storage.exists(rel):
+        return
+    try:
+        storage.create_exclusive(rel, body)
+    except FileExistsError:
+        pass
+
+
+def write_task_files(
+    ctx: WriteContext, prefix: str, token: str, task_partition: int, rows: pa.Table, rows_per_file: int
+) -> list[dict]:
+    """Write one task's rows (data columns + KEY_COL + PART_COL) as new base files; one outcome
+    row (`engine.write.file_writer.WriteOutcome` + `num_bad_keys`) per file. A task whose rows
+    include an invalid (null) key writes nothing and returns one row with no path counting them:
+    the driver then fails the whole write (`engine.write.bulk_stream`)."""
+    bad = rows.column(KEY_COL).null_count
+    if bad:
+        return [{"path": None, "file_id": None, "partition": None, "num_bad_keys": bad}]
+    if OP_COL not in rows.column_names:
+        rows = rows.append_column(OP_COL, upsert_ops(rows.num_rows))
+    out = []
+    seen: set[str] = set()
+    for n, (partition, chunk) in enumerate(split_files(rows, rows_per_file)):
+        if partition not in seen:
+            ensure_partition(ctx.storage, partition, ctx.instant)
+            seen.add(partition)
+        bucket = BucketWrite(partition, bulk_file_id(prefix, n), None, None)
+        out.append(write_bucket(ctx, bucket, chunk, token, task_partition).as_row() | {"num_bad_keys": 0})
+    return out
+
+
+def upsert_ops(n: int) -> pa.Array:
+    """`n` upsert operation markers."""
+    return repeated(OP_UPSERT, n)
+
+
+__all__ = ["ensure_partition", "split_files", "upsert_ops", "write_task_files"]

@@ -1,0 +1,147 @@
+"""bulk_insert in one pass over the input, as Apache Hudi's `NONE` and `PARTITION_SORT` sort modes
+(`hoodie.bulkinsert.sort.mode`) write it: no shuffle, no counting or planning pass. Each Spark task
+writes the rows of its input partition into new file groups of its own, one or more per partition
+path it sees, rolled over at `hoodie.parquet.max.file.size` by the record size estimate, and
+returns their write stats; the driver commits them.
+
+What the driver cannot know before the job runs, and how it copes:
+- the partitions: the instant is marked inflight with no write stats (as Apache Hudi's row-writer
+  bulk insert does) and every task writes the partition metadata of the partitions it creates;
+- the file ids: the driver draws a random stem, task `i`'s files are `<stem><i as 12 hex>-<n>`
+  (`engine.table.file_names.task_file_id_prefix`: UUID-shaped, as Hudi's); a failed write records
+  the stem (`engine.table.failed_writes`) and its clean-up looks for files of the instant with
+  that stem in every partition. Nothing is asked of Spark before the job (not even its number
+  of partitions, which for a shuffled input would run the shuffle);
+- invalid (null or empty) keys: a task that finds one writes nothing and reports the count; the
+  driver then removes what the other tasks wrote and raises `InvalidInputError`, with the table
+  as it was (no record of a failed write is kept: every task has finished);
+- an empty input: the instant is removed again and no commit is made.
+
+Not for: de-duplicating bulk inserts (`hoodie.combine.before.insert`), indexes that store
+locations (RECORD, HBASE), and `PARTITION_PATH_REPARTITION_AND_SORT` (our default), all of which
+take the planned path (`engine.write.executor`).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from dataclasses import replace
+from typing import TYPE_CHECKING
+
+import pyarrow as pa
+from pyspark.sql import DataFrame
+from pyspark.sql.pandas.types import from_arrow_schema
+
+from engine import failpoints
+from engine.errors import InvalidInputError
+from engine.spark.jobs import job_group
+from engine.table.file_names import new_file_id_stem, task_file_id_prefix, write_token
+from engine.timeline.instant import Action
+from engine.write import commit as commit_protocol
+from engine.write.bulk_files import write_task_files
+from engine.write.file_writer import WriteContext
+from engine.write.operation import Operation, WriteResult
+from engine.write.planner import WritePlan, estimate_record_size
+from engine.write.prepare import BatchSummary
+from engine.write.tasks import OUTCOME_SCHEMA, task_context
+
+if TYPE_CHECKING:
+    from engine.write.executor import WriteJob
+
+STREAMED_SORT_MODES = ("NONE", "PARTITION_SORT")
+BULK_OUTCOME_SCHEMA = OUTCOME_SCHEMA.append(pa.field("num_bad_keys", pa.int64()))
+
+
+def eligible(job: WriteJob) -> bool:
+    """Whether `job` is a bulk_insert this module writes (see the module docstring)."""
+    return (
+        job.operation is Operation.BULK_INSERT
+        and job.config.bulk_insert_sort_mode in STREAMED_SORT_MODES
+        and not job.config.combine_before_insert
+        and not job.index.wants_locations
+    )
+
+
+def _task(ctx: WriteContext, stem: str, rows_per_file: int):
+    """The mapInArrow function: a task's whole input partition written as new file groups."""
+
+    def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        received = list(batches)
+        if not received:
+            return
+        tc = task_context()
+        token = write_token(tc.partitionId(), tc.stageId(), tc.taskAttemptId())
+        rows = pa.Table.from_batches(received)
+        prefix = task_file_id_prefix(stem, tc.partitionId())
+        outcomes = write_task_files(ctx, prefix, token, tc.partitionId(), rows, rows_per_file)
+        yield from pa.Table.from_pylist(outcomes, schema=BULK_OUTCOME_SCHEMA).to_batches()
+
+    return run
+
+
+def run(job: WriteJob, df: DataFrame, started: float, action: Action) -> WriteResult:
+    """Write `df` as one bulk_insert instant (`action`: the table type's) in one Spark job; the
+    table is left as it was when anything fails (see the module docstring)."""
+    spec, timeline, write_schema, data_cols, pc_field = job._schema(df)
+    keyed = job._keyed(df, spec, data_cols, pc_field, order=False)
+    stem = new_file_id_stem()
+    record_size = estimate_record_size(
+        (m for _i, m in job.meta.completed_commits_newest_first(timeline)),
+        job.config.record_size_estimate,
+        min_bytes=int(job.config.record_size_estimation_threshold * job.config.small_file_limit),
+    )
+    rows_per_file = max(1, job.config.max_file_size // max(1, record_size))
+    pending = commit_protocol.start(job.meta, timeline, job.operation, WritePlan((), {}, record_size), action, file_id_stems=[stem])
+    instant = pending.instant
+    # NONE keeps each partition's rows in arrival order, as Apache Hudi's does
+    ctx = replace(job.write_context(write_schema, pc_field, instant), sort_by_key=job.config.bulk_insert_sort_mode != "NONE")
+    spark = df.sparkSession
+    sc = spark.sparkContext
+    outcomes: list[dict] = []
+    try:
+        if job.guard is not None:
+            job.guard.started(instant)
+        job.progress(
+            f"writing new file groups for instant {instant} "
+            f"(bulk_insert, sort mode {job.config.bulk_insert_sort_mode})"
+        )
+        sc.setJobGroup(job_group(instant), f"hoodie write {instant}", interruptOnCancel=True)
+        try:
+            written_df = keyed.mapInArrow(_task(ctx, stem, rows_per_file), from_arrow_schema(BULK_OUTCOME_SCHEMA))
+            outcomes = [r.asDict() for r in written_df.collect()]
+        finally:
+            sc.setLocalProperty("spark.jobGroup.id", None)  # type: ignore[arg-type]
+        bad = sum(o["num_bad_keys"] or 0 for o in outcomes)
+        written = [o for o in outcomes if o["path"]]
+        if bad or not written:
+            # every task has finished: what they wrote is all there is, no failure record needed
+            commit_protocol.abort(job.meta, pending)
+            if bad:
+                job._check_keys(spec, BatchSummary(0, bad, [], None))
+            return WriteResult(instant=None, operation=job.operation, seconds=time.monotonic() - started)
+        commit_protocol.remove_debris(job.meta, pending, written)
+        failpoints.hit("write.before_complete")
+        if job.guard is not None:
+            job.guard.before_complete()
+        commit_protocol.complete(job.meta, pending, write_schema, written, 0, {})
+    except InvalidInputError:
+        raise
+    except BaseException as exc:
+        job._undo(spark, pending, False, exc)
+    finally:
+        if job.guard is not None:
+            job.guard.finished()
+    return WriteResult(
+        instant=instant,
+        operation=job.operation,
+        inserts=sum(o["num_inserts"] for o in written),
+        input_records=sum(o["num_writes"] for o in written),
+        files_written=len(written),
+        partitions=tuple(sorted({o["partition"] for o in written})),
+        bytes_written=sum(o["file_size"] for o in written),
+        seconds=round(time.monotonic() - started, 3),
+    )
+
+
+__all__ = ["BULK_OUTCOME_SCHEMA", "STREAMED_SORT_MODES", "eligible", "run"]
