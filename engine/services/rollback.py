@@ -286,6 +286,8 @@ def undo_instant(
         if i == 0:
             failpoints.hit("rollback.files_deleted")
     touched = {_parent(f) for f in files if not f.startswith(".hoodie")} | planned_parts
+    if not planned_groups:  # a write that named no file groups (a one-pass bulk_insert) may have
+        touched |= set(meta.partitions_with_metadata())  # created partitions it wrote no file in
     _remove_created_partitions(meta, touched, time)
     storage.delete(heartbeat_path(time))
     remove_instant(meta, time, action)

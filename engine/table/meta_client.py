@@ -268,6 +268,17 @@ class MetaClient:
             archived_completions=older,
         )
 
+    def partitions_with_metadata(self) -> list[str]:
+        """Every folder below the base holding a partition metadata file (not `.hoodie/` and
+        other dot folders): what a write that did not say which partitions it created may have
+        created (`engine.write.bulk_stream`)."""
+        out = []
+        for info in self.storage.list_files_recursive(""):
+            folders = info.path.split("/")[:-1]
+            if info.name == PARTITION_METADATA_FILE and folders and not any(seg.startswith(".") for seg in folders):
+                out.append("/".join(folders))
+        return sorted(out)
+
     def ensure_partition_metadata(self, partition: str, instant: str) -> None:
         """Write `<partition>/.hoodie_partition_metadata` once (the first writer wins)."""
         rel, body = partition_metadata(partition, instant)

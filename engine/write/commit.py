@@ -184,17 +184,6 @@ def _remove_streamed_debris(meta: MetaClient, pending: PendingCommit, keep: set[
     return removed
 
 
-def _streamed_partitions(meta: MetaClient) -> list[str]:
-    """Every partition with a metadata file (`abort` deletes those that name the instant: a
-    streamed bulk_insert's tasks created them)."""
-    out = []
-    for info in meta.storage.list_files_recursive(""):
-        folders = info.path.split("/")[:-1]
-        if info.name == PARTITION_METADATA_FILE and not any(seg.startswith(".") for seg in folders):
-            out.append(info.path.rpartition("/")[0])
-    return out
-
-
 def build_metadata(
     meta: MetaClient,
     pending: PendingCommit,
@@ -273,7 +262,7 @@ def abort(meta: MetaClient, pending: PendingCommit) -> None:
     if is_completed(meta, pending):
         return
     remove_debris(meta, pending, [])
-    created = _streamed_partitions(meta) if pending.streamed else pending.created_partitions
+    created = meta.partitions_with_metadata() if pending.streamed else pending.created_partitions
     for partition in created:
         rel = f"{partition}/{PARTITION_METADATA_FILE}" if partition else PARTITION_METADATA_FILE
         try:

@@ -45,6 +45,7 @@ def assert_unchanged(table: Table, action, error: type[Exception], match: str):
 
 @pytest.mark.parametrize("operation, options", [
     ("upsert", {}), ("insert", {}), ("bulk_insert", {}), ("bulk_insert", {"hoodie.combine.before.insert": "true"}),
+    ("bulk_insert", {"hoodie.bulkinsert.sort.mode": "NONE"}),
 ])
 def test_null_record_key(spark, table, operation, options):
     bad = spark.createDataFrame([(3, "c", "oslo", 1), (None, "x", "new-city", 1), (None, "y", "rome", 1)], SCHEMA)

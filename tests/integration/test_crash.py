@@ -140,6 +140,25 @@ def test_writer_killed_during_a_write(spark, tmp_path, point):
     assert not Path(t.path, "lima").exists()  # the partition only the dead write created is gone
 
 
+def test_one_pass_bulk_insert_killed_after_its_first_file(spark, tmp_path):
+    """A bulk_insert whose tasks name their own file groups (sort mode NONE): its inflight names
+    none, so the repair finds its files and the partition it created by listing."""
+    t, instants, states = setup_table(spark, tmp_path)
+    last = states[instants[-1]]
+    batch = [[7, "g", "paris", 5], [8, "h", "lima", 5], [9, "i", "bern", 5]]
+    options = {**FAST, "hoodie.bulkinsert.sort.mode": "NONE"}
+    job = {"path": t.path, "action": "bulk_insert", "schema": SCHEMA, "batches": [batch], "options": options}
+    res = run_writer(job, "write.file_written")  # after the first file: bern, which it created
+    assert res.returncode == -signal.SIGKILL, res.stderr[-3000:]
+    assert Path(t.path, "bern", ".hoodie_partition_metadata").exists()
+    assert len(t.timeline().pending) == 1
+    assert data(t) == oracle(t) == last
+    next_write(spark, t)
+    assert data(t) == oracle(t) == after_next(last)
+    assert_clean_table(t)
+    assert not Path(t.path, "bern").exists() and not Path(t.path, "lima").exists()
+
+
 @pytest.mark.parametrize("point", ["rollback.after_revert", "rollback.files_deleted"])
 def test_killed_during_rollback(spark, tmp_path, point):
     t, instants, states = setup_table(spark, tmp_path)

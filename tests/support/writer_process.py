@@ -2,9 +2,9 @@
 
     python -m tests.support.writer_process '<json job>'
 
-The job: {"path", "action": "upsert" | "rollback" | "restore" | "clean" | "archive" | "repair",
-"options": {...}, "batches": [[row, ...], ...] (upsert), "schema" (upsert), "args": [...]}.
-Each upsert batch is one commit. Prints one JSON line per finished operation:
+The job: {"path", "action": "upsert" | "bulk_insert" | "rollback" | "restore" | "clean" | "archive" | "repair",
+"options": {...}, "batches": [[row, ...], ...] (writes), "schema" (writes), "args": [...]}.
+Each batch of a write is one commit. Prints one JSON line per finished operation:
 {"op": n, "instant": ..., "error": null | "<ErrorType>: message", "t0": ..., "t1": ...}
 (t0/t1: wall-clock seconds around the operation). Exit code 0, or 3 when an operation failed.
 
@@ -28,7 +28,7 @@ def main() -> int:
     from engine.table.meta_client import MetaClient
 
     failed = False
-    if job["action"] == "upsert":
+    if job["action"] in ("upsert", "bulk_insert"):
         from engine import Table
         from engine.spark import build_session
 
@@ -37,7 +37,8 @@ def main() -> int:
         for n, batch in enumerate(job["batches"]):
             t0 = time.time()
             try:
-                res = table.upsert(spark.createDataFrame(batch, job["schema"]), options=job.get("options"))
+                write = getattr(table, job["action"])
+                res = write(spark.createDataFrame(batch, job["schema"]), options=job.get("options"))
                 out = {"op": n, "instant": res.instant, "error": None}
             except EngineError as exc:
                 failed = True
