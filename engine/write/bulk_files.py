@@ -13,7 +13,9 @@ the write can have used without knowing the data), `n` counting the task's files
 from __future__ import annotations
 
 from collections.abc import Iterator
+from dataclasses import replace
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
@@ -23,27 +25,38 @@ from engine.table.file_names import bulk_file_id, partition_metadata
 from engine.write.file_writer import BucketWrite, WriteContext, repeated, write_bucket
 
 
-def split_files(rows: pa.Table, rows_per_file: int) -> Iterator[tuple[str, pa.Table]]:
+def split_files(rows: pa.Table, rows_per_file: int, by_key: bool = False) -> Iterator[tuple[str, pa.Table]]:
     """(partition path, rows) of each file the task writes: its rows grouped by partition path (in
-    order of the paths), each group cut into files of at most `rows_per_file` rows."""
+    order of the paths; arrival order inside a path, or record key order with `by_key`), each
+    group cut into files of at most `rows_per_file` rows. One reordering copy of the rows at most
+    (none when they are in one partition and not to be sorted)."""
     if rows.num_rows == 0:
         return
-    parts = rows.column(PART_COL)
-    order = pc.sort_indices(parts)
-    ordered = rows.take(order)
-    values = ordered.column(PART_COL).combine_chunks()
-    # run boundaries of the sorted partition paths
-    if len(values) > 1:
-        changes = pc.not_equal(values.slice(1), values.slice(0, len(values) - 1))
-        starts = [0] + [i + 1 for i in pc.indices_nonzero(changes).to_pylist()]
+    encoded = rows.column(PART_COL).combine_chunks().dictionary_encode()
+    paths = encoded.dictionary
+    codes = encoded.indices.to_numpy(zero_copy_only=False)
+    # partition paths in string order, then the rows by that rank (stable: arrival order kept)
+    rank = np.empty(len(paths), dtype=np.int64)
+    rank[np.argsort(np.array(paths.to_pylist(), dtype=object), kind="stable")] = np.arange(len(paths))
+    row_rank = rank[codes]
+    if by_key:
+        keyed = pa.table({"r": row_rank, "k": rows.column(KEY_COL)})
+        order = pc.sort_indices(keyed, sort_keys=[("r", "ascending"), ("k", "ascending")])
+        ordered = rows.take(order)
+        row_rank = row_rank[order.to_numpy()]
+    elif len(paths) > 1:
+        order_np = np.argsort(row_rank, kind="stable")
+        ordered = rows.take(pa.array(order_np))
+        row_rank = row_rank[order_np]
     else:
-        starts = [0]
-    ends = starts[1:] + [len(values)]
-    for start, end in zip(starts, ends, strict=True):
-        partition = values[start].as_py()
-        for lo in range(start, end, max(1, rows_per_file)):
-            hi = min(end, lo + max(1, rows_per_file))
-            yield partition, ordered.slice(lo, hi - lo)
+        ordered = rows
+    by_rank = {int(r): paths[int(i)].as_py() for i, r in enumerate(rank)}
+    bounds = [0, *(np.flatnonzero(np.diff(row_rank)) + 1).tolist(), len(row_rank)]
+    step = max(1, rows_per_file)
+    for start, end in zip(bounds, bounds[1:], strict=False):
+        partition = by_rank[int(row_rank[start])]
+        for lo in range(start, end, step):
+            yield partition, ordered.slice(lo, min(end, lo + step) - lo)
 
 
 def ensure_partition(storage: Storage, partition: str, instant: str) -> None:
@@ -71,7 +84,9 @@ def write_task_files(
         rows = rows.append_column(OP_COL, upsert_ops(rows.num_rows))
     out = []
     seen: set[str] = set()
-    for n, (partition, chunk) in enumerate(split_files(rows, rows_per_file)):
+    by_key = ctx.sort_by_key
+    ctx = replace(ctx, sort_by_key=False)  # sorted here already, with the partitions, when asked
+    for n, (partition, chunk) in enumerate(split_files(rows, rows_per_file, by_key)):
         if partition not in seen:
             ensure_partition(ctx.storage, partition, ctx.instant)
             seen.add(partition)

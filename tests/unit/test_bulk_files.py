@@ -36,10 +36,14 @@ def _rows(items: list[tuple[str | None, str, int]]) -> pa.Table:
 
 
 def test_split_files_groups_by_partition_and_rolls_over() -> None:
-    rows = _rows([("k5", "b", 5), ("k1", "a", 1), ("k2", "b", 2), ("k3", "a", 3), ("k4", "b", 4), ("k6", "b", 6)])
+    rows = _rows([("k5", "b", 5), ("k1", "c", 1), ("k2", "b", 2), ("k3", "a", 3), ("k0", "b", 4), ("k6", "b", 6)])
     got = [(p, t.column("id").to_pylist()) for p, t in split_files(rows, rows_per_file=3)]
     # partitions in path order, arrival order kept inside each, at most 3 rows a file
-    assert got == [("day=a", ["k1", "k3"]), ("day=b", ["k5", "k2", "k4"]), ("day=b", ["k6"])]
+    assert got == [("day=a", ["k3"]), ("day=b", ["k5", "k2", "k0"]), ("day=b", ["k6"]), ("day=c", ["k1"])]
+    by_key = [(p, t.column("id").to_pylist()) for p, t in split_files(rows, rows_per_file=3, by_key=True)]
+    assert by_key == [("day=a", ["k3"]), ("day=b", ["k0", "k2", "k5"]), ("day=b", ["k6"]), ("day=c", ["k1"])]
+    one = rows.filter(pa.compute.equal(rows.column(PART_COL), "day=b"))
+    assert [(p, t.column("id").to_pylist()) for p, t in split_files(one, 10)] == [("day=b", ["k5", "k2", "k0", "k6"])]
     assert list(split_files(rows.slice(0, 0), 3)) == []
 
 
@@ -58,8 +62,8 @@ def test_write_task_files_names_files_by_prefix_and_writes_partition_metadata(tm
     first = pq.read_table(tmp_path / out[0]["path"])
     # sorted by key (PARTITION_SORT) or in arrival order (NONE); the footer's key range either way
     assert first.column(RECORD_KEY_COL).to_pylist() == (["k1", "k3"] if sort_by_key else ["k3", "k1"])
-    # sequence numbers count the task's rows in arrival order (k3 arrived first)
-    assert first.column("_hoodie_commit_seqno").to_pylist() == ([f"{T}_4_1", f"{T}_4_0"] if sort_by_key else [f"{T}_4_0", f"{T}_4_1"])
+    # sequence numbers count a file's rows in the order they are written, as Hudi's handles do
+    assert first.column("_hoodie_commit_seqno").to_pylist() == [f"{T}_4_0", f"{T}_4_1"]
     assert first.column("_hoodie_file_name").to_pylist() == [f"{PREFIX}-0_4-7-9_{T}.parquet"] * 2
     footer = pq.read_metadata(tmp_path / out[0]["path"]).metadata
     assert footer[FOOTER_MIN_RECORD_KEY.encode()] == b"k1" and footer[FOOTER_MAX_RECORD_KEY.encode()] == b"k3"
