@@ -41,6 +41,7 @@ if __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench.data import PARTITION_FIELD, PRECOMBINE_FIELD, RECORD_KEY, WORKLOADS, make_workload  # noqa: E402
+from bench.stages import last_stage_id, print_stages, stages_since  # noqa: E402
 
 MB = 1024 * 1024
 MODES = {"NONE": "NONE", "PARTITION_SORT": "PARTITION_SORT", "default": None}
@@ -93,6 +94,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--seed", type=int, default=42)
     ap.add_argument("--json", default=None)
     ap.add_argument("--workdir", default=None)
+    ap.add_argument("--stages", action="store_true", help="print and record each run's Spark stages (enables the UI)")
     args = ap.parse_args(argv)
     systems = [s for s in args.systems.split(",") if s]
     unknown = set(systems) - set(SYSTEMS)
@@ -101,7 +103,8 @@ def main(argv: list[str] | None = None) -> int:
 
     from engine.spark.session import build_session
 
-    spark = build_session("local[*]", app_name="bench-bulk-insert", conf={"spark.driver.memory": args.driver_memory})
+    conf = {"spark.driver.memory": args.driver_memory, "spark.ui.enabled": "true" if args.stages else "false"}
+    spark = build_session("local[*]", app_name="bench-bulk-insert", conf=conf)
     root = Path(args.workdir or tempfile.mkdtemp(prefix="bench-bulk-"))
     root.mkdir(parents=True, exist_ok=True)
     results: dict = {
@@ -126,18 +129,25 @@ def main(argv: list[str] | None = None) -> int:
             print(f"== {wname}: {arrow.num_rows:,} rows", flush=True)
             out: dict = {}
             for system in systems:
-                times, files = [], 0
+                times, files, stages = [], 0, []
                 for k in range(args.repeat):
+                    last = last_stage_id(spark) if args.stages else -1
                     path = root / f"{wname}-{system}-{k}"
                     from_arrow = system.endswith("-arrow")
                     source = (lambda a=arrow: spark.createDataFrame(a)) if from_arrow else (lambda s=src: spark.read.parquet(s))
                     base = system.removesuffix("-arrow")
                     seconds, files = _spark(path, source) if base == "spark" else _ours(spark, path, source, MODES[base])
+                    if args.stages:
+                        stages.append(stages_since(spark, last))
                     _check(spark, system, path, arrow.num_rows)
                     shutil.rmtree(path, ignore_errors=True)
                     times.append(seconds)
                     print(f"   {system:<15} run {k + 1}/{args.repeat}: {seconds:7.2f}s files={files}", flush=True)
+                    if args.stages:
+                        print_stages(stages[-1])
                 out[system] = {"seconds": round(min(times), 3), "all_seconds": [round(t, 3) for t in times], "files": files}
+                if args.stages:
+                    out[system]["stages"] = stages
             results["workloads"][wname] = out
     finally:
         spark.stop()

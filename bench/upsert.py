@@ -44,6 +44,7 @@ if __package__ in (None, ""):  # `python bench/upsert.py`
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench.data import PARTITION_FIELD, PRECOMBINE_FIELD, RECORD_KEY, WORKLOADS, Workload, make_workload  # noqa: E402
+from bench.stages import last_stage_id, print_stages, stages_since  # noqa: E402
 
 SYSTEMS = ("ours", "cow-rli", "mor", "mor-rli", "delta", "iceberg", "reload")
 # our systems: (table type, index); BLOOM is the engine's default index (Apache Hudi's too)
@@ -103,39 +104,6 @@ class Ours:
         finally:
             self.progress = progress
         return time.perf_counter() - t0
-
-    # ---- stage timings from the Spark UI's REST API (only with --stages) ----------------
-    def _stage_list(self) -> list[dict]:
-        import urllib.request
-
-        sc = self.spark.sparkContext
-        url = f"{sc.uiWebUrl}/api/v1/applications/{sc.applicationId}/stages"
-        with urllib.request.urlopen(url, timeout=10) as resp:
-            return json.load(resp)
-
-    def _stages_since(self, last_id: int) -> list[dict]:
-        from datetime import datetime
-
-        def ts(v: str | None) -> float | None:
-            return datetime.strptime(v, "%Y-%m-%dT%H:%M:%S.%f%Z").timestamp() if v else None
-
-        out = []
-        for st in sorted(self._stage_list(), key=lambda s: s["stageId"]):
-            if st["stageId"] <= last_id or st.get("status") == "SKIPPED":
-                continue
-            sub, done = ts(st.get("submissionTime")), ts(st.get("completionTime"))
-            out.append(
-                {
-                    "stage": st["stageId"],
-                    "name": st.get("name", "")[:60],
-                    "tasks": st.get("numTasks"),
-                    "wall_s": round(done - sub, 2) if sub and done else None,
-                    "task_time_s": round(st.get("executorRunTime", 0) / 1000, 2),
-                    "input_rows": st.get("inputRecords"),
-                    "shuffle_read_rows": st.get("shuffleReadRecords"),
-                }
-            )
-        return out
 
     def spark_conf(self) -> dict:
         keys = [
@@ -202,20 +170,15 @@ class Ours:
         assert n == wl.batch.num_rows, (n, wl.batch.num_rows)
         setup = time.perf_counter() - t_setup
         gc.collect()
-        last_stage = max((s["stageId"] for s in self._stage_list()), default=-1) if self.stages else -1
+        last_stage = last_stage_id(self.spark) if self.stages else -1
 
         t0 = time.perf_counter()
         res = table.upsert(sdf, options=OURS_OPTIONS, progress=self._printer("upsert"))
         seconds = time.perf_counter() - t0
 
-        stages = self._stages_since(last_stage) if self.stages else None
+        stages = stages_since(self.spark, last_stage) if self.stages else None
         if stages and self.progress:
-            print(f"      {'stage':>5} {'tasks':>5} {'wall s':>7} {'task s':>7}  name", flush=True)
-            for st in stages:
-                print(
-                    f"      {st['stage']:>5} {st['tasks']:>5} {_fmt(st['wall_s']):>7} {st['task_time_s']:>7}  {st['name']}",
-                    flush=True,
-                )
+            print_stages(stages)
 
         snap = table.read()
         rows_after = snap.count()
