@@ -64,8 +64,9 @@ _KEYS: dict[str, tuple[str, type]] = {
     # (engine.write.one_job): auto (by Spark's size estimate of the input) | always | never
     "hoodie.write.driver.plan": ("driver_plan", str),
     "hoodie.write.driver.max.bytes": ("driver_max_bytes", int),
-    # bulk_insert: NONE / PARTITION_SORT write in one pass with no shuffle (engine.write.bulk_stream);
-    # PARTITION_PATH_REPARTITION_AND_SORT (ours by default) plans sized file groups per partition
+    # bulk_insert (engine.write.bulk_stream): NONE / PARTITION_SORT write the input's partitions as
+    # they are; PARTITION_PATH_REPARTITION_AND_SORT (ours by default) repartitions by partition path
+    # first, so that each partition path is written by one task
     "hoodie.bulkinsert.sort.mode": ("bulk_insert_sort_mode", str),
 }
 DRIVER_PLAN_MODES = ("auto", "always", "never")

@@ -20,6 +20,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from engine.data.columns import KEY_COL, OP_COL, OP_UPSERT, PART_COL
+from engine.data.slice_reader import IS_DELETED_COL
 from engine.storage import Storage
 from engine.table.file_names import bulk_file_id, partition_metadata
 from engine.write.file_writer import BucketWrite, WriteContext, repeated, write_bucket
@@ -74,12 +75,20 @@ def write_task_files(
     ctx: WriteContext, prefix: str, token: str, task_partition: int, rows: pa.Table, rows_per_file: int
 ) -> list[dict]:
     """Write one task's rows (data columns + KEY_COL + PART_COL) as new base files; one outcome
-    row (`engine.write.file_writer.WriteOutcome` + `num_bad_keys`) per file. A task whose rows
-    include an invalid (null) key writes nothing and returns one row with no path counting them:
-    the driver then fails the whole write (`engine.write.bulk_stream`)."""
+    row (`engine.write.file_writer.WriteOutcome` + `num_bad_keys`, `num_absent`) per file. A task
+    whose rows include an invalid (null) key writes nothing and returns one row with no path
+    counting them: the driver then fails the whole write (`engine.write.bulk_stream`). Rows whose
+    `_hoodie_is_deleted` is true are not written; a row with no path counts them (`num_absent`:
+    deletes of keys a bulk insert does not look up, as the planned path counts them)."""
     bad = rows.column(KEY_COL).null_count
     if bad:
-        return [{"path": None, "file_id": None, "partition": None, "num_bad_keys": bad}]
+        return [{"path": None, "file_id": None, "partition": None, "num_bad_keys": bad, "num_absent": 0}]
+    absent = 0
+    if IS_DELETED_COL in rows.column_names:  # delete markers delete nothing a bulk insert could see
+        flag = pc.fill_null(rows.column(IS_DELETED_COL), False)
+        absent = pc.sum(flag.cast(pa.int64())).as_py() or 0
+        if absent:
+            rows = rows.filter(pc.invert(flag))
     if OP_COL not in rows.column_names:
         rows = rows.append_column(OP_COL, upsert_ops(rows.num_rows))
     out = []
@@ -91,7 +100,9 @@ def write_task_files(
             ensure_partition(ctx.storage, partition, ctx.instant)
             seen.add(partition)
         bucket = BucketWrite(partition, bulk_file_id(prefix, n), None, None)
-        out.append(write_bucket(ctx, bucket, chunk, token, task_partition).as_row() | {"num_bad_keys": 0})
+        out.append(write_bucket(ctx, bucket, chunk, token, task_partition).as_row() | {"num_bad_keys": 0, "num_absent": 0})
+    if absent:
+        out.append({"path": None, "file_id": None, "partition": None, "num_bad_keys": 0, "num_absent": absent})
     return out
 
 

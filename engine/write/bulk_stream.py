@@ -1,8 +1,13 @@
-"""bulk_insert in one pass over the input, as Apache Hudi's `NONE` and `PARTITION_SORT` sort modes
-(`hoodie.bulkinsert.sort.mode`) write it: no shuffle, no counting or planning pass. Each Spark task
-writes the rows of its input partition into new file groups of its own, one or more per partition
-path it sees, rolled over at `hoodie.parquet.max.file.size` by the record size estimate, and
-returns their write stats; the driver commits them.
+"""bulk_insert in one Spark job, as Apache Hudi's sort modes (`hoodie.bulkinsert.sort.mode`) write
+it, with no counting or planning pass: each Spark task writes the rows it gets into new file groups
+of its own, one or more per partition path it sees, rolled over at `hoodie.parquet.max.file.size`
+by the record size estimate, and returns their write stats; the driver commits them.
+
+- `NONE` / `PARTITION_SORT`: the tasks are the input's partitions (no shuffle, like Spark's own
+  `write.partitionBy(...).parquet`); `PARTITION_SORT` sorts each file's rows by record key.
+- `PARTITION_PATH_REPARTITION_AND_SORT` (our default): the input is first repartitioned by
+  partition path (`hoodie.upsert.shuffle.parallelism` tasks, else Spark's shuffle partitions), so
+  one task writes each partition path: one file group per partition until it outgrows the size.
 
 What the driver cannot know before the job runs, and how it copes:
 - the partitions: the instant is marked inflight with no write stats (as Apache Hudi's row-writer
@@ -17,9 +22,9 @@ What the driver cannot know before the job runs, and how it copes:
   as it was (no record of a failed write is kept: every task has finished);
 - an empty input: the instant is removed again and no commit is made.
 
-Not for: de-duplicating bulk inserts (`hoodie.combine.before.insert`), indexes that store
-locations (RECORD, HBASE), and `PARTITION_PATH_REPARTITION_AND_SORT` (our default), all of which
-take the planned path (`engine.write.executor`).
+Not for: de-duplicating bulk inserts (`hoodie.combine.before.insert`) and indexes that store
+locations (RECORD, HBASE): they take the planned path (`engine.write.executor`, `one_job`), which
+counts the batch per partition first and plans sized file groups.
 """
 
 from __future__ import annotations
@@ -34,6 +39,7 @@ from pyspark.sql import DataFrame
 from pyspark.sql.pandas.types import from_arrow_schema
 
 from engine import failpoints
+from engine.data.columns import PART_COL
 from engine.errors import InvalidInputError
 from engine.spark.jobs import job_group
 from engine.table.file_names import new_file_id_stem, task_file_id_prefix, write_token
@@ -49,8 +55,8 @@ from engine.write.tasks import OUTCOME_SCHEMA, task_context
 if TYPE_CHECKING:
     from engine.write.executor import WriteJob
 
-STREAMED_SORT_MODES = ("NONE", "PARTITION_SORT")
-BULK_OUTCOME_SCHEMA = OUTCOME_SCHEMA.append(pa.field("num_bad_keys", pa.int64()))
+STREAMED_SORT_MODES = ("NONE", "PARTITION_SORT", "PARTITION_PATH_REPARTITION_AND_SORT")
+BULK_OUTCOME_SCHEMA = OUTCOME_SCHEMA.append(pa.field("num_bad_keys", pa.int64())).append(pa.field("num_absent", pa.int64()))
 
 
 def eligible(job: WriteJob) -> bool:
@@ -85,6 +91,10 @@ def run(job: WriteJob, df: DataFrame, started: float, action: Action) -> WriteRe
     table is left as it was when anything fails (see the module docstring)."""
     spec, timeline, write_schema, data_cols, pc_field = job._schema(df)
     keyed = job._keyed(df, spec, data_cols, pc_field, order=False)
+    mode = job.config.bulk_insert_sort_mode
+    if mode == "PARTITION_PATH_REPARTITION_AND_SORT":
+        # every partition path to one task (one file group, rolled over by size): a shuffle, no count
+        keyed = keyed.repartition(job.config.shuffle_parallelism, PART_COL) if job.config.shuffle_parallelism else keyed.repartition(PART_COL)
     stem = new_file_id_stem()
     record_size = estimate_record_size(
         (m for _i, m in job.meta.completed_commits_newest_first(timeline)),
@@ -95,7 +105,7 @@ def run(job: WriteJob, df: DataFrame, started: float, action: Action) -> WriteRe
     pending = commit_protocol.start(job.meta, timeline, job.operation, WritePlan((), {}, record_size), action, file_id_stems=[stem])
     instant = pending.instant
     # NONE keeps each partition's rows in arrival order, as Apache Hudi's does
-    ctx = replace(job.write_context(write_schema, pc_field, instant), sort_by_key=job.config.bulk_insert_sort_mode != "NONE")
+    ctx = replace(job.write_context(write_schema, pc_field, instant), sort_by_key=mode != "NONE")
     spark = df.sparkSession
     sc = spark.sparkContext
     outcomes: list[dict] = []
@@ -104,7 +114,7 @@ def run(job: WriteJob, df: DataFrame, started: float, action: Action) -> WriteRe
             job.guard.started(instant)
         job.progress(
             f"writing new file groups for instant {instant} "
-            f"(bulk_insert, sort mode {job.config.bulk_insert_sort_mode})"
+            f"(bulk_insert, sort mode {mode})"
         )
         sc.setJobGroup(job_group(instant), f"hoodie write {instant}", interruptOnCancel=True)
         try:
@@ -113,18 +123,22 @@ def run(job: WriteJob, df: DataFrame, started: float, action: Action) -> WriteRe
         finally:
             sc.setLocalProperty("spark.jobGroup.id", None)  # type: ignore[arg-type]
         bad = sum(o["num_bad_keys"] or 0 for o in outcomes)
+        absent = sum(o["num_absent"] or 0 for o in outcomes)
         written = [o for o in outcomes if o["path"]]
         if bad or not written:
             # every task has finished: what they wrote is all there is, no failure record needed
             commit_protocol.abort(job.meta, pending)
             if bad:
                 job._check_keys(spec, BatchSummary(0, bad, [], None))
-            return WriteResult(instant=None, operation=job.operation, seconds=time.monotonic() - started)
+            return WriteResult(
+                instant=None, operation=job.operation, absent_deletes=absent, input_records=absent,
+                seconds=time.monotonic() - started,
+            )
         commit_protocol.remove_debris(job.meta, pending, written)
         failpoints.hit("write.before_complete")
         if job.guard is not None:
             job.guard.before_complete()
-        commit_protocol.complete(job.meta, pending, write_schema, written, 0, {})
+        commit_protocol.complete(job.meta, pending, write_schema, written, absent, {})
     except InvalidInputError:
         raise
     except BaseException as exc:
@@ -136,7 +150,8 @@ def run(job: WriteJob, df: DataFrame, started: float, action: Action) -> WriteRe
         instant=instant,
         operation=job.operation,
         inserts=sum(o["num_inserts"] for o in written),
-        input_records=sum(o["num_writes"] for o in written),
+        absent_deletes=absent,
+        input_records=sum(o["num_writes"] for o in written) + absent,
         files_written=len(written),
         partitions=tuple(sorted({o["partition"] for o in written})),
         bytes_written=sum(o["file_size"] for o in written),

@@ -77,8 +77,22 @@ def test_write_task_files_with_a_null_key_writes_nothing(tmp_path: Path) -> None
     storage = storage_for(str(tmp_path))
     ctx = WriteContext(storage=storage, instant=T, schema=with_meta_fields(DATA), precombine_field=None)
     out = write_task_files(ctx, PREFIX, "0-1-2", 0, _rows([("k1", "a", 1), (None, "a", 2), (None, "b", 3)]), 10)
-    assert out == [{"path": None, "file_id": None, "partition": None, "num_bad_keys": 2}]
+    assert out == [{"path": None, "file_id": None, "partition": None, "num_bad_keys": 2, "num_absent": 0}]
     assert sorted(p.name for p in tmp_path.rglob("*")) == []
+
+
+def test_write_task_files_leaves_out_delete_markers(tmp_path: Path) -> None:
+    storage = storage_for(str(tmp_path))
+    schema = with_meta_fields(DATA.append(pa.field("_hoodie_is_deleted", pa.bool_())))
+    ctx = WriteContext(storage=storage, instant=T, schema=schema, precombine_field=None)
+    rows = _rows([("k1", "a", 1), ("k2", "a", 2), ("k3", "b", 3)]).append_column(
+        "_hoodie_is_deleted", pa.array([False, True, True])
+    )
+    out = write_task_files(ctx, PREFIX, "0-1-2", 0, rows, 10)
+    # b's only row is a delete marker: no file for b; one row without a path counts both markers
+    assert [(o["partition"], o.get("num_writes"), o["num_absent"]) for o in out] == [("day=a", 1, 0), (None, None, 2)]
+    assert pq.read_table(tmp_path / out[0]["path"]).column("id").to_pylist() == ["k1"]
+    assert not (tmp_path / "day=b").exists()
 
 
 def test_file_id_stems_and_the_failed_write_record(tmp_path: Path) -> None:
