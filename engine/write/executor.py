@@ -5,6 +5,10 @@ Every step is a Spark DAG; only small aggregates come back to the driver (touche
 the workload profile, and one stats row per written file). The table type decides the timeline
 action (`commit` for COPY_ON_WRITE, `deltacommit` for MERGE_ON_READ) and how a file group that
 receives updates is written (`FileHandle`).
+
+Two shorter paths are chosen first in `WriteJob.run`: a bulk_insert that needs no planning is one
+job that writes as it reads (`engine.write.bulk_stream`), and a batch the driver can hold is
+planned there and written in one job (`engine.write.one_job`).
 """
 
 from __future__ import annotations
