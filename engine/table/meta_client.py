@@ -281,15 +281,21 @@ class MetaClient:
 
     def ensure_partition_metadata(self, partition: str, instant: str) -> None:
         """Write `<partition>/.hoodie_partition_metadata` once (the first writer wins)."""
-        rel, body = partition_metadata(partition, instant)
-        if self.storage.exists(rel):
-            return
-        try:
-            self.storage.create_exclusive(rel, body)
-        except FileExistsError:
-            pass
-        except OSError as exc:
-            raise StorageError(f"cannot write {self.storage.uri(rel)}: {exc}") from exc
+        write_partition_metadata(self.storage, partition, instant)
+
+
+def write_partition_metadata(storage: Storage, partition: str, instant: str) -> None:
+    """Write `<partition>/.hoodie_partition_metadata` once (the first writer wins); also from
+    write tasks, which have the storage but no MetaClient (`engine.write.bulk_files`)."""
+    rel, body = partition_metadata(partition, instant)
+    if storage.exists(rel):
+        return
+    try:
+        storage.create_exclusive(rel, body)
+    except FileExistsError:
+        pass
+    except OSError as exc:
+        raise StorageError(f"cannot write {storage.uri(rel)}: {exc}") from exc
 
 
 def instant_file_names(instant: Instant) -> list[str]:

@@ -1,13 +1,11 @@
-"""A bulk_insert task's files, as Apache Hudi's `NONE` and `PARTITION_SORT` sort modes write them:
-each Spark task writes the rows it was given, with no shuffle and no counting pass before it,
-into new file groups of its own (one or more per partition path it sees, rolled over by size).
+"""A bulk_insert task's files (`engine.write.bulk_stream` runs `write_task_files` in `mapInArrow`):
+the rows a task was given, written into new file groups of its own, one or more per partition
+path it sees (rolled over by rows), with no counting pass before it.
 
 Pure apart from the files it is told to write (through the `Storage` in the `WriteContext`): no
-Spark. The Spark side (`engine.write.bulk_stream`) runs `write_task_files` in `mapInArrow`.
-
-File ids are `<prefix>-<n>`, Hudi's bulk-insert naming: `prefix` a UUID the driver drew for the
-task's input partition (so that the driver, and a failed write's record, knows every file id
-the write can have used without knowing the data), `n` counting the task's files from 0.
+Spark. File ids are `<prefix>-<n>`, Hudi's bulk-insert naming: `prefix` the task's UUID-shaped
+prefix (`engine.table.file_names.task_file_id_prefix`: the write's stem and the task's number, so
+that a failed write's record names every file id it can have used), `n` counting the task's files.
 """
 
 from __future__ import annotations
@@ -19,11 +17,11 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from engine.data.columns import KEY_COL, OP_COL, OP_UPSERT, PART_COL
-from engine.data.slice_reader import IS_DELETED_COL
-from engine.storage import Storage
-from engine.table.file_names import bulk_file_id, partition_metadata
-from engine.write.file_writer import BucketWrite, WriteContext, repeated, write_bucket
+from engine.data.columns import KEY_COL, OP_COL, OP_DELETE, PART_COL
+from engine.table.file_names import bulk_file_id
+from engine.table.meta_client import write_partition_metadata
+from engine.write.file_writer import BucketWrite, WriteContext, write_bucket
+from engine.write.local_batch import with_ops
 
 
 def split_files(rows: pa.Table, rows_per_file: int, by_key: bool = False) -> Iterator[tuple[str, pa.Table]]:
@@ -60,17 +58,6 @@ def split_files(rows: pa.Table, rows_per_file: int, by_key: bool = False) -> Ite
             yield partition, ordered.slice(lo, min(end, lo + step) - lo)
 
 
-def ensure_partition(storage: Storage, partition: str, instant: str) -> None:
-    """Write the partition's metadata file unless it exists (the first writer wins)."""
-    rel, body = partition_metadata(partition, instant)
-    if storage.exists(rel):
-        return
-    try:
-        storage.create_exclusive(rel, body)
-    except FileExistsError:
-        pass
-
-
 def write_task_files(
     ctx: WriteContext, prefix: str, token: str, task_partition: int, rows: pa.Table, rows_per_file: int
 ) -> list[dict]:
@@ -83,21 +70,18 @@ def write_task_files(
     bad = rows.column(KEY_COL).null_count
     if bad:
         return [{"path": None, "file_id": None, "partition": None, "num_bad_keys": bad, "num_absent": 0}]
-    absent = 0
-    if IS_DELETED_COL in rows.column_names:  # delete markers delete nothing a bulk insert could see
-        flag = pc.fill_null(rows.column(IS_DELETED_COL), False)
-        absent = pc.sum(flag.cast(pa.int64())).as_py() or 0
-        if absent:
-            rows = rows.filter(pc.invert(flag))
-    if OP_COL not in rows.column_names:
-        rows = rows.append_column(OP_COL, upsert_ops(rows.num_rows))
+    rows = with_ops(rows, False)
+    deleted = pc.equal(rows.column(OP_COL), OP_DELETE)  # delete markers delete nothing a bulk insert sees
+    absent = pc.sum(deleted.cast(pa.int64())).as_py() or 0
+    if absent:
+        rows = rows.filter(pc.invert(deleted))
     out = []
     seen: set[str] = set()
     by_key = ctx.sort_by_key
     ctx = replace(ctx, sort_by_key=False)  # sorted here already, with the partitions, when asked
     for n, (partition, chunk) in enumerate(split_files(rows, rows_per_file, by_key)):
         if partition not in seen:
-            ensure_partition(ctx.storage, partition, ctx.instant)
+            write_partition_metadata(ctx.storage, partition, ctx.instant)
             seen.add(partition)
         bucket = BucketWrite(partition, bulk_file_id(prefix, n), None, None)
         out.append(write_bucket(ctx, bucket, chunk, token, task_partition).as_row() | {"num_bad_keys": 0, "num_absent": 0})
@@ -106,9 +90,4 @@ def write_task_files(
     return out
 
 
-def upsert_ops(n: int) -> pa.Array:
-    """`n` upsert operation markers."""
-    return repeated(OP_UPSERT, n)
-
-
-__all__ = ["ensure_partition", "split_files", "upsert_ops", "write_task_files"]
+__all__ = ["split_files", "write_task_files"]

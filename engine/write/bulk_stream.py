@@ -40,7 +40,6 @@ from pyspark.sql.pandas.types import from_arrow_schema
 
 from engine import failpoints
 from engine.data.columns import PART_COL
-from engine.errors import InvalidInputError
 from engine.spark.jobs import job_group
 from engine.table.file_names import new_file_id_stem, task_file_id_prefix, write_token
 from engine.timeline.instant import Action
@@ -48,14 +47,13 @@ from engine.write import commit as commit_protocol
 from engine.write.bulk_files import write_task_files
 from engine.write.file_writer import WriteContext
 from engine.write.operation import Operation, WriteResult
-from engine.write.planner import WritePlan, estimate_record_size
+from engine.write.planner import WritePlan
 from engine.write.prepare import BatchSummary
 from engine.write.tasks import OUTCOME_SCHEMA, task_context
 
 if TYPE_CHECKING:
     from engine.write.executor import WriteJob
 
-STREAMED_SORT_MODES = ("NONE", "PARTITION_SORT", "PARTITION_PATH_REPARTITION_AND_SORT")
 BULK_OUTCOME_SCHEMA = OUTCOME_SCHEMA.append(pa.field("num_bad_keys", pa.int64())).append(pa.field("num_absent", pa.int64()))
 
 
@@ -63,7 +61,6 @@ def eligible(job: WriteJob) -> bool:
     """Whether `job` is a bulk_insert this module writes (see the module docstring)."""
     return (
         job.operation is Operation.BULK_INSERT
-        and job.config.bulk_insert_sort_mode in STREAMED_SORT_MODES
         and not job.config.combine_before_insert
         and not job.index.wants_locations
     )
@@ -96,11 +93,7 @@ def run(job: WriteJob, df: DataFrame, started: float, action: Action) -> WriteRe
         # every partition path to one task (one file group, rolled over by size): a shuffle, no count
         keyed = keyed.repartition(job.config.shuffle_parallelism, PART_COL) if job.config.shuffle_parallelism else keyed.repartition(PART_COL)
     stem = new_file_id_stem()
-    record_size = estimate_record_size(
-        (m for _i, m in job.meta.completed_commits_newest_first(timeline)),
-        job.config.record_size_estimate,
-        min_bytes=int(job.config.record_size_estimation_threshold * job.config.small_file_limit),
-    )
+    record_size = job.record_size(timeline)
     rows_per_file = max(1, job.config.max_file_size // max(1, record_size))
     pending = commit_protocol.start(job.meta, timeline, job.operation, WritePlan((), {}, record_size), action, file_id_stems=[stem])
     instant = pending.instant
@@ -128,24 +121,24 @@ def run(job: WriteJob, df: DataFrame, started: float, action: Action) -> WriteRe
         if bad or not written:
             # every task has finished: what they wrote is all there is, no failure record needed
             commit_protocol.abort(job.meta, pending)
-            if bad:
-                job._check_keys(spec, BatchSummary(0, bad, [], None))
-            return WriteResult(
-                instant=None, operation=job.operation, absent_deletes=absent, input_records=absent,
-                seconds=time.monotonic() - started,
-            )
-        commit_protocol.remove_debris(job.meta, pending, written)
-        failpoints.hit("write.before_complete")
-        if job.guard is not None:
-            job.guard.before_complete()
-        commit_protocol.complete(job.meta, pending, write_schema, written, absent, {})
-    except InvalidInputError:
-        raise
+        else:
+            commit_protocol.remove_debris(job.meta, pending, written)
+            failpoints.hit("write.before_complete")
+            if job.guard is not None:
+                job.guard.before_complete()
+            commit_protocol.complete(job.meta, pending, write_schema, written, absent, {})
     except BaseException as exc:
         job._undo(spark, pending, False, exc)
     finally:
         if job.guard is not None:
             job.guard.finished()
+    if bad:
+        job._check_keys(spec, BatchSummary(0, bad, [], None))
+    if not written:
+        return WriteResult(
+            instant=None, operation=job.operation, absent_deletes=absent, input_records=absent,
+            seconds=time.monotonic() - started,
+        )
     return WriteResult(
         instant=instant,
         operation=job.operation,
@@ -159,4 +152,4 @@ def run(job: WriteJob, df: DataFrame, started: float, action: Action) -> WriteRe
     )
 
 
-__all__ = ["BULK_OUTCOME_SCHEMA", "STREAMED_SORT_MODES", "eligible", "run"]
+__all__ = ["BULK_OUTCOME_SCHEMA", "eligible", "run"]

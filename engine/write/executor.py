@@ -322,11 +322,7 @@ class WriteJob:
             if mor
             else None
         )
-        record_size = estimate_record_size(
-            (m for _i, m in self.meta.completed_commits_newest_first(batch.timeline)),
-            self.config.record_size_estimate,
-            min_bytes=int(self.config.record_size_estimation_threshold * self.config.small_file_limit),
-        )
+        record_size = self.record_size(batch.timeline)
         return plan_writes(
             prof.workloads.values(),
             existing,
@@ -493,6 +489,14 @@ class WriteJob:
             return [r.asDict() for r in written.collect()], lambda: located_rows(assigned, plan)
         finally:
             sc.setLocalProperty("spark.jobGroup.id", None)  # type: ignore[arg-type]
+
+    def record_size(self, timeline: Timeline) -> int:
+        """Bytes per record for sizing files: from the latest big enough commit, else the configured estimate."""
+        return estimate_record_size(
+            (m for _i, m in self.meta.completed_commits_newest_first(timeline)),
+            self.config.record_size_estimate,
+            min_bytes=int(self.config.record_size_estimation_threshold * self.config.small_file_limit),
+        )
 
     def _write_context(self, batch: _Batch, instant: str) -> WriteContext:
         return self.write_context(batch.write_schema, batch.pc_field, instant)

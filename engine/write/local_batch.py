@@ -19,6 +19,7 @@ import pyarrow.compute as pc
 from engine.data.columns import FILE_ID_COL, KEY_COL, OP_COL, OP_DELETE, OP_UPSERT, PART_COL
 from engine.data.keys import KEYS_SCHEMA
 from engine.data.slice_reader import IS_DELETED_COL
+from engine.write.file_writer import repeated
 
 
 class ProfileRow(dict):
@@ -38,12 +39,12 @@ def with_ops(batch: pa.Table, is_delete: bool) -> pa.Table:
     true (as `engine.write.prepare.op_expr`), upsert otherwise."""
     n = batch.num_rows
     if is_delete:
-        ops = pa.array(np.full(n, OP_DELETE, dtype=object), pa.string())
+        ops = repeated(OP_DELETE, n)
     elif IS_DELETED_COL in batch.column_names:
         flag = pc.fill_null(batch.column(IS_DELETED_COL).cast(pa.bool_()), False)
         ops = pc.if_else(flag, OP_DELETE, OP_UPSERT)
     else:
-        ops = pa.array(np.full(n, OP_UPSERT, dtype=object), pa.string())
+        ops = repeated(OP_UPSERT, n)
     return batch.append_column(OP_COL, ops)
 
 
