@@ -2,10 +2,25 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import Protocol
 
-if TYPE_CHECKING:
-    from engine.table.lock_info import LockInfo
+
+class LockHolder(Protocol):
+    """What an error says about a lock's holder (`engine.table.lock_info.LockInfo` is one); a
+    protocol, so that this module imports nothing of the engine."""
+
+    @property
+    def owner(self) -> str: ...
+    @property
+    def host(self) -> str: ...
+    @property
+    def pid(self) -> int: ...
+    @property
+    def purpose(self) -> str: ...
+    @property
+    def acquired_at_ms(self) -> int: ...
+    @property
+    def expires_at_ms(self) -> int: ...
 
 
 class EngineError(Exception):
@@ -101,7 +116,7 @@ class ConcurrentWriteError(CommitConflictError):
     (epoch milliseconds), and `holder`, the whole `LockInfo`.
     """
 
-    def __init__(self, message: str, holder: LockInfo | None = None) -> None:
+    def __init__(self, message: str, holder: LockHolder | None = None) -> None:
         super().__init__(message)
         self.holder = holder
         self.owner = holder.owner if holder else None
@@ -111,9 +126,37 @@ class ConcurrentWriteError(CommitConflictError):
         self.acquired_at_ms = holder.acquired_at_ms if holder else None
         self.expires_at_ms = holder.expires_at_ms if holder else None
 
-    def __reduce__(self) -> tuple[type[ConcurrentWriteError], tuple[str, LockInfo | None]]:
+    def __reduce__(self) -> tuple[type[ConcurrentWriteError], tuple[str, LockHolder | None]]:
         # Keep the holder when the error crosses a process boundary.
         return (type(self), (str(self), self.holder))
+
+
+class WriteConflictError(CommitConflictError):
+    """Optimistic concurrency control: a write that ran beside others found, at its commit, that
+    an instant completed (or a table service scheduled) since it started touched the same file
+    groups, rolled back a commit it read, or inserted the same new keys. The write was rolled back;
+    the table holds the other writer's commit. Retrying the write is safe.
+
+    `instant`: this write's instant; `other`: the conflicting instant; `groups`: (partition,
+    file id) pairs both touched (empty for a key or rollback conflict); `keys`: a sample of the
+    record keys both inserted (index conflicts)."""
+
+    def __init__(
+        self,
+        message: str,
+        instant: str = "",
+        other: str = "",
+        groups: tuple[tuple[str, str], ...] = (),
+        keys: tuple[str, ...] = (),
+    ) -> None:
+        super().__init__(message)
+        self.instant = instant
+        self.other = other
+        self.groups = groups
+        self.keys = keys
+
+    def __reduce__(self) -> tuple[type[WriteConflictError], tuple[str, str, str, tuple, tuple]]:
+        return (type(self), (str(self), self.instant, self.other, self.groups, self.keys))
 
 
 class RollbackRefusedError(EngineError):

@@ -54,6 +54,9 @@ _KEYS: dict[str, tuple[str, type]] = {
     # the single-writer lock (ours: a lease renewed by the holder; wait 0 = fail at once)
     "hoodie.write.lock.lease_ms": ("lock_lease_ms", int),
     "hoodie.write.lock.wait_time_ms": ("lock_wait_ms", int),
+    # SINGLE_WRITER (the table lock for the whole write) or OPTIMISTIC_CONCURRENCY_CONTROL (the
+    # lock only to start and to commit; conflicts checked at commit: engine.write.conflicts)
+    "hoodie.write.concurrency.mode": ("concurrency_mode", str),
     # Apache Hudi's metadata table: this engine does not write it (engine.table.metadata_table)
     "hoodie.metadata.enable": ("metadata_enable", bool),
     # schema evolution: a batch lacking table columns writes them as nulls (Hudi 0.14.1+'s key, and
@@ -71,6 +74,12 @@ _KEYS: dict[str, tuple[str, type]] = {
 }
 DRIVER_PLAN_MODES = ("auto", "always", "never")
 BULK_INSERT_SORT_MODES = ("NONE", "PARTITION_SORT", "PARTITION_PATH_REPARTITION_AND_SORT")
+SINGLE_WRITER = "SINGLE_WRITER"
+OPTIMISTIC = "OPTIMISTIC_CONCURRENCY_CONTROL"
+CONCURRENCY_MODES = (SINGLE_WRITER, OPTIMISTIC)
+# a writer under optimistic concurrency control waits this long for the lock to commit, unless
+# hoodie.write.lock.wait_time_ms says otherwise (the lock is held for seconds, not for the write)
+OCC_DEFAULT_LOCK_WAIT_MS = 60_000
 
 CLEANER_POLICIES = ("KEEP_LATEST_COMMITS", "KEEP_LATEST_FILE_VERSIONS")
 
@@ -135,7 +144,8 @@ class WriteConfig:
     heartbeat_interval_ms: int = 60_000
     heartbeat_tolerable_misses: int = 2
     lock_lease_ms: int = 60_000
-    lock_wait_ms: int = 0
+    lock_wait_ms: int | None = None  # None: 0 for a single writer, OCC_DEFAULT_LOCK_WAIT_MS under OCC
+    concurrency_mode: str = SINGLE_WRITER
     # None/False: a metadata table Apache Hudi left is removed before writing; True: refused
     metadata_enable: bool | None = None
     # both false (Apache Hudi's defaults): a batch must carry every table column
@@ -181,8 +191,18 @@ class WriteConfig:
             raise InvalidConfigError("hoodie.timeline.compaction.batch.size must be at least 2")
         if self.heartbeat_interval_ms <= 0 or self.heartbeat_tolerable_misses < 1:
             raise InvalidConfigError("the heartbeat interval must be positive and tolerable misses >= 1")
-        if self.lock_lease_ms <= 0 or self.lock_wait_ms < 0:
+        if self.lock_lease_ms <= 0 or (self.lock_wait_ms is not None and self.lock_wait_ms < 0):
             raise InvalidConfigError("hoodie.write.lock.lease_ms must be positive, wait_time_ms >= 0")
+        object.__setattr__(self, "concurrency_mode", self.concurrency_mode.strip().upper())
+        if self.concurrency_mode == "NON_BLOCKING_CONCURRENCY_CONTROL":
+            raise InvalidConfigError(
+                "hoodie.write.concurrency.mode=NON_BLOCKING_CONCURRENCY_CONTROL needs table version 8's "
+                "completion-time file slicing and is not implemented; use OPTIMISTIC_CONCURRENCY_CONTROL"
+            )
+        if self.concurrency_mode not in CONCURRENCY_MODES:
+            raise InvalidConfigError(
+                f"hoodie.write.concurrency.mode must be one of {', '.join(CONCURRENCY_MODES)}, not {self.concurrency_mode!r}"
+            )
         if self.record_size_estimate <= 0:
             raise InvalidConfigError("hoodie.copyonwrite.record.size.estimate must be positive")
         object.__setattr__(self, "log_block_format", self.log_block_format.strip().lower())
@@ -206,6 +226,19 @@ class WriteConfig:
         if self.driver_plan == "always":
             return True
         return estimated_bytes is not None and estimated_bytes <= self.driver_max_bytes
+
+    @property
+    def optimistic(self) -> bool:
+        """Whether writes run under optimistic concurrency control (several writers at once)."""
+        return self.concurrency_mode == OPTIMISTIC
+
+    @property
+    def lock_wait_seconds(self) -> float:
+        """How long to wait for the table lock: hoodie.write.lock.wait_time_ms, else 0 for a single
+        writer (fail at once, naming the holder) and OCC_DEFAULT_LOCK_WAIT_MS under OCC."""
+        if self.lock_wait_ms is not None:
+            return self.lock_wait_ms / 1000
+        return OCC_DEFAULT_LOCK_WAIT_MS / 1000 if self.optimistic else 0.0
 
     @property
     def fills_missing_columns(self) -> bool:

@@ -11,7 +11,8 @@ Runs at the start of every write and through `hoodie repair`, in this order:
    names a process of this host and boot that is provably dead (`engine.table.liveness`: a
    writer killed here need not be waited for). A pending write with a live heartbeat means a
    writer is still running without the lock: ConcurrentWriteError naming when its heartbeat
-   expires, nothing touched;
+   expires, nothing touched; or, with `lazy` (optimistic concurrency control, Apache Hudi's LAZY
+   failed-writes policy), a concurrent writer at work: left alone and reported in `left_pending`;
    Pending compactions and clusterings (table services Apache Hudi scheduled) are left alone
    and reported in `left_pending`, as are failed writes of MERGE_ON_READ tables;
 3. pending cleans are finished from their plans;
@@ -153,8 +154,10 @@ def repair(
     fence: Callable[[], None] | None = None,
     metadata_enable: bool | None = None,
     proc: ProcReader | None = None,
+    lazy: bool = False,
 ) -> RepairReport:
-    """Repair the table (see the module docstring); `proc` reads /proc to prove writers dead."""
+    """Repair the table (see the module docstring); `proc` reads /proc to prove writers dead;
+    `lazy`: pending writes with a live writer are left alone instead of refused."""
     report = RepairReport(dry_run=dry_run)
     metadata_table.check_enable_option(metadata_enable, meta.storage)
     # before anything changes: a timeline this engine cannot read (layouts mixed, the latest
@@ -191,7 +194,11 @@ def repair(
         for i in pending_writes
         if not is_writer_gone(meta.storage, i.time, heartbeat_interval_ms, tolerable_misses, proc)
     ]
-    if live:
+    if live and lazy:
+        for t in live:
+            report.left_pending[t] = "being written by a concurrent writer (its heartbeat is fresh)"
+        pending_writes = [i for i in pending_writes if i.time not in live]
+    elif live:
         expiries = [Heartbeat.expires_at_ms(meta.storage, t, heartbeat_interval_ms / 1000, tolerable_misses) for t in live]
         retry = max((e for e in expiries if e is not None), default=None)
         raise ConcurrentWriteError(

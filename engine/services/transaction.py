@@ -1,44 +1,95 @@
-"""The single-writer transaction around every table mutation.
+"""The transaction around every table mutation.
 
 `Transaction` takes the table lock (ConcurrentWriteError if another writer holds it), runs
 `repair` (finishing interrupted services, rolling back failed writes), and gives the write a
 `WriteGuard`: a heartbeat for its instant while it runs, and a fencing check of the lock right
 before its commit completes. After a successful commit, the automatic services (clean, then
 archival) run while the lock is still held.
+
+Under optimistic concurrency control (`hoodie.write.concurrency.mode`) the lock is released after
+the repair (which then rolls back only writes whose writer is gone: Hudi's LAZY failed-writes
+policy), taken for the claim of the instant, and taken again once the files are written, for the
+commit check (`engine.services.occ`), the index update, the completion and the services.
 """
 
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from types import TracebackType
+from typing import TYPE_CHECKING
 
+from engine import failpoints
 from engine.config.table_config import TableType
 from engine.config.write_config import WriteConfig
 from engine.index.base import Index
 from engine.services import archive as archive_service
 from engine.services import clean as clean_service
+from engine.services import occ
 from engine.services.repair import RepairReport, repair
 from engine.table.heartbeat import Heartbeat
 from engine.table.lock import TableLock
 from engine.table.meta_client import MetaClient
 from engine.timeline.instant import Action
+from engine.timeline.timeline import Timeline
+
+if TYPE_CHECKING:
+    from engine.write.commit import PendingCommit
 
 _log = logging.getLogger(__name__)
 
 
 @dataclass
 class WriteGuard:
-    """Hooks a write calls: `started` once its instant is claimed, `before_complete` right before
-    the completed instant is written, `finished` at the end (success or not)."""
+    """Hooks a write calls: `claim` to claim its instant (and start its heartbeat), `before_commit`
+    once its files are written (under OCC: take the lock and check for conflicts), `before_complete`
+    right before the completed instant is written, `finished` at the end (success or not)."""
 
-    meta: MetaClient
-    lock: TableLock | None
-    heartbeat_interval_ms: int
+    tx: Transaction
     _heartbeat: Heartbeat | None = field(default=None, init=False)
+    _seen: frozenset[str] = field(default=frozenset(), init=False)
+
+    @property
+    def meta(self) -> MetaClient:
+        return self.tx.meta
+
+    @property
+    def lock(self) -> TableLock | None:
+        return self.tx.lock
+
+    def claim(self, timeline: Timeline, start: Callable[[Timeline], PendingCommit]) -> PendingCommit:
+        """Claim the write's instant with `start` (given the timeline to claim after) and start its
+        heartbeat. `timeline` is the one the write read the table from: under OCC, the instants
+        completed in it are those the commit check takes as seen. Under OCC the claim takes the
+        lock for that moment, and passes `start` a fresh timeline."""
+        if not self.tx.optimistic:
+            pending = start(timeline)
+            self.started(pending.instant)
+            return pending
+        self._seen = occ.seen(timeline)
+        with self.tx.locked("claim"):
+            pending = start(self.meta.timeline())
+            self.started(pending.instant)  # before the lock goes: another writer's repair sees it live
+        return pending
 
     def started(self, instant: str) -> None:
-        self._heartbeat = Heartbeat.start(self.meta.storage, instant, self.heartbeat_interval_ms / 1000)
+        self._heartbeat = Heartbeat.start(self.meta.storage, instant, self.tx.config.heartbeat_interval_ms / 1000)
+
+    def before_commit(
+        self, instant: str, action: Action, operation: str, groups: Iterable[tuple[str, str]]
+    ) -> occ.CheckResult | None:
+        """Once the write's files are written, before the index is updated: under OCC take the table
+        lock (held until the transaction ends) and check the write against what completed since it
+        started (`engine.services.occ`; WriteConflictError); for a single writer, the fencing check."""
+        if not self.tx.optimistic:
+            self.before_complete()
+            return None
+        failpoints.hit("write.before_commit_lock")
+        self.tx.take_lock("commit")
+        failpoints.hit("write.commit_locked")
+        return occ.check(self.meta, instant, action, operation, groups, self._seen)
 
     def before_complete(self) -> None:
         if self.lock is not None:
@@ -46,7 +97,8 @@ class WriteGuard:
 
     def holds_lock(self) -> bool:
         """False once the lock was lost (taken over after our lease expired): from then on the
-        table belongs to the new holder, whose repair cleans up after us."""
+        table belongs to the new holder, whose repair cleans up after us. True while no lock is
+        held at all (a write under OCC before its commit: its own files are its to remove)."""
         from engine.errors import ConcurrentWriteError
 
         if self.lock is None:
@@ -64,7 +116,12 @@ class WriteGuard:
 
 
 class Transaction:
-    """`with Transaction(meta, config, index, "upsert") as tx:` ... `tx.guard` ... `tx.after_commit()`."""
+    """`with Transaction(meta, config, index, "upsert") as tx:` ... `tx.guard` ... `tx.after_commit()`.
+
+    A single writer (the default) holds the table lock from `__enter__` to `__exit__`. Under
+    optimistic concurrency control the lock is held for the repair at the start, for the claim of
+    the instant, and from the commit check to the end (index update, completion, automatic
+    services); the write's files are written without it, beside other writers."""
 
     def __init__(self, meta: MetaClient, config: WriteConfig, index: Index | None, purpose: str) -> None:
         self.meta = meta
@@ -76,33 +133,58 @@ class Transaction:
         self.services: dict[str, object] = {}
         self.spark: object = None  # a writer's SparkSession: inline compaction runs its slices as tasks
 
-    def __enter__(self) -> Transaction:
+    @property
+    def optimistic(self) -> bool:
+        return self.config.optimistic
+
+    def take_lock(self, step: str = "") -> None:
+        """Acquire the table lock (waiting up to the configured wait) unless held."""
+        if self.lock is not None:
+            return
         lock = TableLock(
             self.meta.storage,
-            self.purpose,
+            f"{self.purpose} ({step})" if step and self.optimistic else self.purpose,
             lease=self.config.lock_lease_ms / 1000,
-            wait=self.config.lock_wait_ms / 1000,
+            wait=self.config.lock_wait_seconds,
         )
         lock.acquire()
         self.lock = lock
+
+    def release_lock(self) -> None:
+        if self.lock is not None:
+            self.lock.release()
+            self.lock = None
+
+    @contextmanager
+    def locked(self, step: str) -> Iterator[None]:
+        """The table lock for one step (OCC's start and claim)."""
+        self.take_lock(step)
+        try:
+            yield
+        finally:
+            self.release_lock()
+
+    def __enter__(self) -> Transaction:
+        self.take_lock("start")
         try:
             self.repair_report = repair(
                 self.meta,
                 self.index,
                 self.config.heartbeat_interval_ms,
                 self.config.heartbeat_tolerable_misses,
-                fence=lock.check,
+                fence=self.fence,
                 metadata_enable=self.config.metadata_enable,
+                lazy=self.optimistic,
             )
         except BaseException:
-            self.lock.release()
+            self.release_lock()
             raise
+        if self.optimistic:
+            self.release_lock()  # the write runs beside others; the lock is taken again to claim and commit
         return self
 
     def __exit__(self, exc_type: type | None, exc: BaseException | None, tb: TracebackType | None) -> None:
-        if self.lock is not None:
-            self.lock.release()
-            self.lock = None
+        self.release_lock()
 
     def fence(self) -> None:
         """Raise ConcurrentWriteError if the lock was lost (services call it before each step)."""
@@ -111,7 +193,7 @@ class Transaction:
 
     @property
     def guard(self) -> WriteGuard:
-        return WriteGuard(self.meta, self.lock, self.config.heartbeat_interval_ms)
+        return WriteGuard(self)
 
     def after_commit(self) -> dict[str, object]:
         """The automatic table services after a completed commit (still under the lock).

@@ -95,7 +95,9 @@ def run(job: WriteJob, df: DataFrame, started: float, action: Action) -> WriteRe
     stem = new_file_id_stem()
     record_size = job.record_size(timeline)
     rows_per_file = max(1, job.config.max_file_size // max(1, record_size))
-    pending = commit_protocol.start(job.meta, timeline, job.operation, WritePlan((), {}, record_size), action, file_id_stems=[stem])
+    pending = job._claim(timeline, lambda tl: commit_protocol.start(
+        job.meta, tl, job.operation, WritePlan((), {}, record_size), action, file_id_stems=[stem]
+    ))
     instant = pending.instant
     # NONE keeps each partition's rows in arrival order, as Apache Hudi's does
     ctx = replace(job.write_context(write_schema, pc_field, instant), sort_by_key=mode != "NONE")
@@ -103,8 +105,6 @@ def run(job: WriteJob, df: DataFrame, started: float, action: Action) -> WriteRe
     sc = spark.sparkContext
     outcomes: list[dict] = []
     try:
-        if job.guard is not None:
-            job.guard.started(instant)
         job.progress(
             f"writing new file groups for instant {instant} "
             f"(bulk_insert, sort mode {mode})"
@@ -123,10 +123,12 @@ def run(job: WriteJob, df: DataFrame, started: float, action: Action) -> WriteRe
             commit_protocol.abort(job.meta, pending)
         else:
             commit_protocol.remove_debris(job.meta, pending, written)
+            job._before_commit(pending, written)  # new file groups only: no file-group conflict, but the lock
             failpoints.hit("write.before_complete")
             if job.guard is not None:
                 job.guard.before_complete()
             commit_protocol.complete(job.meta, pending, write_schema, written, absent, {})
+            failpoints.hit("write.after_complete")
     except BaseException as exc:
         job._undo(spark, pending, False, exc)
     finally:

@@ -1,6 +1,6 @@
 """Write conflicts between concurrent writers, as Apache Hudi's default strategy decides them
 (`SimpleConcurrentFileWritesConflictResolutionStrategy` with `ConcurrentOperation`), for optimistic
-concurrency control (issue 21: not yet called by the writers).
+concurrency control (called at commit by `engine.services.occ`).
 
 Pure: instants, commit metadata and plans in, a decision out; no Spark, no I/O.
 
@@ -13,6 +13,9 @@ Pure: instants, commit metadata and plans in, a decision out; no Spark, no I/O.
 - **Conflict** (`find_conflict`): the two sets intersect. Resolved (no conflict) when the other
   is a compaction with an earlier instant (it rewrote slices this write appended to after it), or
   when this write is a log compaction; otherwise the write must fail.
+- **Rolled-back reads** (`rolled_back_reads`, ours: Hudi has no such check): a rollback or restore
+  completed since this writer started that undid a commit this writer saw completed. The writer
+  may have merged that commit's records into its files, which would bring them back.
 """
 
 from __future__ import annotations
@@ -109,4 +112,17 @@ def find_conflict(mine: ConcurrentOperation, others: Iterable[ConcurrentOperatio
     return None
 
 
-__all__ = ["ConcurrentOperation", "candidate_instants", "find_conflict", "has_conflict", "is_resolved"]
+def rolled_back_reads(rolled_back: Iterable[str], seen_completed: frozenset[str]) -> list[str]:
+    """Of the instants a rollback or restore (completed since this writer started) undid, those
+    this writer saw completed when it started: it may have read them."""
+    return sorted(t for t in rolled_back if t in seen_completed)
+
+
+__all__ = [
+    "ConcurrentOperation",
+    "candidate_instants",
+    "find_conflict",
+    "has_conflict",
+    "is_resolved",
+    "rolled_back_reads",
+]

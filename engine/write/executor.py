@@ -30,7 +30,7 @@ from engine.config.table_config import TableType
 from engine.config.write_config import WriteConfig
 from engine.data.columns import FILE_ID_COL, KEY_COL, OP_COL, OP_UPSERT, PART_COL
 from engine.data.slice_reader import SliceFiles, merge_mode_for
-from engine.errors import EngineError, InvalidInputError, StorageError
+from engine.errors import EngineError, InvalidInputError, StorageError, WriteConflictError
 from engine.index.base import Index, TagContext
 from engine.read.reader import slice_merge
 from engine.read.scan import scan_parallelism
@@ -49,7 +49,7 @@ from engine.table.schema import (
 )
 from engine.timeline.instant import Action
 from engine.timeline.timeline import CommittedInstants, Timeline
-from engine.write import bulk_stream, one_job
+from engine.write import bulk_stream, occ_keys, one_job
 from engine.write import commit as commit_protocol
 from engine.write.bucket_column import bucket_column, needs_numbering
 from engine.write.existing import existing_files
@@ -92,6 +92,7 @@ from engine.write.tagging import (
 from engine.write.tasks import BUCKET_COL, OUTCOME_SCHEMA, assign_buckets_task, write_bucket_task
 
 if TYPE_CHECKING:
+    from engine.services.occ import CheckResult
     from engine.services.transaction import WriteGuard
 
 
@@ -343,13 +344,13 @@ class WriteJob:
         spark = tag_ctx.spark
         replaced = self._replaced(batch) if self.operation.replaces else None
         action = Action.REPLACE_COMMIT if replaced is not None else write_action(self.meta.config.table_type)
-        pending = commit_protocol.start(self.meta, batch.timeline, self.operation, plan, action, replaced=replaced)
+        pending = self._claim(batch.timeline, lambda tl: commit_protocol.start(
+            self.meta, tl, self.operation, plan, action, replaced=replaced
+        ))
         instant = pending.instant
         index_stats = dict(prof.index_stats)
         index_touched = False
         try:
-            if self.guard is not None:
-                self.guard.started(instant)
             if isinstance(tagged, pa.Table):
                 outcomes, located_of = one_job.write_buckets(self, spark, tagged, plan, batch, instant)
             else:
@@ -357,10 +358,13 @@ class WriteJob:
             # an APPEND bucket whose records were all stale (or deletes of absent keys) wrote no file
             written = [o for o in outcomes if o["path"]]
             commit_protocol.remove_debris(self.meta, pending, written)
+            checked = self._before_commit(pending, written)
             if self.index.wants_locations and located_of is not None:
+                located = located_of()
+                if checked is not None:
+                    occ_keys.check_new_keys(self.index, tag_ctx, located, instant, checked.concurrent_writes)
                 self.progress(f"updating the {self.index.name} index")
                 index_touched = True
-                located = located_of()
                 if replaced:  # the replaced groups' keys leave the index (unless written again)
                     located = located.unionByName(replaced_key_rows(tag_ctx, replaced))
                 self.index.update_location(tag_ctx, instant, located)
@@ -373,6 +377,7 @@ class WriteJob:
                 self.meta, pending, batch.write_schema, written, prof.absent, extra,
                 stale_before_write=prof.stale + sum(o["num_stale"] for o in outcomes if not o["path"])
             )
+            failpoints.hit("write.after_complete")
         except BaseException as exc:
             self._undo(spark, pending, index_touched, exc)
         finally:
@@ -395,6 +400,24 @@ class WriteJob:
             seconds=round(time.monotonic() - started, 3),
             index_stats=index_stats,
         )
+
+    def _claim(
+        self, timeline: Timeline, start: Callable[[Timeline], commit_protocol.PendingCommit]
+    ) -> commit_protocol.PendingCommit:
+        """Claim the write's instant (through the transaction's guard: heartbeat, and under OCC the
+        lock for the claim and the starting point of the commit check)."""
+        if self.guard is None:
+            return start(timeline)
+        return self.guard.claim(timeline, start)
+
+    def _before_commit(self, pending: commit_protocol.PendingCommit, written: list[dict]) -> CheckResult | None:
+        """The guard's check once the files are written: the file groups this write touched (and
+        those it replaces) against what completed since it started (OCC), or the lock fence."""
+        if self.guard is None:
+            return None
+        groups = {(o["partition"], o["file_id"]) for o in written}
+        groups.update((p, f) for p, ids in (pending.replaced or {}).items() for f in ids)
+        return self.guard.before_commit(pending.instant, pending.action, pending.operation.value, groups)
 
     def _undo(self, spark, pending: commit_protocol.PendingCommit, index_touched: bool, exc: BaseException) -> NoReturn:
         """Stop the failed write's tasks, remove what it wrote, and raise a typed error saying so."""
@@ -424,6 +447,8 @@ class WriteJob:
             exc.add_note(f"cleaning up instant {instant} also failed: {cleanup}")
         if not isinstance(exc, Exception):
             raise exc
+        if isinstance(exc, WriteConflictError) and outcome.endswith("rolled back"):
+            raise exc  # its message says the write was rolled back, its attributes name the other
         typed = translate(exc)
         detail = str(typed) if typed is not None else task_error_message(exc)
         error_type = type(typed) if typed is not None else StorageError

@@ -1,0 +1,62 @@
+"""The key check of optimistic concurrency control for indexes that store locations (RECORD, HBASE).
+
+Two writers that insert the same new key at once each put it in a file group of their own (new
+groups never collide), so the file-group check (`engine.services.occ`) lets both commit and the
+key would live twice, with the index naming only one copy. Right before a write that inserted
+keys updates the index, under the table lock and only when other writes completed since it started,
+its inserted keys are looked up again: a key the index now holds was inserted by one of those
+writes, and this write fails with `WriteConflictError`.
+
+Spark (the index's lookup); run by the executor.
+"""
+
+from __future__ import annotations
+
+import pyarrow as pa
+import pyarrow.compute as pc
+from pyspark.sql import DataFrame
+from pyspark.sql import functions as F
+
+from engine.data.columns import FILE_ID_COL, KEY_COL, OP_COL, OP_DELETE, PART_COL, PREV_FILE_ID_COL
+from engine.errors import WriteConflictError
+from engine.index.base import Index, TagContext
+
+_SAMPLE = 5
+
+
+def inserted_keys(located: DataFrame | pa.Table) -> DataFrame | pa.Table:
+    """The rows of `located` that put a key tagging did not find (its previous file id is null)."""
+    if isinstance(located, pa.Table):
+        mask = pc.and_(pc.is_null(located[PREV_FILE_ID_COL]), pc.not_equal(located[OP_COL], OP_DELETE))
+        return located.filter(mask).select([KEY_COL, PART_COL])
+    return located.filter(F.col(PREV_FILE_ID_COL).isNull() & (F.col(OP_COL) != OP_DELETE)).select(KEY_COL, PART_COL)
+
+
+def check_new_keys(index: Index, ctx: TagContext, located: DataFrame | pa.Table, instant: str, concurrent: tuple[str, ...]) -> None:
+    """Raise WriteConflictError if a key this write inserted is now in the index (see the module
+    docstring). `concurrent`: the writes that completed since this one started."""
+    if not concurrent or not index.wants_locations:
+        return
+    if isinstance(located, pa.Table) and PREV_FILE_ID_COL not in located.column_names:
+        return
+    if isinstance(located, DataFrame) and PREV_FILE_ID_COL not in located.columns:
+        return
+    inserts = inserted_keys(located)
+    if isinstance(inserts, pa.Table):
+        if inserts.num_rows == 0:
+            return
+        inserts = ctx.spark.createDataFrame(inserts)
+    found = index.tag_location(ctx, inserts).filter(F.col(FILE_ID_COL).isNotNull())
+    keys = sorted(r[KEY_COL] for r in found.select(KEY_COL).limit(_SAMPLE).collect())
+    if keys:
+        raise WriteConflictError(
+            f"write {instant} inserted record key(s) {', '.join(keys)} that a write completed since it started "
+            f"({', '.join(concurrent)}) also inserted: committing both would keep two copies. This write was "
+            "rolled back. Retry it (as an upsert it updates the other write's records)",
+            instant=instant,
+            other=concurrent[0] if len(concurrent) == 1 else "",
+            keys=tuple(keys),
+        )
+
+
+__all__ = ["check_new_keys", "inserted_keys"]
