@@ -8,7 +8,8 @@ Python workers, like a machine losing power: nothing gets to clean up.
 
 Pausing (`HOODIE_PAUSEPOINT=<name>`, `HOODIE_PAUSEPOINT_DIR=<dir>`): at the point the writer
 creates `<dir>/<name>.reached` and waits until `<dir>/<name>.go` exists (at most
-`PAUSE_LIMIT` seconds), so that a test can run another writer at that moment.
+`PAUSE_LIMIT` seconds), so that a test can run another writer at that moment; then it removes
+both files, and pauses again at the next hit.
 """
 
 from __future__ import annotations
@@ -64,3 +65,8 @@ def _pause(point: str, folder: str) -> None:
     deadline = time.monotonic() + PAUSE_LIMIT
     while not os.path.exists(go) and time.monotonic() < deadline:
         time.sleep(0.05)
+    for name in (os.path.join(folder, f"{point}.reached"), go):  # the test waits for `go` to go
+        try:
+            os.remove(name)
+        except FileNotFoundError:
+            pass

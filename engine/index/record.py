@@ -35,8 +35,10 @@ and lookups: `engine.index.record_files`; hashes: `engine.index.record_hash`).
   of the bucket's files. This reads the key columns of the whole table on the driver: rare, slow
   on big tables, and always exact. Instants newer than every base's coverage need nothing: their
   delta files were deleted by the rollback (`rollback_files`).
-- Single writer: like Apache Hudi's eager clean-up of failed writes, deleting a failed write's
-  files at the next write assumes no other writer is in flight.
+- Failed writes: a write's delta files are written, and orphans deleted, only while it holds the
+  table lock (a single writer for its whole write; under optimistic concurrency control from its
+  commit check on), so the files of an uncompleted instant that a writer finds are a failed
+  write's, never those of a concurrent writer still at work.
 
 Write options (`hoodie.record.index.*`): `compaction.max.files`, `lookup` (auto|driver|spark),
 `driver.max.keys`, `lookup.threads` (driver-path threads, default 2).

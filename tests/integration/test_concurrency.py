@@ -18,7 +18,6 @@ from pathlib import Path
 import pytest
 
 from engine import Table
-from engine.errors import WriteConflictError
 from engine.table.file_names import parse_base_file_name
 from tests.integration.test_crash import (
     FAST,
@@ -32,7 +31,13 @@ from tests.integration.test_crash import (
 
 pytestmark = pytest.mark.spark
 
-OCC = {**FAST, "hoodie.write.concurrency.mode": "optimistic_concurrency_control"}
+# Apache Hudi's heartbeat (60 s, 2 misses) and our lease (60 s): a writer killed here is proven
+# dead at once, so nothing waits for them; a live writer's heartbeat never expires under load
+OCC = {
+    "hoodie.write.concurrency.mode": "optimistic_concurrency_control",
+    "hoodie.clean.automatic": "false",
+    "hoodie.archive.automatic": "false",
+}
 SEED = [(1, "a", "paris", 1), (2, "b", "rome", 1)]
 
 
@@ -85,129 +90,87 @@ def instants_in_files(t: Table) -> set[str]:
     return {parse_base_file_name(p.name).instant for p in Path(t.path).rglob("*.parquet") if ".hoodie" not in p.parts}
 
 
-def test_writers_on_different_file_groups_both_commit(spark, tmp_path):
-    t = make(spark, tmp_path / "t")
-    proc = start_writer(job(t, [[1, "w1", "paris", 5]]), tmp_path)
-    wait_paused(proc, tmp_path)
-    (mine,) = [i.time for i in t.timeline().pending]  # the paused writer's instant, claimed and inflight
-    # this writer starts after it, ignores its live instant (no wait, no rollback) and commits first
-    r = t.upsert(spark.createDataFrame([(2, "w2", "rome", 5)], SCHEMA), options=OCC)
-    assert r.instant > mine
-    assert [i.time for i in t.timeline().pending] == [mine]
-    (tmp_path / "write.before_commit_lock.go").touch()
-    code, ops, err = finish(proc)
-    assert code == 0, err[-3000:]
-    assert ops[0]["instant"] == mine and ops[0]["error"] is None
-    expected = [(1, "w1", "paris", 5), (2, "w2", "rome", 5)]
-    assert data(t) == oracle(t) == expected
-    # the earlier instant completed last: both on the timeline, in instant order
-    assert [i.time for i in t.timeline().completed_writes][1:] == [mine, r.instant]
-    assert_clean_table(t)
+def resume(pause: Path, point: str = "write.before_commit_lock", timeout: float = 30) -> None:
+    """Let the paused writer go on, and wait until it did (so that the next pause is a new one)."""
+    go = pause / f"{point}.go"
+    go.touch()
+    deadline = time.monotonic() + timeout
+    while go.exists():
+        assert time.monotonic() < deadline, "the paused writer did not go on"
+        time.sleep(0.02)
 
 
-def test_the_second_writer_on_a_file_group_fails_and_leaves_no_file(spark, tmp_path):
-    t = make(spark, tmp_path / "t")
-    before = instants_in_files(t)
-    proc = start_writer(job(t, [[1, "w1", "paris", 5], [3, "w1", "lima", 5]]), tmp_path)
-    wait_paused(proc, tmp_path)
-    (mine,) = [i.time for i in t.timeline().pending]
-    assert instants_in_files(t) == before | {mine}  # its files are written (paris and a new lima)
-    r = t.upsert(spark.createDataFrame([(1, "w2", "paris", 6)], SCHEMA), options=OCC)
-    (tmp_path / "write.before_commit_lock.go").touch()
-    code, ops, err = finish(proc)
-    assert code == 3, err[-3000:]
-    error = ops[0]["error"]
-    assert error.startswith("WriteConflictError: ") and f"write {mine} conflicts with upsert {r.instant}" in error
-    assert "paris/" in error and "rolled back" in error
-    assert data(t) == oracle(t) == [(1, "w2", "paris", 6), (2, "b", "rome", 1)]
-    assert mine not in {i.time for i in t.timeline()}
-    assert instants_in_files(t) == before | {r.instant}
-    assert not Path(t.path, "lima").exists()  # the partition it created is gone too
-    assert_clean_table(t)
-    # the loser retries and wins: its update lands on the winner's row
-    r2 = t.upsert(spark.createDataFrame([(1, "w1", "paris", 7)], SCHEMA), options=OCC)
-    assert r2.updates == 1 and data(t) == oracle(t) == [(1, "w1", "paris", 7), (2, "b", "rome", 1)]
-
-
-def test_two_writers_inserting_one_new_key_with_the_record_index(spark, tmp_path):
+def test_a_paused_writer_commits_beside_another_loses_on_its_file_group_and_on_its_new_key(spark, tmp_path):
+    """One writer process, three writes, each paused with its files written while this process
+    writes: on another file group (both commit), on the same file group (the paused one fails),
+    and the same new key into new file groups (the RECORD index's key check fails it)."""
     t = make(spark, tmp_path / "t", index="RECORD", record_index_buckets=2)
-    proc = start_writer(job(t, [[7, "w1", "lyon", 5]]), tmp_path)
+    batches = [
+        [[1, "w1", "paris", 5]],
+        [[1, "w1", "paris", 6], [3, "w1", "lima", 6]],
+        [[7, "w1", "lyon", 6]],
+    ]
+    proc = start_writer({**job(t, []), "batches": batches}, tmp_path)
+    model = {r[0]: r for r in SEED}
+
+    # 1. different file groups: this writer starts after the paused one, ignores its live instant
+    # (no wait, no rollback), commits first; the paused one (the earlier instant) completes last
     wait_paused(proc, tmp_path)
-    (mine,) = [i.time for i in t.timeline().pending]
-    # a new partition: each writer makes a file group of its own, so only the keys collide
-    r = t.upsert(spark.createDataFrame([(7, "w2", "lyon", 5), (8, "w2", "lyon", 5)], SCHEMA), options=OCC)
-    (tmp_path / "write.before_commit_lock.go").touch()
+    (first,) = [i.time for i in t.timeline().pending]
+    r1 = t.upsert(spark.createDataFrame([(2, "w2", "rome", 5)], SCHEMA), options=OCC)
+    assert r1.instant > first and [i.time for i in t.timeline().pending] == [first]
+    resume(tmp_path)
+
+    # 2. the same file group (paris): this writer commits first, the paused one fails
+    wait_paused(proc, tmp_path)
+    (second,) = [i.time for i in t.timeline().pending]
+    assert t.timeline().get(first).is_completed
+    model.update({1: (1, "w1", "paris", 5), 2: (2, "w2", "rome", 5)})
+    assert data(t) == sorted(model.values())
+    files_before = instants_in_files(t)
+    r2 = t.upsert(spark.createDataFrame([(1, "w2", "paris", 7)], SCHEMA), options=OCC)
+    model[1] = (1, "w2", "paris", 7)
+    resume(tmp_path)
+
+    # 3. one new key into a new partition: two new file groups, only the keys collide
+    wait_paused(proc, tmp_path)
+    (third,) = [i.time for i in t.timeline().pending]
+    assert second not in {i.time for i in t.timeline()}  # rolled back by its writer
+    assert instants_in_files(t) == files_before - {second} | {r2.instant, third}  # third: written, paused
+    assert not Path(t.path, "lima").exists()  # the partition it created is gone too
+    r3 = t.upsert(spark.createDataFrame([(7, "w2", "lyon", 5), (8, "w2", "lyon", 5)], SCHEMA), options=OCC)
+    model.update({7: (7, "w2", "lyon", 5), 8: (8, "w2", "lyon", 5)})
+    resume(tmp_path)
+
     code, ops, err = finish(proc)
     assert code == 3, err[-3000:]
-    assert ops[0]["error"].startswith(f"WriteConflictError: write {mine} inserted record key(s) 7 ")
-    assert r.instant in ops[0]["error"]
-    expected = [(1, "a", "paris", 1), (2, "b", "rome", 1), (7, "w2", "lyon", 5), (8, "w2", "lyon", 5)]
-    assert data(t) == oracle(t) == expected
-    assert instants_in_files(t) <= {i.time for i in t.timeline().completed_writes}
+    assert [op["instant"] for op in ops] == [first, None, None]
+    assert ops[0]["error"] is None
+    error = ops[1]["error"]
+    assert error.startswith(f"WriteConflictError: write {second} conflicts with upsert {r2.instant}"), error
+    assert "1 file group(s) (paris/" in error and "rolled back" in error
+    assert ops[1]["conflict"]["instant"] == second and ops[1]["conflict"]["other"] == r2.instant
+    assert [g[0] for g in ops[1]["conflict"]["groups"]] == ["paris"]
+    assert ops[2]["error"].startswith(f"WriteConflictError: write {third} inserted record key(s) 7 "), ops[2]["error"]
+    assert ops[2]["conflict"] == {"instant": third, "other": r3.instant, "groups": [], "keys": ["7"]}
+    assert data(t) == oracle(t) == sorted(model.values())
+    assert [i.time for i in t.timeline().completed_writes][1:] == [first, r1.instant, r2.instant, r3.instant]
     assert_clean_table(t)
-    # the index names the one copy: an update of 7 finds it
-    r2 = t.upsert(spark.createDataFrame([(7, "w1", "lyon", 9)], SCHEMA), options=OCC)
-    assert (r2.inserts, r2.updates) == (0, 1)
-    assert data(t) == oracle(t) == [*expected[:2], (7, "w1", "lyon", 9), (8, "w2", "lyon", 5)]
+    # the index names the one copy of 7: an update finds it
+    r4 = t.upsert(spark.createDataFrame([(7, "w1", "lyon", 9)], SCHEMA), options=OCC)
+    assert (r4.inserts, r4.updates) == (0, 1)
+    model[7] = (7, "w1", "lyon", 9)
+    assert data(t) == oracle(t) == sorted(model.values())
 
 
-def test_a_conflict_is_typed_in_process_too(spark, tmp_path, monkeypatch):
-    """This process is the second to commit: WriteConflictError with the instants and groups."""
-    import threading
-
-    from engine import failpoints
-
-    t = make(spark, tmp_path / "t")
-    me = tmp_path / "me"
-    me.mkdir()
-    monkeypatch.setenv(failpoints.ENV_PAUSE, "write.before_commit_lock")
-    monkeypatch.setenv(failpoints.ENV_PAUSE_DIR, str(me))
-    caught: list[BaseException] = []
-
-    def write() -> None:
-        try:
-            t.upsert(spark.createDataFrame([(2, "me", "rome", 5)], SCHEMA), options=OCC)
-        except BaseException as exc:  # handed to the test thread
-            caught.append(exc)
-
-    thread = threading.Thread(target=write)
-    thread.start()
-    deadline = time.monotonic() + 120
-    while not (me / "write.before_commit_lock.reached").exists():
-        assert thread.is_alive() and time.monotonic() < deadline
-        time.sleep(0.05)
-    (mine,) = [i.time for i in t.timeline().pending]
-    code, ops, err = finish(start_writer(job(t, [[2, "other", "rome", 6]])))
-    assert code == 0 and ops[0]["error"] is None, err[-3000:]
-    (me / "write.before_commit_lock.go").touch()
-    thread.join(120)
-    (exc,) = caught
-    assert isinstance(exc, WriteConflictError)
-    assert (exc.instant, exc.other) == (mine, ops[0]["instant"])
-    (group,) = exc.groups
-    assert group[0] == "rome"
-    assert data(t) == oracle(t) == [(1, "a", "paris", 1), (2, "other", "rome", 6)]
-    assert_clean_table(t)
-
-
-# the defaults of the heartbeat (60 s, 2 misses) and the lease (60 s): only the proof that the
-# killed writer is dead lets the next one go on at once
-OCC_SLOW = {
-    "hoodie.write.concurrency.mode": "OPTIMISTIC_CONCURRENCY_CONTROL",
-    "hoodie.clean.automatic": "false",
-    "hoodie.archive.automatic": "false",
-}
-
-
-@pytest.mark.parametrize("point", ["write.after_requested", "write.before_commit_lock", "write.commit_locked",
-                                   "write.after_complete"])
+@pytest.mark.parametrize("point", ["write.before_commit_lock", "write.commit_locked", "write.after_complete"])
 def test_a_writer_killed_at_each_step_of_its_commit(spark, tmp_path, point):
     t = make(spark, tmp_path / "t")
-    code, _ops, err = finish(start_writer(job(t, [[1, "dead", "paris", 5], [3, "dead", "lima", 5]], OCC_SLOW), kill=point))
+    code, _ops, err = finish(start_writer(job(t, [[1, "dead", "paris", 5], [3, "dead", "lima", 5]], OCC), kill=point))
     assert code == -signal.SIGKILL, err[-3000:]
     committed = point == "write.after_complete"
     started = time.monotonic()
-    r = t.upsert(spark.createDataFrame([(1, "next", "paris", 6), (2, "next", "rome", 6)], SCHEMA), options=OCC_SLOW)
+    r = t.upsert(spark.createDataFrame([(1, "next", "paris", 6), (2, "next", "rome", 6)], SCHEMA), options=OCC)
     assert time.monotonic() - started < 30  # not the 60 s lease nor the 120 s heartbeat
     expected = [(1, "next", "paris", 6), (2, "next", "rome", 6)] + ([(3, "dead", "lima", 5)] if committed else [])
     assert data(t) == oracle(t) == expected
@@ -215,4 +178,50 @@ def test_a_writer_killed_at_each_step_of_its_commit(spark, tmp_path, point):
     assert len(rolled_back) == (0 if committed else 1)
     assert Path(t.path, "lima").exists() == committed
     assert r.instant == t.timeline().completed_writes.instants[-1].time
+    assert_clean_table(t)
+
+
+def test_two_writers_at_random_times_leave_the_model_of_their_commits(spark, tmp_path):
+    """A writer process and this process, three upserts each at random moments, on the same two
+    file groups: each upsert commits or fails with a typed error, and the table is the committed
+    upserts applied in the order they completed."""
+    import random
+
+    from engine.errors import ConcurrentWriteError, WriteConflictError
+
+    seed = random.randrange(1_000_000)
+    rng = random.Random(seed)
+    t = make(spark, tmp_path / "t")
+
+    def batch(w: int, n: int) -> list[list]:
+        return [[k, f"w{w}.{n}", city, 1] for k, city in ((1, "paris"), (2, "rome"), (10 * w + n, "paris"))]
+
+    # its first write (a partition of its own) warms its JVM up; the next three contend with ours
+    theirs = [[[100, "warm", "lima", 1]]] + [batch(1, n) for n in range(3)]
+    proc = start_writer({**job(t, []), "batches": theirs, "delays": [0.0] + [rng.uniform(0, 1.5) for _ in range(3)]})
+    warm = json.loads(proc.stdout.readline())
+    assert warm["error"] is None, warm
+    committed = [(warm["instant"], theirs[0])]
+    for n in range(3):
+        time.sleep(rng.uniform(0, 1.5))
+        rows = batch(2, n)
+        try:
+            committed.append((t.upsert(spark.createDataFrame([tuple(r) for r in rows], SCHEMA), options=OCC).instant, rows))
+        except (WriteConflictError, ConcurrentWriteError):
+            pass  # lost to the other writer: nothing of it is in the table (checked below)
+    code, ops, err = finish(proc)
+    assert len(ops) == 3, err[-3000:]
+    for op in ops:
+        if op["error"] is None:
+            committed.append((op["instant"], theirs[op["op"]]))
+        else:
+            assert op["error"].startswith(("WriteConflictError: ", "ConcurrentWriteError: ")), (seed, op)
+    assert code == (0 if all(op["error"] is None for op in ops) else 3)
+    hoodie = Path(t.path, ".hoodie")
+    committed.sort(key=lambda c: os.stat(hoodie / f"{c[0]}.commit").st_mtime_ns)  # completion order
+    model = {r[0]: r for r in SEED}
+    for _instant, rows in committed:
+        model.update({r[0]: tuple(r) for r in rows})
+    assert data(t) == oracle(t) == sorted(model.values()), seed
+    assert sorted(i.time for i in t.timeline().completed_writes)[1:] == sorted(c[0] for c in committed)
     assert_clean_table(t)

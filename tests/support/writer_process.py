@@ -3,9 +3,11 @@
     python -m tests.support.writer_process '<json job>'
 
 The job: {"path", "action": "upsert" | "bulk_insert" | "rollback" | "restore" | "clean" | "archive" | "repair",
-"options": {...}, "batches": [[row, ...], ...] (writes), "schema" (writes), "args": [...]}.
+"options": {...}, "batches": [[row, ...], ...] (writes), "schema" (writes), "delays": [seconds
+before each batch] (writes, optional), "args": [...]}.
 Each batch of a write is one commit. Prints one JSON line per finished operation:
 {"op": n, "instant": ..., "error": null | "<ErrorType>: message", "t0": ..., "t1": ...}
+(+ "conflict": {"instant", "other", "groups", "keys"} for a WriteConflictError)
 (t0/t1: wall-clock seconds around the operation). Exit code 0, or 3 when an operation failed.
 
 Started by the tests in a process group of its own (`start_new_session=True`): the failpoint
@@ -23,7 +25,7 @@ import time
 def main() -> int:
     os.environ["HOODIE_FAILPOINT_PGID"] = str(os.getpgrp())  # inherited by the JVM and its workers
     job = json.loads(sys.argv[1])
-    from engine.errors import EngineError
+    from engine.errors import EngineError, WriteConflictError
     from engine.services.maintenance import Maintenance
     from engine.table.meta_client import MetaClient
 
@@ -35,6 +37,7 @@ def main() -> int:
         spark = build_session("local[1]", app_name="writer-process", conf={"spark.ui.enabled": "false"})
         table = Table.open(spark, job["path"])
         for n, batch in enumerate(job["batches"]):
+            time.sleep((job.get("delays") or [0.0] * (n + 1))[n])
             t0 = time.time()
             try:
                 write = getattr(table, job["action"])
@@ -43,6 +46,8 @@ def main() -> int:
             except EngineError as exc:
                 failed = True
                 out = {"op": n, "instant": None, "error": f"{type(exc).__name__}: {exc}"}
+                if isinstance(exc, WriteConflictError):
+                    out["conflict"] = {"instant": exc.instant, "other": exc.other, "groups": exc.groups, "keys": exc.keys}
             out.update(t0=t0, t1=time.time())
             print(json.dumps(out), flush=True)
         spark.stop()
