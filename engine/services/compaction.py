@@ -73,15 +73,18 @@ class CompactionResult(Documented):
 
 
 # ---- planning ---------------------------------------------------------------------------------
-def plan_compaction(meta: MetaClient, timeline: Timeline, instant: str = "") -> CompactionPlan:
+def plan_compaction(
+    meta: MetaClient, timeline: Timeline, instant: str = "", exclude: frozenset[tuple[str, str]] = frozenset()
+) -> CompactionPlan:
     """The slices to compact now: every latest slice with log files whose group no pending
-    compaction or clustering holds (empty when there is nothing to compact)."""
+    compaction or clustering holds, and not in `exclude` (the groups of writes in flight, under
+    optimistic concurrency control); empty when there is nothing to compact."""
     if meta.config.table_type is not TableType.MERGE_ON_READ:
         raise InvalidInputError("compaction applies to MERGE_ON_READ tables only")
     from engine.table.clustering import pending_clustering
 
     view = meta.file_system_view(timeline)
-    busy = set(view.pending_compaction) | {g for c in pending_clustering(meta, timeline) for g in c.groups}
+    busy = set(view.pending_compaction) | {g for c in pending_clustering(meta, timeline) for g in c.groups} | exclude
     ops = []
     for g in view.groups:
         s = g.latest_slice
@@ -111,12 +114,16 @@ def plan_compaction(meta: MetaClient, timeline: Timeline, instant: str = "") -> 
 
 
 def schedule_compaction(
-    meta: MetaClient, timeline: Timeline, now: datetime | None = None, fence: Fence = None
+    meta: MetaClient,
+    timeline: Timeline,
+    now: datetime | None = None,
+    fence: Fence = None,
+    exclude: frozenset[tuple[str, str]] = frozenset(),
 ) -> CompactionPlan | None:
     """Plan and write `C.compaction.requested` (None when no slice has log files)."""
     from engine.timeline import avro_models
 
-    plan = plan_compaction(meta, timeline)
+    plan = plan_compaction(meta, timeline, exclude=exclude)
     if not plan.operations:
         return None
     _fence(fence)
@@ -281,20 +288,24 @@ def execute_compaction(
     progress: Callable[[str], None] | None = None,
     compression: str = "snappy",
     bloom: tuple[int, float, int] = (60_000, 1e-9, 100_000),
-    heartbeat_interval: float = 60.0,
+    heartbeat_interval: float | None = 60.0,
+    before_complete: Fence = None,
 ) -> CompactionResult:
-    """Run a scheduled (or interrupted) compaction to completion (the caller holds the table lock).
+    """Run a scheduled (or interrupted) compaction to completion (the caller holds the table lock,
+    or, under optimistic concurrency control, takes it in `before_complete`).
 
-    While it runs, the compaction keeps a heartbeat (`.hoodie/.heartbeat/<instant>`): a runner that
-    dies leaves an inflight compaction whose heartbeat expires, which `repair` reverts."""
-    heartbeat = Heartbeat.start(meta.storage, plan.instant, heartbeat_interval)
+    While it runs, the compaction keeps a heartbeat (`.hoodie/.heartbeat/<instant>`; None: the
+    caller keeps it): a runner that dies leaves an inflight compaction whose heartbeat expires (or
+    names a dead process), which `repair` reverts."""
+    heartbeat = Heartbeat.start(meta.storage, plan.instant, heartbeat_interval) if heartbeat_interval else None
     try:
-        return _execute(meta, plan, spark, fence, progress, compression, bloom)
+        return _execute(meta, plan, spark, fence, progress, compression, bloom, before_complete)
     finally:
-        heartbeat.stop()
+        if heartbeat is not None:
+            heartbeat.stop()
 
 
-def _execute(meta, plan, spark, fence, progress, compression, bloom) -> CompactionResult:
+def _execute(meta, plan, spark, fence, progress, compression, bloom, before_complete=None) -> CompactionResult:
     from engine.timeline import avro_models
 
     started = _time.monotonic()
@@ -330,6 +341,7 @@ def _execute(meta, plan, spark, fence, progress, compression, bloom) -> Compacti
     say(f"compacting {len(plan.operations)} file slice(s) into instant {plan.instant}")
     outs = _run_all(job, plan.operations, spark)
     failpoints.hit("compaction.before_complete")
+    _fence(before_complete)
     _fence(fence)
     stats: dict[str, list[WriteStat]] = {}
     for out in sorted(outs, key=lambda o: (o["partition"], o["file_id"])):

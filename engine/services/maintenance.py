@@ -51,8 +51,8 @@ class Maintenance:
         itype = IndexType.parse(self.config.index_type or self.meta.config.index_type or DEFAULT_INDEX)
         return index_for(itype, dict(self.config.index_options), self.meta.config.name)
 
-    def _tx(self, purpose: str, index: Index | None) -> Transaction:
-        return _RecordingTransaction(self, purpose, index)
+    def _tx(self, purpose: str, index: Index | None, service: bool = True) -> Transaction:
+        return _RecordingTransaction(self, purpose, index, service)
 
     # ---- rollback / restore ------------------------------------------------------------
     @overload
@@ -187,6 +187,8 @@ class Maintenance:
         from engine.table.create import require_format_writable
 
         require_format_writable(self.meta.config, self.meta.properties_uri)  # before the lock: nothing touched
+        if self.config.optimistic:
+            return self._run_compaction_beside_writers(instant, spark, progress)
         with self._tx("compaction", self._index()) as tx:
             compression, bloom = self.config.compression, self._bloom()
             beat = self.config.heartbeat_interval_ms / 1000
@@ -203,6 +205,65 @@ class Maintenance:
                 self.meta, plan, spark=spark, fence=tx.fence, progress=progress, compression=compression, bloom=bloom,
                 heartbeat_interval=beat,
             )
+
+    def _run_compaction_beside_writers(
+        self, instant: str | None, spark: object, progress: Callable[[str], None] | None
+    ) -> CompactionResult | None:
+        """Optimistic concurrency control: Apache Hudi's async compaction. Under the lock, pick a
+        pending plan no live process is running (`instant`, or the oldest), or schedule one that
+        leaves out the file groups of writes in flight, and start its heartbeat; merge the slices
+        without the lock (writers go on, appending to the slices the plan starts); take the lock
+        again to complete it."""
+        from engine.services import compaction as compaction_service
+        from engine.table.heartbeat import Heartbeat
+
+        beat = self.config.heartbeat_interval_ms / 1000
+        with self._tx("compaction", self._index(), service=False) as tx:
+            with tx.locked("compaction schedule"):
+                plan = self._free_compaction_plan(instant)
+                if plan is None:
+                    return None
+                heartbeat = Heartbeat.start(self.meta.storage, plan.instant, beat)  # running: others keep off
+            try:
+                return compaction_service.execute_compaction(
+                    self.meta, plan, spark=spark, fence=tx.fence, progress=progress, compression=self.config.compression,
+                    bloom=self._bloom(), heartbeat_interval=None, before_complete=lambda: tx.take_lock("compaction commit"),
+                )
+            finally:
+                heartbeat.stop()
+
+    def _free_compaction_plan(self, instant: str | None) -> CompactionPlan | None:
+        """`instant`'s plan, or the oldest pending plan, unless a live process runs it; else a new
+        plan of the slices no pending write, compaction or clustering holds (None: nothing to do)."""
+        from engine.errors import ConcurrentWriteError
+        from engine.services import compaction as compaction_service
+        from engine.services.occ import pending_write_groups
+        from engine.services.repair import is_writer_gone
+        from engine.table.compaction_plan import pending_compactions, read_plan
+        from engine.table.heartbeat import heartbeat_file
+
+        cfg, storage = self.config, self.meta.storage
+
+        def running(time: str) -> bool:
+            return storage.exists(heartbeat_file(time)) and not is_writer_gone(
+                storage, time, cfg.heartbeat_interval_ms, cfg.heartbeat_tolerable_misses
+            )
+
+        timeline = self.meta.timeline()
+        if instant is not None:
+            try:
+                plan = read_plan(self.meta, instant)
+            except FileNotFoundError as exc:
+                raise InstantNotFoundError(f"no compaction plan {instant} in {storage.base_uri}") from exc
+            if running(instant):
+                raise ConcurrentWriteError(f"compaction {instant} of {storage.base_uri} is being run by another process")
+            return plan
+        free = [p for p in pending_compactions(self.meta, timeline) if not running(p.instant)]
+        if free:
+            return free[0]
+        return compaction_service.schedule_compaction(
+            self.meta, timeline, fence=None, exclude=pending_write_groups(self.meta, timeline)
+        )
 
     def compact(self, dry_run: bool = False, spark: object = None) -> CompactionPlan | CompactionResult | None:
         """Schedule and run a compaction (the plan alone in a dry run)."""
@@ -244,8 +305,8 @@ class Maintenance:
 class _RecordingTransaction(Transaction):
     """A Transaction that leaves its repair report on the Maintenance object (`last_repair`)."""
 
-    def __init__(self, owner: Maintenance, purpose: str, index: Index | None) -> None:
-        super().__init__(owner.meta, owner.config, index, purpose)
+    def __init__(self, owner: Maintenance, purpose: str, index: Index | None, service: bool = True) -> None:
+        super().__init__(owner.meta, owner.config, index, purpose, service)
         self._owner = owner
 
     def __enter__(self) -> Transaction:

@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from engine.errors import WriteConflictError
+from engine.errors import CorruptTableError, WriteConflictError
 from engine.table.clustering import pending_clustering
 from engine.table.compaction_plan import read_plan
 from engine.table.meta_client import MetaClient
@@ -34,9 +34,20 @@ from engine.write.conflicts import (
 _SAMPLE = 5
 
 
-def seen(timeline: Timeline) -> frozenset[str]:
-    """The completed instant times of the timeline a writer based its write on."""
-    return frozenset(i.time for i in timeline.instants if i.is_completed)
+@dataclass(frozen=True)
+class Seen:
+    """What a writer saw when it read the table: the completed and the pending instant times."""
+
+    completed: frozenset[str]
+    pending: frozenset[str]
+
+
+def seen(timeline: Timeline) -> Seen:
+    """The instants of the timeline a writer based its write on."""
+    return Seen(
+        frozenset(i.time for i in timeline.instants if i.is_completed),
+        frozenset(i.time for i in timeline.instants if not i.is_completed),
+    )
 
 
 @dataclass(frozen=True)
@@ -53,12 +64,13 @@ def check(
     action: Action,
     operation: str,
     groups: Iterable[Group],
-    seen_completed: frozenset[str],
+    started: Seen,
 ) -> CheckResult:
     """Raise WriteConflictError if write `instant` may not commit (see the module docstring)."""
     timeline = meta.timeline()
     mine = ConcurrentOperation(instant, action, State.INFLIGHT, operation.upper(), frozenset(groups))
-    candidates = candidate_instants(timeline, seen_completed, instant)
+    seen_completed = started.completed
+    candidates = candidate_instants(timeline, seen_completed, instant, started.pending)
     clustering = {c.instant.time: c.groups for c in pending_clustering(meta, timeline)} if candidates else {}
     others = []
     for inst in candidates:
@@ -68,7 +80,7 @@ def check(
             others.append(ConcurrentOperation.of_compaction(inst, read_plan(meta, inst.time).groups))
         elif inst.time in clustering:
             others.append(ConcurrentOperation.of_clustering(inst, clustering[inst.time]))
-    hit = find_conflict(mine, others)
+    hit = find_conflict(mine, others, started.pending)
     if hit is not None:
         other, both = hit
         sample = sorted(both)[:_SAMPLE]
@@ -98,8 +110,28 @@ def check(
     return CheckResult(tuple(o.instant for o in others if o.state is State.COMPLETED))
 
 
+def pending_write_groups(meta: MetaClient, timeline: Timeline) -> frozenset[Group]:
+    """The file groups the pending writes name in their inflight files (their planned buckets):
+    what a compaction scheduled beside them must leave out. A bulk_insert's inflight names none
+    (it writes new file groups only)."""
+    from engine.table.commit_metadata import CommitMetadata
+
+    groups: set[Group] = set()
+    for inst in timeline.pending.instants:
+        if inst.action not in (Action.COMMIT, Action.DELTA_COMMIT, Action.REPLACE_COMMIT) or not inst.is_inflight:
+            continue
+        try:
+            metadata = CommitMetadata.from_bytes(meta.read_instant(inst))
+        except FileNotFoundError:
+            continue  # completed or rolled back meanwhile
+        except CorruptTableError:
+            continue  # not a write's metadata (a clustering Apache Hudi runs: its plan's groups count elsewhere)
+        groups.update(ConcurrentOperation.of_commit(inst, metadata).groups)
+    return frozenset(groups)
+
+
 def _verb(other: ConcurrentOperation) -> str:
     return "completed" if other.state is State.COMPLETED else "was scheduled"
 
 
-__all__ = ["CheckResult", "check", "seen"]
+__all__ = ["CheckResult", "Seen", "check", "pending_write_groups", "seen"]

@@ -49,7 +49,7 @@ class WriteGuard:
 
     tx: Transaction
     _heartbeat: Heartbeat | None = field(default=None, init=False)
-    _seen: frozenset[str] = field(default=frozenset(), init=False)
+    _seen: occ.Seen = field(default=occ.Seen(frozenset(), frozenset()), init=False)
 
     @property
     def meta(self) -> MetaClient:
@@ -123,11 +123,16 @@ class Transaction:
     the instant, and from the commit check to the end (index update, completion, automatic
     services); the write's files are written without it, beside other writers."""
 
-    def __init__(self, meta: MetaClient, config: WriteConfig, index: Index | None, purpose: str) -> None:
+    def __init__(
+        self, meta: MetaClient, config: WriteConfig, index: Index | None, purpose: str, service: bool = False
+    ) -> None:
         self.meta = meta
         self.config = config
         self.index = index
         self.purpose = purpose
+        # a table service (rollback, clean, archival...) holds the lock for its whole run in either
+        # mode; under OCC its repair is lazy too (another writer's live instant is left alone)
+        self.service = service
         self.lock: TableLock | None = None
         self.repair_report: RepairReport | None = None
         self.services: dict[str, object] = {}
@@ -135,7 +140,8 @@ class Transaction:
 
     @property
     def optimistic(self) -> bool:
-        return self.config.optimistic
+        """Whether the lock is released between the steps (a write, or a compaction run, under OCC)."""
+        return self.config.optimistic and not self.service
 
     def take_lock(self, step: str = "") -> None:
         """Acquire the table lock (waiting up to the configured wait) unless held."""
@@ -174,7 +180,7 @@ class Transaction:
                 self.config.heartbeat_tolerable_misses,
                 fence=self.fence,
                 metadata_enable=self.config.metadata_enable,
-                lazy=self.optimistic,
+                lazy=self.config.optimistic,
             )
         except BaseException:
             self.release_lock()

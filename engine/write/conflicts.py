@@ -11,8 +11,10 @@ Pure: instants, commit metadata and plans in, a decision out; no Spark, no I/O.
   every write stat, plus the groups a replacecommit replaces; a pending compaction's plan
   operations; a pending clustering's input slices.
 - **Conflict** (`find_conflict`): the two sets intersect. Resolved (no conflict) when the other
-  is a compaction with an earlier instant (it rewrote slices this write appended to after it), or
-  when this write is a log compaction; otherwise the write must fail.
+  is a compaction this write saw pending when it started (Hudi: one with an earlier instant),
+  whose new slices this write appended to, or when this write is a log compaction; otherwise the
+  write must fail. This engine's writers read the table before they claim their instant, so
+  "scheduled after the writer started" is judged by the instants on the timeline it read.
 - **Rolled-back reads** (`rolled_back_reads`, ours: Hudi has no such check): a rollback or restore
   completed since this writer started that undid a commit this writer saw completed. The writer
   may have merged that commit's records into its files, which would bring them back.
@@ -67,12 +69,16 @@ class ConcurrentOperation:
         return f"{self.operation.lower()} {self.instant} ({self.action.value}, {self.state.value})"
 
 
-def candidate_instants(timeline: Timeline, seen_completed: frozenset[str], current: str) -> list[Instant]:
+def candidate_instants(
+    timeline: Timeline, seen_completed: frozenset[str], current: str, seen_pending: frozenset[str] | None = None
+) -> list[Instant]:
     """The instants a write `current` must be checked against when it commits: writes completed
     that were not completed when it started (`seen_completed`: the completed instant times of
-    its starting timeline), and pending compaction / clustering scheduled after `current`. (A
-    pending replacecommit may also be an insert_overwrite; the caller keeps only those whose plan
-    is a clustering.)
+    its starting timeline), and pending compaction / clustering scheduled after it started: not on
+    its starting timeline (`seen_pending`: that timeline's pending instant times), or, without
+    `seen_pending`, scheduled at a later instant than `current` (Apache Hudi's test, right where a
+    writer claims its instant before reading the table). (A pending replacecommit may also be an
+    insert_overwrite; the caller keeps only those whose plan is a clustering.)
 
     Apache Hudi's version-6 writers take the writes completed *after the last completed instant*
     they saw, by instant time; a write with an earlier instant time that completes later (it
@@ -85,8 +91,10 @@ def candidate_instants(timeline: Timeline, seen_completed: frozenset[str], curre
         if i.is_completed and i.action in _WRITES:
             if i.time not in seen_completed:
                 out.append(i)
-        elif not i.is_completed and i.action in _SERVICES and i.time > current:
-            out.append(i)
+        elif not i.is_completed and i.action in _SERVICES:
+            unseen = i.time not in seen_pending if seen_pending is not None else i.time > current
+            if unseen:
+                out.append(i)
     return out
 
 
@@ -95,18 +103,23 @@ def has_conflict(mine: ConcurrentOperation, other: ConcurrentOperation) -> bool:
     return bool(mine.groups & other.groups)
 
 
-def is_resolved(mine: ConcurrentOperation, other: ConcurrentOperation) -> bool:
-    """Whether an overlap between `mine` and `other` may still commit (Hudi's `resolveConflict`)."""
+def is_resolved(mine: ConcurrentOperation, other: ConcurrentOperation, seen_pending: frozenset[str] | None = None) -> bool:
+    """Whether an overlap between `mine` and `other` may still commit (Hudi's `resolveConflict`):
+    the other is a compaction this write planned around — one it saw pending when it started
+    (`seen_pending`), or, without that, one with an earlier instant (Hudi's test) — so its logs went
+    to the slice the compaction starts; or this write is a log compaction."""
     if other.operation == COMPACT:
-        return other.instant < mine.instant
+        return other.instant in seen_pending if seen_pending is not None else other.instant < mine.instant
     return mine.action is Action.LOG_COMPACTION
 
 
-def find_conflict(mine: ConcurrentOperation, others: Iterable[ConcurrentOperation]) -> tuple[ConcurrentOperation, frozenset[Group]] | None:
+def find_conflict(
+    mine: ConcurrentOperation, others: Iterable[ConcurrentOperation], seen_pending: frozenset[str] | None = None
+) -> tuple[ConcurrentOperation, frozenset[Group]] | None:
     """The first operation (by instant) that conflicts with `mine` and the groups both touched;
     None when `mine` may commit."""
     for other in sorted(others, key=lambda o: o.instant):
-        if other.instant == mine.instant or not has_conflict(mine, other) or is_resolved(mine, other):
+        if other.instant == mine.instant or not has_conflict(mine, other) or is_resolved(mine, other, seen_pending):
             continue
         return other, mine.groups & other.groups
     return None

@@ -225,3 +225,70 @@ def test_two_writers_at_random_times_leave_the_model_of_their_commits(spark, tmp
     assert data(t) == oracle(t) == sorted(model.values()), seed
     assert sorted(i.time for i in t.timeline().completed_writes)[1:] == sorted(c[0] for c in committed)
     assert_clean_table(t)
+
+
+def _mor(spark, path: Path) -> Table:
+    """A merge-on-read table whose two file groups (paris, rome) have log files to compact."""
+    t = make(spark, path, table_type="MERGE_ON_READ")
+    t.upsert(spark.createDataFrame([(1, "a2", "paris", 2), (2, "b2", "rome", 2)], SCHEMA), options=OCC)
+    return t
+
+
+def _pause_here(monkeypatch, folder: Path, point: str) -> None:
+    from engine import failpoints
+
+    folder.mkdir()
+    monkeypatch.setenv(failpoints.ENV_PAUSE, point)
+    monkeypatch.setenv(failpoints.ENV_PAUSE_DIR, str(folder))
+
+
+def test_a_compaction_process_beside_a_writer_leaves_out_its_file_group(spark, tmp_path, monkeypatch):
+    """A write in flight (this process, paused with its log file written) and a compaction in
+    another process: the plan leaves the write's file group out, both complete."""
+    import threading
+
+    t = _mor(spark, tmp_path / "t")
+    _pause_here(monkeypatch, tmp_path / "me", "write.before_commit_lock")
+    thread = threading.Thread(target=lambda: t.upsert(spark.createDataFrame([(1, "me", "paris", 3)], SCHEMA), options=OCC))
+    thread.start()
+    deadline = time.monotonic() + 120
+    while not (tmp_path / "me" / "write.before_commit_lock.reached").exists():
+        assert thread.is_alive() and time.monotonic() < deadline
+        time.sleep(0.05)
+    (mine,) = [i.time for i in t.timeline().pending]
+    code, ops, err = finish(start_writer({"path": t.path, "action": "run_compaction", "options": OCC}))
+    assert code == 0 and ops[0]["error"] is None, err[-3000:]
+    (compaction,) = [i for i in t.timeline().completed_writes if i.time > mine]
+    assert t.maintenance.compaction_plans() == []  # completed
+    stats = t.commit_metadata(compaction.time).write_stats
+    assert {s.partitionPath for s in stats} == {"rome"}  # paris: the write in flight holds it
+    resume(tmp_path / "me")
+    thread.join(120)
+    assert not thread.is_alive()
+    expected = [(1, "me", "paris", 3), (2, "b2", "rome", 2)]
+    assert data(t) == oracle(t) == expected
+    assert t.timeline().get(mine).is_completed
+    assert_clean_table(t)
+
+
+def test_a_writer_beside_a_running_compaction_appends_to_the_slices_it_starts(spark, tmp_path):
+    """A compaction process paused with its base files written; this process upserts the same
+    file groups (log files on the slices the compaction starts) and commits; then the compaction
+    completes, and the update stays on top of the compacted base."""
+    t = _mor(spark, tmp_path / "t")
+    proc = start_writer({"path": t.path, "action": "run_compaction", "options": OCC}, tmp_path,
+                        point="compaction.before_complete")
+    wait_paused(proc, tmp_path, "compaction.before_complete")
+    (compaction,) = [i.time for i in t.timeline().pending]
+    r = t.upsert(spark.createDataFrame([(1, "w", "paris", 4), (2, "w", "rome", 4)], SCHEMA), options=OCC)
+    assert r.instant > compaction
+    resume(tmp_path, "compaction.before_complete")
+    code, ops, err = finish(proc)
+    assert code == 0 and ops[0]["error"] is None, err[-3000:]
+    timeline = t.timeline()
+    assert timeline.get(compaction).is_completed and not list(timeline.pending)
+    groups = t.file_system_view().groups
+    assert all(g.latest_slice.base_instant == compaction and g.latest_slice.log_files for g in groups)
+    expected = [(1, "w", "paris", 4), (2, "w", "rome", 4)]
+    assert data(t) == oracle(t) == expected
+    assert_clean_table(t)

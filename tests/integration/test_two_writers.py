@@ -5,38 +5,24 @@ from __future__ import annotations
 
 import json
 import os
-import signal
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from engine import Table
 from engine.table.lock import TableLock
-from tests.integration.test_crash import FAST, ROOT, SCHEMA, _wait_group_gone, data, oracle, run_writer
+from tests.integration.test_concurrency import finish as finish_writer
+from tests.integration.test_concurrency import start_writer
+from tests.integration.test_crash import FAST, SCHEMA, data, oracle, run_writer
 
 pytestmark = pytest.mark.spark
 
 
-def start_writer(job: dict) -> subprocess.Popen:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("HOODIE_FAILPOINT")}
-    env["PYTHONPATH"] = str(ROOT) + os.pathsep + env.get("PYTHONPATH", "")
-    return subprocess.Popen(
-        [sys.executable, "-m", "tests.support.writer_process", json.dumps(job)],
-        cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True,
-    )
-
-
 def finish(proc: subprocess.Popen, timeout: float = 300) -> list[dict]:
-    try:
-        out, err = proc.communicate(timeout=timeout)
-    except subprocess.TimeoutExpired:
-        os.killpg(proc.pid, signal.SIGKILL)
-        raise
-    _wait_group_gone(proc.pid)
-    assert proc.returncode == 0, err[-3000:]
-    return [json.loads(line) for line in out.splitlines() if line.startswith("{")]
+    code, ops, err = finish_writer(proc, timeout)
+    assert code == 0, err[-3000:]
+    return ops
 
 
 def test_two_processes_upsert_at_once_without_losing_an_update(spark, tmp_path):

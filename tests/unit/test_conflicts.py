@@ -75,3 +75,25 @@ def test_clustering_conflicts_and_log_compaction_resolves() -> None:
     assert find_conflict(mine, [cluster]) == (cluster, frozenset({("p1", "a-0")}))
     log_compaction = ConcurrentOperation(T2, Action.LOG_COMPACTION, State.INFLIGHT, "LOG_COMPACT", frozenset({("p1", "a-0")}))
     assert find_conflict(log_compaction, [_write(T1, [("p1", "a-0")], action=Action.DELTA_COMMIT)]) is None
+
+
+def test_services_are_judged_by_the_timeline_the_writer_read() -> None:
+    """Our writers read the table before they claim their instant: a compaction scheduled in
+    between has an earlier instant than the write, yet the write did not plan around it."""
+    tl = Timeline.from_instants([
+        Instant(T1, Action.COMPACTION, State.REQUESTED),  # pending when we read the table
+        Instant(T2, Action.COMPACTION, State.REQUESTED),  # scheduled after we read, before our claim
+        Instant(T3, Action.DELTA_COMMIT, State.INFLIGHT),  # us
+    ])
+    assert [i.time for i in candidate_instants(tl, frozenset(), T3, frozenset({T1}))] == [T2]
+    assert candidate_instants(tl, frozenset(), T3) == []  # Hudi's instant-time test misses T2
+    mine = _write(T3, [("p1", "a-0")], action=Action.DELTA_COMMIT, state=State.INFLIGHT)
+    planned_around = ConcurrentOperation.of_compaction(Instant(T1, Action.COMPACTION, State.REQUESTED), [("p1", "a-0")])
+    unseen = ConcurrentOperation.of_compaction(Instant(T2, Action.COMPACTION, State.REQUESTED), [("p1", "a-0")])
+    assert find_conflict(mine, [planned_around], frozenset({T1})) is None
+    assert find_conflict(mine, [unseen], frozenset({T1})) == (unseen, frozenset({("p1", "a-0")}))
+    # completed since we started: resolved only if we saw it pending (our logs went to its new slices)
+    done = ConcurrentOperation.of_commit(Instant(T2, Action.COMMIT, State.COMPLETED), CommitMetadata(
+        _meta([("p1", "a-0")]).partition_to_write_stats, "UNKNOWN", compacted=True))
+    assert find_conflict(mine, [done], frozenset({T2})) is None
+    assert find_conflict(mine, [done], frozenset({T1})) is not None
