@@ -39,6 +39,7 @@ SPARK_MODULES = {
     "engine.write.index_rows",
     "engine.write.one_job",
     "engine.write.bulk_stream",
+    "engine.write.occ_keys",
     "engine.write.prepare",
     "engine.write.tagging",
     "engine.write.tasks",
