@@ -50,6 +50,17 @@ def _int(value: str | None, default: int) -> int:
     return number
 
 
+def _concurrency_mode(value: str | None) -> str:
+    """CONSOLE_CONCURRENCY_MODE: SINGLE_WRITER (default) or OPTIMISTIC_CONCURRENCY_CONTROL, as
+    the engine's `hoodie.write.concurrency.mode` takes it (a bad value stops the console at start)."""
+    from engine.config.write_config import CONCURRENCY_MODES, SINGLE_WRITER
+
+    mode = (value or SINGLE_WRITER).strip().upper()
+    if mode not in CONCURRENCY_MODES:
+        raise ValueError(f"CONSOLE_CONCURRENCY_MODE must be one of {', '.join(CONCURRENCY_MODES)}, not {value!r}")
+    return mode
+
+
 def split_roots(value: str) -> list[str]:
     """`CONSOLE_WAREHOUSE_ROOTS`: comma-separated local paths or s3://bucket/prefix URIs.
 
@@ -91,6 +102,8 @@ class Settings:
     lockout_attempts: int = 5
     lockout_window_min: int = 15
     lockout_min: int = 15
+    # hoodie.write.concurrency.mode of the console's writes and services (engine.config.write_config)
+    concurrency_mode: str = "SINGLE_WRITER"
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> Settings:
@@ -124,6 +137,7 @@ class Settings:
             lockout_attempts=_int(env.get("CONSOLE_LOCKOUT_ATTEMPTS"), 5),
             lockout_window_min=_int(env.get("CONSOLE_LOCKOUT_WINDOW_MIN"), 15),
             lockout_min=_int(env.get("CONSOLE_LOCKOUT_MIN"), 15),
+            concurrency_mode=_concurrency_mode(env.get("CONSOLE_CONCURRENCY_MODE")),
         )
 
     def flask_config(self) -> dict[str, object]:
@@ -156,6 +170,7 @@ class Settings:
             "CONSOLE_MAX_UPLOAD_ROWS": self.max_upload_rows,
             "CONSOLE_MAX_UPLOAD_DECODED_MB": self.max_upload_decoded_mb,
             "CONSOLE_MAX_JOBS_PER_USER": self.max_jobs_per_user,
+            "CONSOLE_CONCURRENCY_MODE": self.concurrency_mode,
         }
 
 

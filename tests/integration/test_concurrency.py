@@ -100,15 +100,31 @@ def resume(pause: Path, point: str = "write.before_commit_lock", timeout: float 
         time.sleep(0.02)
 
 
-def test_a_paused_writer_commits_beside_another_loses_on_its_file_group_and_on_its_new_key(spark, tmp_path):
-    """One writer process, three writes, each paused with its files written while this process
-    writes: on another file group (both commit), on the same file group (the paused one fails),
-    and the same new key into new file groups (the RECORD index's key check fails it)."""
-    t = make(spark, tmp_path / "t", index="RECORD", record_index_buckets=2)
+def logs_on_disk(t: Table) -> set[str]:
+    return {str(p.relative_to(t.path)) for p in Path(t.path).rglob("*.log.*") if ".hoodie" not in p.parts}
+
+
+def logs_committed(t: Table) -> set[str]:
+    return {s.path for i in t.timeline().completed_writes for s in t.commit_metadata(i.time).write_stats
+            if s.path and ".log." in s.path}
+
+
+def test_a_paused_writer_beside_other_writers_and_the_consoles_compaction(spark, tmp_path):
+    """One ingestion process, four writes to a merge-on-read table, each paused with its files
+    written while this process acts: a write on another file group (both commit), one on the same
+    file group (the paused one fails), the same new key into new file groups (the RECORD index's
+    key check fails it), and a compaction run by the console's job runner under
+    `CONSOLE_CONCURRENCY_MODE=OPTIMISTIC_CONCURRENCY_CONTROL` (its plan leaves the paused write's
+    file group out; both complete)."""
+    from webui.jobs.operations import Operations
+    from webui.jobs.progress import JobReporter
+
+    t = make(spark, tmp_path / "t", index="RECORD", record_index_buckets=2, table_type="MERGE_ON_READ")
     batches = [
         [[1, "w1", "paris", 5]],
         [[1, "w1", "paris", 6], [3, "w1", "lima", 6]],
         [[7, "w1", "lyon", 6]],
+        [[1, "ingest", "paris", 8]],
     ]
     proc = start_writer({**job(t, []), "batches": batches}, tmp_path)
     model = {r[0]: r for r in SEED}
@@ -136,15 +152,31 @@ def test_a_paused_writer_commits_beside_another_loses_on_its_file_group_and_on_i
     wait_paused(proc, tmp_path)
     (third,) = [i.time for i in t.timeline().pending]
     assert second not in {i.time for i in t.timeline()}  # rolled back by its writer
-    assert instants_in_files(t) == files_before - {second} | {r2.instant, third}  # third: written, paused
+    # base files: the lima one went, the paused third write's is there; log files: each one a
+    # completed commit wrote (the second write's paris log is gone)
+    assert instants_in_files(t) == files_before - {second} | {third}
+    assert logs_on_disk(t) == logs_committed(t)
     assert not Path(t.path, "lima").exists()  # the partition it created is gone too
     r3 = t.upsert(spark.createDataFrame([(7, "w2", "lyon", 5), (8, "w2", "lyon", 5)], SCHEMA), options=OCC)
     model.update({7: (7, "w2", "lyon", 5), 8: (8, "w2", "lyon", 5)})
     resume(tmp_path)
 
+    # 4. the console compacts while the ingestion's write to paris is in flight
+    wait_paused(proc, tmp_path)
+    (fourth,) = [i.time for i in t.timeline().pending]
+    console = Operations(lambda: spark, {"hoodie.write.concurrency.mode": "OPTIMISTIC_CONCURRENCY_CONTROL"})
+    reporter = JobReporter(None, 1, table="trips")  # its monitor thread is not started: nothing to publish to
+    compaction = console.run("compaction", {}, t.path, reporter, None)["instant"]
+    assert compaction > fourth and t.timeline().get(compaction).is_completed
+    compacted = {s.partitionPath for s in t.commit_metadata(compaction).write_stats}
+    assert "rome" in compacted and "paris" not in compacted  # paris: the write in flight holds it
+    assert any(f"compaction {compaction} completed" in line for line in reporter.lines)
+    model[1] = (1, "ingest", "paris", 8)
+    resume(tmp_path)
+
     code, ops, err = finish(proc)
     assert code == 3, err[-3000:]
-    assert [op["instant"] for op in ops] == [first, None, None]
+    assert [op["instant"] for op in ops] == [first, None, None, fourth]
     assert ops[0]["error"] is None
     error = ops[1]["error"]
     assert error.startswith(f"WriteConflictError: write {second} conflicts with upsert {r2.instant}"), error
@@ -154,7 +186,12 @@ def test_a_paused_writer_commits_beside_another_loses_on_its_file_group_and_on_i
     assert ops[2]["error"].startswith(f"WriteConflictError: write {third} inserted record key(s) 7 "), ops[2]["error"]
     assert ops[2]["conflict"] == {"instant": third, "other": r3.instant, "groups": [], "keys": ["7"]}
     assert data(t) == oracle(t) == sorted(model.values())
-    assert [i.time for i in t.timeline().completed_writes][1:] == [first, r1.instant, r2.instant, r3.instant]
+    assert [i.time for i in t.timeline().completed_writes][1:] == [
+        first, r1.instant, r2.instant, r3.instant, fourth, compaction]
+    slices = {g.partition: g.latest_slice for g in t.file_system_view().groups}
+    assert slices["rome"].base_instant == compaction and not slices["rome"].log_files
+    assert slices["paris"].log_files  # to compact next time
+    assert logs_on_disk(t) == logs_committed(t)
     assert_clean_table(t)
     # the index names the one copy of 7: an update finds it
     r4 = t.upsert(spark.createDataFrame([(7, "w1", "lyon", 9)], SCHEMA), options=OCC)
@@ -232,43 +269,6 @@ def _mor(spark, path: Path) -> Table:
     t = make(spark, path, table_type="MERGE_ON_READ")
     t.upsert(spark.createDataFrame([(1, "a2", "paris", 2), (2, "b2", "rome", 2)], SCHEMA), options=OCC)
     return t
-
-
-def _pause_here(monkeypatch, folder: Path, point: str) -> None:
-    from engine import failpoints
-
-    folder.mkdir()
-    monkeypatch.setenv(failpoints.ENV_PAUSE, point)
-    monkeypatch.setenv(failpoints.ENV_PAUSE_DIR, str(folder))
-
-
-def test_a_compaction_process_beside_a_writer_leaves_out_its_file_group(spark, tmp_path, monkeypatch):
-    """A write in flight (this process, paused with its log file written) and a compaction in
-    another process: the plan leaves the write's file group out, both complete."""
-    import threading
-
-    t = _mor(spark, tmp_path / "t")
-    _pause_here(monkeypatch, tmp_path / "me", "write.before_commit_lock")
-    thread = threading.Thread(target=lambda: t.upsert(spark.createDataFrame([(1, "me", "paris", 3)], SCHEMA), options=OCC))
-    thread.start()
-    deadline = time.monotonic() + 120
-    while not (tmp_path / "me" / "write.before_commit_lock.reached").exists():
-        assert thread.is_alive() and time.monotonic() < deadline
-        time.sleep(0.05)
-    (mine,) = [i.time for i in t.timeline().pending]
-    code, ops, err = finish(start_writer({"path": t.path, "action": "run_compaction", "options": OCC}))
-    assert code == 0 and ops[0]["error"] is None, err[-3000:]
-    (compaction,) = [i for i in t.timeline().completed_writes if i.time > mine]
-    assert t.maintenance.compaction_plans() == []  # completed
-    stats = t.commit_metadata(compaction.time).write_stats
-    assert {s.partitionPath for s in stats} == {"rome"}  # paris: the write in flight holds it
-    resume(tmp_path / "me")
-    thread.join(120)
-    assert not thread.is_alive()
-    expected = [(1, "me", "paris", 3), (2, "b2", "rome", 2)]
-    assert data(t) == oracle(t) == expected
-    assert t.timeline().get(mine).is_completed
-    assert_clean_table(t)
 
 
 def test_a_writer_beside_a_running_compaction_appends_to_the_slices_it_starts(spark, tmp_path):

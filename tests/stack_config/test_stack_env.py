@@ -31,6 +31,8 @@ NOT_SET_IN_STACK = {
     "HOODIE_DEBUG": "CLI tracebacks, for debugging",
     "HOODIE_FAILPOINT": "crash tests only",
     "HOODIE_FAILPOINT_PGID": "crash tests only",
+    "HOODIE_PAUSEPOINT": "concurrency tests only",
+    "HOODIE_PAUSEPOINT_DIR": "concurrency tests only",
     # the console's optional settings (webui/config.py and its CLI, as on the console branch)
     "CONSOLE_SECURE_COOKIES": "Secure cookies behind TLS; the local stack serves plain HTTP",
     "CONSOLE_LOGIN_LIMIT": "login throttling rate per address (default 10 per minute), counted in the database",
@@ -44,6 +46,8 @@ NOT_SET_IN_STACK = {
     "CONSOLE_MAX_UPLOAD_ROWS": "bound on one upload's rows; the default (1,000,000) suits the local stack",
     "CONSOLE_MAX_UPLOAD_DECODED_MB": "bound on one upload once decoded; the default (256) suits the local stack",
     "CONSOLE_MAX_JOBS_PER_USER": "queued/running preview or write jobs per user; the default (4) suits the local stack",
+    "CONSOLE_CONCURRENCY_MODE": "the console's hoodie.write.concurrency.mode; the default (SINGLE_WRITER) suits a "
+                                "stack where only the console writes",
     "CONSOLE_URL": "the console's address as tests/stack and the demo's printed links see it: set for "
                    "stack-test only; elsewhere the demo prints http://127.0.0.1:$CONSOLE_PORT (default 8000), "
                    "what a browser on the host opens",
@@ -53,8 +57,10 @@ NOT_SET_IN_STACK = {
 INDIRECT = {
     "engine/storage/s3.py": ({v for names in S3_ENV_VARS.values() for v in names},
                              "value = given.get(key) or next((os.environ[v] for v in env_vars if os.environ.get(v)), None)"),
-    "engine/failpoints.py": ({failpoints.ENV_POINT, failpoints.ENV_PGID},
-                             "if os.environ.get(ENV_POINT) != point:", "pgid = os.environ.get(ENV_PGID)"),
+    "engine/failpoints.py": ({failpoints.ENV_POINT, failpoints.ENV_PGID, failpoints.ENV_PAUSE, failpoints.ENV_PAUSE_DIR},
+                             "if os.environ.get(ENV_POINT) != point:", "pgid = os.environ.get(ENV_PGID)",
+                             "if os.environ.get(ENV_PAUSE) == point and os.environ.get(ENV_PAUSE_DIR):",
+                             "_pause(point, os.environ[ENV_PAUSE_DIR])"),
     # the console (once merged): its test hold point, and a generic reader its callers name
     "webui/jobs/progress.py": ({"CONSOLE_TEST_HOLD_AT"},
                                'hold, _, table = (os.environ.get(HOLD_ENV) or "").partition("@")'),

@@ -46,8 +46,10 @@ def _default(v: Any) -> Any:
 class Operations:
     """Runs one job's operation; `spark_factory` builds the one SparkSession on first need."""
 
-    def __init__(self, spark_factory: Callable[[], Any]) -> None:
+    def __init__(self, spark_factory: Callable[[], Any], options: dict[str, str] | None = None) -> None:
         self._spark_factory = spark_factory
+        # write options of every write and service (the console's hoodie.write.concurrency.mode)
+        self.options = dict(options or {})
 
     def spark(self) -> Any:
         return self._spark_factory()
@@ -76,7 +78,7 @@ class Operations:
         try:
             df = spark.createDataFrame(batch)
             table = Table(spark, meta)
-            result = getattr(table, operation)(df, progress=reporter)
+            result = getattr(table, operation)(df, options=self.options, progress=reporter)
         finally:
             sc.setLocalProperty("spark.jobGroup.id", None)  # type: ignore[arg-type]
         reporter.log(f"committed instant {result.instant}" if result.instant else "nothing to commit (empty batch)")
@@ -136,7 +138,7 @@ class Operations:
                     f"the table changed after the plan was confirmed (timeline {expected} is now {now}); "
                     "nothing was done: preview the operation again")
         reporter.check_cancel()
-        m = Maintenance(meta)
+        m = Maintenance(meta, self.options)
         instant = params.get("instant")
         reporter(f"{operation} {instant or ''}".strip())
         if operation == "rollback":

@@ -46,7 +46,8 @@ class Runner:
         self._spark: Any = None
         self._stop = threading.Event()
         self._current: JobReporter | None = None
-        self.operations = Operations(self._get_spark)
+        mode = app.config.get("CONSOLE_CONCURRENCY_MODE") or "SINGLE_WRITER"
+        self.operations = Operations(self._get_spark, {"hoodie.write.concurrency.mode": mode})
 
     # ---- Spark -----------------------------------------------------------------------------------
     def _get_spark(self) -> Any:
