@@ -44,6 +44,7 @@ from engine.spark.jobs import job_group
 from engine.table.file_names import new_file_id_stem, task_file_id_prefix, write_token
 from engine.timeline.instant import Action
 from engine.write import commit as commit_protocol
+from engine.write import guarded
 from engine.write.bulk_files import write_task_files
 from engine.write.file_writer import WriteContext
 from engine.write.operation import Operation, WriteResult
@@ -95,7 +96,7 @@ def run(job: WriteJob, df: DataFrame, started: float, action: Action) -> WriteRe
     stem = new_file_id_stem()
     record_size = job.record_size(timeline)
     rows_per_file = max(1, job.config.max_file_size // max(1, record_size))
-    pending = job._claim(timeline, lambda tl: commit_protocol.start(
+    pending = guarded.claim(job, timeline, lambda tl: commit_protocol.start(
         job.meta, tl, job.operation, WritePlan((), {}, record_size), action, file_id_stems=[stem]
     ))
     instant = pending.instant
@@ -123,14 +124,14 @@ def run(job: WriteJob, df: DataFrame, started: float, action: Action) -> WriteRe
             commit_protocol.abort(job.meta, pending)
         else:
             commit_protocol.remove_debris(job.meta, pending, written)
-            job._before_commit(pending, written)  # new file groups only: no file-group conflict, but the lock
+            guarded.before_commit(job, pending, written)  # new file groups only: no file-group conflict, but the lock
             failpoints.hit("write.before_complete")
             if job.guard is not None:
                 job.guard.before_complete()
             commit_protocol.complete(job.meta, pending, write_schema, written, absent, {})
             failpoints.hit("write.after_complete")
     except BaseException as exc:
-        job._undo(spark, pending, False, exc)
+        guarded.undo(job, spark, pending, False, exc)
     finally:
         if job.guard is not None:
             job.guard.finished()

@@ -17,7 +17,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from enum import Enum
-from typing import TYPE_CHECKING, NoReturn
+from typing import TYPE_CHECKING
 
 import pyarrow as pa
 from pyspark import StorageLevel
@@ -30,12 +30,12 @@ from engine.config.table_config import TableType
 from engine.config.write_config import WriteConfig
 from engine.data.columns import FILE_ID_COL, KEY_COL, OP_COL, OP_UPSERT, PART_COL
 from engine.data.slice_reader import SliceFiles, merge_mode_for
-from engine.errors import EngineError, InvalidInputError, StorageError, WriteConflictError
+from engine.errors import EngineError, InvalidInputError
 from engine.index.base import Index, TagContext
 from engine.read.reader import slice_merge
 from engine.read.scan import scan_parallelism
-from engine.spark.errors import task_error_message, translate
-from engine.spark.jobs import job_group, stop_tasks
+from engine.spark.errors import translate
+from engine.spark.jobs import job_group
 from engine.table.create import require_writable
 from engine.table.file_names import new_file_id
 from engine.table.fs_view import FileSystemView
@@ -49,7 +49,7 @@ from engine.table.schema import (
 )
 from engine.timeline.instant import Action
 from engine.timeline.timeline import CommittedInstants, Timeline
-from engine.write import bulk_stream, occ_keys, one_job
+from engine.write import bulk_stream, guarded, occ_keys, one_job
 from engine.write import commit as commit_protocol
 from engine.write.bucket_column import bucket_column, needs_numbering
 from engine.write.existing import existing_files
@@ -92,7 +92,6 @@ from engine.write.tagging import (
 from engine.write.tasks import BUCKET_COL, OUTCOME_SCHEMA, assign_buckets_task, write_bucket_task
 
 if TYPE_CHECKING:
-    from engine.services.occ import CheckResult
     from engine.services.transaction import WriteGuard
 
 
@@ -344,7 +343,7 @@ class WriteJob:
         spark = tag_ctx.spark
         replaced = self._replaced(batch) if self.operation.replaces else None
         action = Action.REPLACE_COMMIT if replaced is not None else write_action(self.meta.config.table_type)
-        pending = self._claim(batch.timeline, lambda tl: commit_protocol.start(
+        pending = guarded.claim(self, batch.timeline, lambda tl: commit_protocol.start(
             self.meta, tl, self.operation, plan, action, replaced=replaced
         ))
         instant = pending.instant
@@ -358,7 +357,7 @@ class WriteJob:
             # an APPEND bucket whose records were all stale (or deletes of absent keys) wrote no file
             written = [o for o in outcomes if o["path"]]
             commit_protocol.remove_debris(self.meta, pending, written)
-            checked = self._before_commit(pending, written)
+            checked = guarded.before_commit(self, pending, written)
             if self.index.wants_locations and located_of is not None:
                 located = located_of()
                 if checked is not None:
@@ -379,7 +378,7 @@ class WriteJob:
             )
             failpoints.hit("write.after_complete")
         except BaseException as exc:
-            self._undo(spark, pending, index_touched, exc)
+            guarded.undo(self, spark, pending, index_touched, exc)
         finally:
             if self.guard is not None:
                 self.guard.finished()
@@ -400,64 +399,6 @@ class WriteJob:
             seconds=round(time.monotonic() - started, 3),
             index_stats=index_stats,
         )
-
-    def _claim(
-        self, timeline: Timeline, start: Callable[[Timeline], commit_protocol.PendingCommit]
-    ) -> commit_protocol.PendingCommit:
-        """Claim the write's instant (through the transaction's guard: heartbeat, and under OCC the
-        lock for the claim and the starting point of the commit check)."""
-        if self.guard is None:
-            return start(timeline)
-        return self.guard.claim(timeline, start)
-
-    def _before_commit(self, pending: commit_protocol.PendingCommit, written: list[dict]) -> CheckResult | None:
-        """The guard's check once the files are written: the file groups this write touched (and
-        those it replaces) against what completed since it started (OCC), or the lock fence."""
-        if self.guard is None:
-            return None
-        groups = {(o["partition"], o["file_id"]) for o in written}
-        groups.update((p, f) for p, ids in (pending.replaced or {}).items() for f in ids)
-        return self.guard.before_commit(pending.instant, pending.action, pending.operation.value, groups)
-
-    def _undo(self, spark, pending: commit_protocol.PendingCommit, index_touched: bool, exc: BaseException) -> NoReturn:
-        """Stop the failed write's tasks, remove what it wrote, and raise a typed error saying so."""
-        instant = pending.instant
-        stop_tasks(spark, job_group(instant))
-        outcome = "failed and was rolled back"
-        try:
-            if self.guard is None or self.guard.holds_lock():
-                # remembered before anything goes: a straggler task may still write a file named
-                # with this instant, which archival deletes only as a known failed write's
-                commit_protocol.record_failure(self.meta, pending)
-            if self.guard is not None and not self.guard.holds_lock():
-                outcome = "failed; the table lock was lost, so it is left for the next writer's repair"
-                # the table is another writer's now: touch nothing; its repair rolls this
-                # instant back once our heartbeat (stopped below) has expired
-            elif index_touched and not commit_protocol.is_completed(self.meta, pending):
-                # the index may already hold this write's locations (deleted or moved keys):
-                # undo it like a rollback, which also reverts the index
-                from engine.services.rollback import undo_instant
-
-                replaced = {(p, f) for p, ids in (pending.replaced or {}).items() for f in ids}
-                undo_instant(self.meta, instant, pending.action, (), self.index, replaced=replaced)
-                commit_protocol.abort(self.meta, pending)
-            else:
-                commit_protocol.abort(self.meta, pending)
-        except Exception as cleanup:  # keep the original error; say what is left behind
-            exc.add_note(f"cleaning up instant {instant} also failed: {cleanup}")
-        if not isinstance(exc, Exception):
-            raise exc
-        if isinstance(exc, WriteConflictError) and outcome.endswith("rolled back"):
-            raise exc  # its message says the write was rolled back, its attributes name the other
-        typed = translate(exc)
-        detail = str(typed) if typed is not None else task_error_message(exc)
-        error_type = type(typed) if typed is not None else StorageError
-        try:
-            wrapped = error_type(f"write of instant {instant} {outcome}: {detail}")
-        except TypeError:  # an error type with extra constructor arguments: keep it as raised
-            exc.add_note(f"write of instant {instant} {outcome}")
-            raise exc from None
-        raise wrapped from exc
 
     # ------------------------------------------------------------------------------------
     def _combine(self) -> bool:

@@ -1,5 +1,6 @@
-"""Optimistic concurrency control with real processes: a writer process paused after writing its
-files (or killed at a step of its commit) while this process writes the same table.
+"""Optimistic concurrency control with real processes: a writer or compaction process paused with
+its files written (or killed at a step of its commit) while this process writes the same table,
+locally and on S3 (moto).
 
 Each case: the table afterwards equals a model of the committed writes, hudi-rs agrees, no file of
 a failed instant is left, and the writer that lost got `WriteConflictError`.
@@ -292,3 +293,70 @@ def test_a_writer_beside_a_running_compaction_appends_to_the_slices_it_starts(sp
     expected = [(1, "w", "paris", 4), (2, "w", "rome", 4)]
     assert data(t) == oracle(t) == expected
     assert_clean_table(t)
+
+
+def test_on_s3_a_compaction_process_and_two_writers(spark, s3_server, tmp_path, monkeypatch):
+    """The same rules on S3 (moto: the lock and the timeline by conditional puts): a compaction
+    process paused before completing while this process upserts its groups, then two writers on
+    one file group (the second, paused in a thread, fails)."""
+    import threading
+
+    from engine import failpoints
+    from engine.errors import WriteConflictError
+    from tests.support import hudi_rs
+
+    bucket = s3_server.create_bucket()
+    uri = f"s3://{bucket}/lake/trips"
+    opts = s3_server.storage_options()
+    t = Table.create(spark, uri, name="trips", record_key="id", partition_fields="city", precombine_field="ts",
+                     table_type="MERGE_ON_READ", storage_options=opts)
+    t.upsert(spark.createDataFrame(SEED, SCHEMA), options=OCC)
+    t.upsert(spark.createDataFrame([(1, "a2", "paris", 2), (2, "b2", "rome", 2)], SCHEMA), options=OCC)
+
+    def snapshot() -> list[tuple]:
+        ours = data(Table.open(spark, uri, storage_options=opts))
+        theirs = sorted((r["id"], r["name"], r["city"], r["ts"])
+                        for r in hudi_rs.snapshot(uri, storage_options=hudi_rs.s3_storage_options(s3_server.env())))
+        assert ours == theirs
+        return ours
+
+    for k, v in s3_server.env().items():
+        monkeypatch.setenv(k, v)  # the compaction process finds the bucket by AWS_* (as the CLI would)
+    proc = start_writer({"path": uri, "action": "run_compaction", "options": OCC}, tmp_path, point="compaction.before_complete")
+    wait_paused(proc, tmp_path, "compaction.before_complete")
+    (compaction,) = [i.time for i in t.timeline().pending]
+    r1 = t.upsert(spark.createDataFrame([(1, "w", "paris", 4)], SCHEMA), options=OCC)
+    resume(tmp_path, "compaction.before_complete")
+    code, ops, err = finish(proc)
+    assert code == 0 and ops[0]["error"] is None, err[-3000:]
+    assert t.timeline().get(compaction).is_completed and r1.instant > compaction
+    assert snapshot() == [(1, "w", "paris", 4), (2, "b2", "rome", 2)]
+
+    me = tmp_path / "me"
+    me.mkdir()
+    monkeypatch.setenv(failpoints.ENV_PAUSE, "write.before_commit_lock")
+    monkeypatch.setenv(failpoints.ENV_PAUSE_DIR, str(me))
+    caught: list[BaseException] = []
+
+    def paused_write() -> None:
+        try:
+            t.upsert(spark.createDataFrame([(2, "slow", "rome", 5)], SCHEMA), options=OCC)
+        except BaseException as exc:  # handed to the test thread
+            caught.append(exc)
+
+    thread = threading.Thread(target=paused_write)
+    thread.start()
+    deadline = time.monotonic() + 120
+    while not (me / "write.before_commit_lock.reached").exists():
+        assert thread.is_alive() and time.monotonic() < deadline
+        time.sleep(0.05)
+    monkeypatch.delenv(failpoints.ENV_PAUSE)
+    (slow,) = [i.time for i in t.timeline().pending]
+    r2 = t.upsert(spark.createDataFrame([(2, "fast", "rome", 6)], SCHEMA), options=OCC)
+    resume(me)
+    thread.join(120)
+    (exc,) = caught
+    assert isinstance(exc, WriteConflictError) and (exc.instant, exc.other) == (slow, r2.instant)
+    assert [g[0] for g in exc.groups] == ["rome"]
+    assert snapshot() == [(1, "w", "paris", 4), (2, "fast", "rome", 6)]
+    assert slow not in {i.time for i in t.timeline()} and not list(t.timeline().pending)

@@ -40,6 +40,7 @@ SPARK_MODULES = {
     "engine.write.one_job",
     "engine.write.bulk_stream",
     "engine.write.occ_keys",
+    "engine.write.guarded",
     "engine.write.prepare",
     "engine.write.tagging",
     "engine.write.tasks",

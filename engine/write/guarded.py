@@ -1,0 +1,86 @@
+"""A write's steps that go through its transaction's guard (`engine.services.transaction.WriteGuard`):
+claiming the instant, the check once the files are written (the lock fence, or under optimistic
+concurrency control the commit lock and the conflict check), and undoing a failed write.
+
+Shared by the planned and one-job writes (`engine.write.executor`) and the one-pass bulk_insert
+(`engine.write.bulk_stream`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, NoReturn
+
+from engine.errors import StorageError, WriteConflictError
+from engine.spark.errors import task_error_message, translate
+from engine.spark.jobs import job_group, stop_tasks
+from engine.timeline.timeline import Timeline
+from engine.write import commit as commit_protocol
+
+if TYPE_CHECKING:
+    from engine.services.occ import CheckResult
+    from engine.write.executor import WriteJob
+
+
+def claim(
+    job: WriteJob, timeline: Timeline, start: Callable[[Timeline], commit_protocol.PendingCommit]
+) -> commit_protocol.PendingCommit:
+    """Claim the write's instant (through the transaction's guard: heartbeat, and under OCC the
+    lock for the claim and the starting point of the commit check)."""
+    if job.guard is None:
+        return start(timeline)
+    return job.guard.claim(timeline, start)
+
+
+def before_commit(job: WriteJob, pending: commit_protocol.PendingCommit, written: list[dict]) -> CheckResult | None:
+    """The guard's check once the files are written: the file groups this write touched (and
+    those it replaces) against what completed since it started (OCC), or the lock fence."""
+    if job.guard is None:
+        return None
+    groups = {(o["partition"], o["file_id"]) for o in written}
+    groups.update((p, f) for p, ids in (pending.replaced or {}).items() for f in ids)
+    return job.guard.before_commit(pending.instant, pending.action, pending.operation.value, groups)
+
+
+def undo(job: WriteJob, spark: Any, pending: commit_protocol.PendingCommit, index_touched: bool, exc: BaseException) -> NoReturn:
+    """Stop the failed write's tasks, remove what it wrote, and raise a typed error saying so."""
+    instant = pending.instant
+    stop_tasks(spark, job_group(instant))
+    outcome = "failed and was rolled back"
+    try:
+        if job.guard is None or job.guard.holds_lock():
+            # remembered before anything goes: a straggler task may still write a file named
+            # with this instant, which archival deletes only as a known failed write's
+            commit_protocol.record_failure(job.meta, pending)
+        if job.guard is not None and not job.guard.holds_lock():
+            outcome = "failed; the table lock was lost, so it is left for the next writer's repair"
+            # the table is another writer's now: touch nothing; its repair rolls this
+            # instant back once our heartbeat (stopped below) has expired
+        elif index_touched and not commit_protocol.is_completed(job.meta, pending):
+            # the index may already hold this write's locations (deleted or moved keys):
+            # undo it like a rollback, which also reverts the index
+            from engine.services.rollback import undo_instant
+
+            replaced = {(p, f) for p, ids in (pending.replaced or {}).items() for f in ids}
+            undo_instant(job.meta, instant, pending.action, (), job.index, replaced=replaced)
+            commit_protocol.abort(job.meta, pending)
+        else:
+            commit_protocol.abort(job.meta, pending)
+    except Exception as cleanup:  # keep the original error; say what is left behind
+        exc.add_note(f"cleaning up instant {instant} also failed: {cleanup}")
+    if not isinstance(exc, Exception):
+        raise exc
+    if isinstance(exc, WriteConflictError) and outcome.endswith("rolled back"):
+        raise exc  # its message says the write was rolled back, its attributes name the other
+    typed = translate(exc)
+    detail = str(typed) if typed is not None else task_error_message(exc)
+    error_type = type(typed) if typed is not None else StorageError
+    try:
+        wrapped = error_type(f"write of instant {instant} {outcome}: {detail}")
+    except TypeError:  # an error type with extra constructor arguments: keep it as raised
+        exc.add_note(f"write of instant {instant} {outcome}")
+        raise exc from None
+    raise wrapped from exc
+
+
+__all__ = ["before_commit", "claim", "undo"]
