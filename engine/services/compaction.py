@@ -132,6 +132,43 @@ def schedule_compaction(
     return CompactionPlan(instant, plan.operations, plan.extra)
 
 
+def plan_beside_writers(
+    meta: MetaClient, heartbeat_interval_ms: int, tolerable_misses: int, instant: str | None = None
+) -> CompactionPlan | None:
+    """Optimistic concurrency control (the caller holds the table lock and starts the plan's
+    heartbeat before releasing it): `instant`'s plan, or the oldest pending plan, unless a live
+    process runs it (its heartbeat); else a new plan of the slices that no pending write (its
+    inflight file), compaction or clustering holds. None: nothing to do.
+
+    A pending write's log file is visible in the view (it is named with its slice's base instant)
+    but its blocks are not committed: a plan holding its group would merge the slice without them
+    and supersede the file, losing the write."""
+    from engine.errors import ConcurrentWriteError
+    from engine.services.occ import pending_write_groups
+    from engine.services.repair import is_writer_gone
+
+    storage = meta.storage
+
+    def running(time: str) -> bool:
+        return storage.exists(heartbeat_file(time)) and not is_writer_gone(
+            storage, time, heartbeat_interval_ms, tolerable_misses
+        )
+
+    timeline = meta.timeline()
+    if instant is not None:
+        try:
+            plan = read_plan(meta, instant)
+        except FileNotFoundError as exc:
+            raise InstantNotFoundError(f"no compaction plan {instant} in {storage.base_uri}") from exc
+        if running(instant):
+            raise ConcurrentWriteError(f"compaction {instant} of {storage.base_uri} is being run by another process")
+        return plan
+    free = [p for p in pending_compactions(meta, timeline) if not running(p.instant)]
+    if free:
+        return free[0]
+    return schedule_compaction(meta, timeline, exclude=pending_write_groups(meta, timeline))
+
+
 def deltacommits_since_compaction(timeline: Timeline) -> int:
     """Completed deltacommits after the last completed compaction (Hudi's NUM_COMMITS trigger)."""
     last = None

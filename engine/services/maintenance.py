@@ -220,7 +220,9 @@ class Maintenance:
         beat = self.config.heartbeat_interval_ms / 1000
         with self._tx("compaction", self._index(), service=False) as tx:
             with tx.locked("compaction schedule"):
-                plan = self._free_compaction_plan(instant)
+                plan = compaction_service.plan_beside_writers(
+                    self.meta, self.config.heartbeat_interval_ms, self.config.heartbeat_tolerable_misses, instant
+                )
                 if plan is None:
                     return None
                 heartbeat = Heartbeat.start(self.meta.storage, plan.instant, beat)  # running: others keep off
@@ -231,39 +233,6 @@ class Maintenance:
                 )
             finally:
                 heartbeat.stop()
-
-    def _free_compaction_plan(self, instant: str | None) -> CompactionPlan | None:
-        """`instant`'s plan, or the oldest pending plan, unless a live process runs it; else a new
-        plan of the slices no pending write, compaction or clustering holds (None: nothing to do)."""
-        from engine.errors import ConcurrentWriteError
-        from engine.services import compaction as compaction_service
-        from engine.services.occ import pending_write_groups
-        from engine.services.repair import is_writer_gone
-        from engine.table.compaction_plan import pending_compactions, read_plan
-        from engine.table.heartbeat import heartbeat_file
-
-        cfg, storage = self.config, self.meta.storage
-
-        def running(time: str) -> bool:
-            return storage.exists(heartbeat_file(time)) and not is_writer_gone(
-                storage, time, cfg.heartbeat_interval_ms, cfg.heartbeat_tolerable_misses
-            )
-
-        timeline = self.meta.timeline()
-        if instant is not None:
-            try:
-                plan = read_plan(self.meta, instant)
-            except FileNotFoundError as exc:
-                raise InstantNotFoundError(f"no compaction plan {instant} in {storage.base_uri}") from exc
-            if running(instant):
-                raise ConcurrentWriteError(f"compaction {instant} of {storage.base_uri} is being run by another process")
-            return plan
-        free = [p for p in pending_compactions(self.meta, timeline) if not running(p.instant)]
-        if free:
-            return free[0]
-        return compaction_service.schedule_compaction(
-            self.meta, timeline, fence=None, exclude=pending_write_groups(self.meta, timeline)
-        )
 
     def compact(self, dry_run: bool = False, spark: object = None) -> CompactionPlan | CompactionResult | None:
         """Schedule and run a compaction (the plan alone in a dry run)."""

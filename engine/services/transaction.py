@@ -243,15 +243,22 @@ class Transaction:
         pending = any(i.action is Action.COMPACTION for i in timeline.pending.instants)
         if not pending and compaction_service.deltacommits_since_compaction(timeline) < cfg.compact_max_delta_commits:
             return
+        compression, beat = cfg.compression, cfg.heartbeat_interval_ms / 1000
+        bloom = (cfg.bloom_num_entries, cfg.bloom_fpp, cfg.bloom_max_entries)
         try:
-            res = compaction_service.compact(
-                self.meta,
-                spark=self.spark,
-                fence=self.fence,
-                compression=cfg.compression,
-                bloom=(cfg.bloom_num_entries, cfg.bloom_fpp, cfg.bloom_max_entries),
-                heartbeat_interval=cfg.heartbeat_interval_ms / 1000,
-            )
+            if cfg.optimistic:  # other writers' files in flight: a plan of the free slices only
+                plan = compaction_service.plan_beside_writers(
+                    self.meta, cfg.heartbeat_interval_ms, cfg.heartbeat_tolerable_misses
+                )
+                res = None if plan is None else compaction_service.execute_compaction(
+                    self.meta, plan, spark=self.spark, fence=self.fence, compression=compression, bloom=bloom,
+                    heartbeat_interval=beat,
+                )
+            else:
+                res = compaction_service.compact(
+                    self.meta, spark=self.spark, fence=self.fence, compression=compression, bloom=bloom,
+                    heartbeat_interval=beat,
+                )
             if res is not None:
                 self.services["compaction"] = res
         except Exception as exc:

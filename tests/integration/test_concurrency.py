@@ -352,7 +352,11 @@ def test_on_s3_a_compaction_process_and_two_writers(spark, s3_server, tmp_path, 
         time.sleep(0.05)
     monkeypatch.delenv(failpoints.ENV_PAUSE)
     (slow,) = [i.time for i in t.timeline().pending]
-    r2 = t.upsert(spark.createDataFrame([(2, "fast", "rome", 6)], SCHEMA), options=OCC)
+    # its inline compaction runs beside the paused write: the plan leaves rome (in flight) out
+    inline = {"hoodie.compact.inline": "true", "hoodie.compact.inline.max.delta.commits": "1"}
+    r2 = t.upsert(spark.createDataFrame([(2, "fast", "rome", 6)], SCHEMA), options={**OCC, **inline})
+    (inline_compaction,) = [i.time for i in t.timeline().completed_writes if i.time > r2.instant]
+    assert {s.partitionPath for s in t.commit_metadata(inline_compaction).write_stats} == {"paris"}
     resume(me)
     thread.join(120)
     (exc,) = caught
