@@ -7,7 +7,9 @@ only after their arguments, the table and the input file have been checked.
 
 Every command takes `--json` (one JSON document on stdout). Errors print one line,
 `hoodie: error: <message>`, on stderr: exit 2 for user errors (bad arguments, missing files,
-`EngineError`), exit 1 for anything unexpected (traceback only with HOODIE_DEBUG=1).
+`EngineError`), exit 75 (EX_TEMPFAIL) when another writer won a conflict or holds the table lock
+(`WriteConflictError`, `ConcurrentWriteError`: nothing changed, a retry may succeed), exit 1 for
+anything unexpected (traceback only with HOODIE_DEBUG=1).
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from collections.abc import Callable, Sequence
 
 from engine.cli.common import (
     EXIT_OK,
+    EXIT_RETRY,
     EXIT_UNEXPECTED,
     EXIT_USER,
     FORMATS,
@@ -53,7 +56,7 @@ from engine.cli.table_cmds import (
 )
 from engine.config.table_config import CREATE_VERSIONS, TableType
 from engine.constants import TABLE_VERSION
-from engine.errors import EngineError
+from engine.errors import ConcurrentWriteError, EngineError, WriteConflictError
 from engine.table.create import AVAILABLE_INDEXES, DEFAULT_INDEX
 
 
@@ -181,6 +184,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         return args.handler(args)
     except SystemExit as exc:  # --help / --version
         return exc.code if isinstance(exc.code, int) else EXIT_OK
+    except (WriteConflictError, ConcurrentWriteError) as exc:  # nothing changed: retrying may succeed
+        if debug:
+            traceback.print_exc()
+        return _fail(f"{type(exc).__name__}: {exc}", EXIT_RETRY)
     except (UsageError, EngineError) as exc:
         if debug:
             traceback.print_exc()

@@ -19,6 +19,7 @@ PROG = "hoodie"
 
 
 EXIT_OK, EXIT_UNEXPECTED, EXIT_USER = 0, 1, 2
+EXIT_RETRY = 75  # sysexits' EX_TEMPFAIL: another writer won (WriteConflictError) or holds the lock
 
 
 # file extension -> input format

@@ -76,6 +76,35 @@ def finish(proc: subprocess.Popen, timeout: float = 180) -> tuple[int, list[dict
     return proc.returncode, [json.loads(line) for line in out.splitlines() if line.startswith("{")], err
 
 
+def paused_in_thread(write, folder: Path, monkeypatch, point: str = "write.before_commit_lock"):
+    """Run `write` in a thread of this process, paused at `point` (files in `folder`); returns once
+    it is paused, with the thread and the list its exception (if any) will be put in. Writes this
+    process makes afterwards do not pause."""
+    import threading
+
+    from engine import failpoints
+
+    folder.mkdir()
+    monkeypatch.setenv(failpoints.ENV_PAUSE, point)
+    monkeypatch.setenv(failpoints.ENV_PAUSE_DIR, str(folder))
+    caught: list[BaseException] = []
+
+    def run() -> None:
+        try:
+            write()
+        except BaseException as exc:  # handed to the test thread
+            caught.append(exc)
+
+    thread = threading.Thread(target=run)
+    thread.start()
+    deadline = time.monotonic() + 120
+    while not (folder / f"{point}.reached").exists():
+        assert thread.is_alive() and time.monotonic() < deadline, caught
+        time.sleep(0.05)
+    monkeypatch.delenv(failpoints.ENV_PAUSE)
+    return thread, caught
+
+
 def job(t: Table, rows: list[list], options: dict | None = None) -> dict:
     return {"path": t.path, "action": "upsert", "schema": SCHEMA, "options": options or OCC, "batches": [rows]}
 
@@ -220,9 +249,9 @@ def test_a_writer_killed_at_each_step_of_its_commit(spark, tmp_path, point):
 
 
 def test_two_writers_at_random_times_leave_the_model_of_their_commits(spark, tmp_path):
-    """A writer process and this process, three upserts each at random moments, on the same two
-    file groups: each upsert commits or fails with a typed error, and the table is the committed
-    upserts applied in the order they completed."""
+    """A writer process (Table API), a `hoodie upsert` process (the CLI, exit 75 when it loses) and
+    this process, at random moments, on the same two file groups: each upsert commits or fails
+    with a typed error, and the table is the committed upserts applied in the order they completed."""
     import random
 
     from engine.errors import ConcurrentWriteError, WriteConflictError
@@ -240,6 +269,19 @@ def test_two_writers_at_random_times_leave_the_model_of_their_commits(spark, tmp
     warm = json.loads(proc.stdout.readline())
     assert warm["error"] is None, warm
     committed = [(warm["instant"], theirs[0])]
+    # the CLI writer: one upsert, from its own JVM, started now (it needs seconds to get going)
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    cli_rows = batch(3, 0)
+    cli_input = tmp_path / "cli.parquet"
+    pq.write_table(pa.table({"id": pa.array([r[0] for r in cli_rows], pa.int32()),
+                             "name": [r[1] for r in cli_rows], "city": [r[2] for r in cli_rows],
+                             "ts": pa.array([r[3] for r in cli_rows], pa.int64())}), cli_input)
+    cli_args = [str(Path(sys.executable).with_name("hoodie")), "upsert", t.path, "--input", str(cli_input), "--json",
+                "--master", "local[1]"] + [a for k, v in OCC.items() for a in ("--option", f"{k}={v}")]
+    cli = subprocess.Popen(cli_args, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                           start_new_session=True)
     for n in range(3):
         time.sleep(rng.uniform(0, 1.5))
         rows = batch(2, n)
@@ -248,6 +290,13 @@ def test_two_writers_at_random_times_leave_the_model_of_their_commits(spark, tmp
         except (WriteConflictError, ConcurrentWriteError):
             pass  # lost to the other writer: nothing of it is in the table (checked below)
     code, ops, err = finish(proc)
+    cli_out, cli_err = cli.communicate(timeout=180)
+    _wait_group_gone(cli.pid)
+    if cli.returncode == 0:
+        committed.append((json.loads(cli_out)["instant"], cli_rows))
+    else:
+        assert cli.returncode == 75, cli_err[-3000:]
+        assert cli_err.startswith(("hoodie: error: WriteConflictError: ", "hoodie: error: ConcurrentWriteError: ")), cli_err
     assert len(ops) == 3, err[-3000:]
     for op in ops:
         if op["error"] is None:
@@ -299,9 +348,6 @@ def test_on_s3_a_compaction_process_and_two_writers(spark, s3_server, tmp_path, 
     """The same rules on S3 (moto: the lock and the timeline by conditional puts): a compaction
     process paused before completing while this process upserts its groups, then two writers on
     one file group (the second, paused in a thread, fails)."""
-    import threading
-
-    from engine import failpoints
     from engine.errors import WriteConflictError
     from tests.support import hudi_rs
 
@@ -333,24 +379,9 @@ def test_on_s3_a_compaction_process_and_two_writers(spark, s3_server, tmp_path, 
     assert snapshot() == [(1, "w", "paris", 4), (2, "b2", "rome", 2)]
 
     me = tmp_path / "me"
-    me.mkdir()
-    monkeypatch.setenv(failpoints.ENV_PAUSE, "write.before_commit_lock")
-    monkeypatch.setenv(failpoints.ENV_PAUSE_DIR, str(me))
-    caught: list[BaseException] = []
-
-    def paused_write() -> None:
-        try:
-            t.upsert(spark.createDataFrame([(2, "slow", "rome", 5)], SCHEMA), options=OCC)
-        except BaseException as exc:  # handed to the test thread
-            caught.append(exc)
-
-    thread = threading.Thread(target=paused_write)
-    thread.start()
-    deadline = time.monotonic() + 120
-    while not (me / "write.before_commit_lock.reached").exists():
-        assert thread.is_alive() and time.monotonic() < deadline
-        time.sleep(0.05)
-    monkeypatch.delenv(failpoints.ENV_PAUSE)
+    thread, caught = paused_in_thread(
+        lambda: t.upsert(spark.createDataFrame([(2, "slow", "rome", 5)], SCHEMA), options=OCC), me, monkeypatch
+    )
     (slow,) = [i.time for i in t.timeline().pending]
     # its inline compaction runs beside the paused write: the plan leaves rome (in flight) out
     inline = {"hoodie.compact.inline": "true", "hoodie.compact.inline.max.delta.commits": "1"}

@@ -180,3 +180,32 @@ def test_a_write_aborted_after_the_index_update_reverts_the_index(spark, tmp_pat
     assert tree_bytes(t.path) == snapshot
     r = t.upsert(spark.createDataFrame([("a", "paris", "v3", 3)], SCHEMA), options=opts)
     assert (r.inserts, r.updates) == (0, 1)
+
+
+def test_two_writers_inserting_one_new_key_under_optimistic_concurrency(spark, tmp_path, hbase, monkeypatch):
+    """Optimistic concurrency control: a write paused with its files written while another inserts
+    the same new key and commits. The paused one fails at its commit with the key named, its
+    HBase puts never made; the index keeps the winner's location."""
+    from engine.errors import WriteConflictError
+    from tests.integration.test_concurrency import paused_in_thread, resume
+
+    options, conn, name = hbase
+    occ = {**options, "hoodie.write.concurrency.mode": "OPTIMISTIC_CONCURRENCY_CONTROL",
+           "hoodie.clean.automatic": "false", "hoodie.archive.automatic": "false"}
+    t = make(spark, tmp_path / "t")
+    t.upsert(spark.createDataFrame([("1", "paris", "a", 1)], SCHEMA), options=occ)
+    thread, caught = paused_in_thread(
+        lambda: t.upsert(spark.createDataFrame([("7", "lyon", "slow", 1)], SCHEMA), options=occ), tmp_path / "p", monkeypatch
+    )
+    (slow,) = [i.time for i in t.timeline().pending]
+    r = t.upsert(spark.createDataFrame([("7", "lyon", "fast", 1), ("8", "lyon", "fast", 1)], SCHEMA), options=occ)
+    resume(tmp_path / "p")
+    thread.join(120)
+    (exc,) = caught
+    assert isinstance(exc, WriteConflictError) and (exc.instant, exc.other, exc.keys) == (slow, r.instant, ("7",))
+    (fast_group,) = {s.fileId for s in t.commit_metadata(r.instant).write_stats}
+    assert entries(conn, name)["7"] == ("lyon", fast_group, r.instant)
+    expected = [("1", "paris", "a", 1), ("7", "lyon", "fast", 1), ("8", "lyon", "fast", 1)]
+    assert sorted((r["id"], r["city"], r["v"], r["ts"]) for r in data_rows(t.read())) == expected
+    assert sorted((r["id"], r["city"], r["v"], r["ts"]) for r in hudi_rs.snapshot(t.path)) == expected
+    assert slow not in {i.time for i in t.timeline()}
