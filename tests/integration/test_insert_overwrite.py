@@ -187,16 +187,14 @@ def test_a_failed_insert_overwrite_leaves_table_and_index_as_they_were(spark, tm
 
 
 def test_a_pending_insert_overwrite_is_rolled_back(spark, tmp_path, monkeypatch):
-    from engine.write.executor import WriteJob
-
     t = make(spark, tmp_path, index="RECORD")
     t.upsert(df(spark, OLD))
     snapshot = rows(t.read())
 
-    def crash(self, spark, pending, index_touched, exc):  # the writer dies: nothing cleaned up
+    def crash(job, spark, pending, index_touched, exc):  # the writer dies: nothing cleaned up
         raise exc
 
-    monkeypatch.setattr(WriteJob, "_undo", crash)
+    monkeypatch.setattr("engine.write.guarded.undo", crash)
     monkeypatch.setattr("engine.write.commit.complete", lambda *a, **k: (_ for _ in ()).throw(OSError("killed")))
     with pytest.raises(OSError):
         t.insert_overwrite_table(df(spark, [(7, "g", "lima", 5)]))
