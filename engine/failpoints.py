@@ -27,6 +27,7 @@ PAUSE_LIMIT = 120.0
 # the points, in the order a write or a table service reaches them
 POINTS = (
     "write.after_requested",  # the instant is claimed, nothing written yet
+    "write.claimed",  # the instant claimed and its heartbeat running, no lock held, nothing written
     "write.file_written",  # inside a Spark task, after it wrote its base file
     "write.log_written",  # inside a Spark task, after it wrote its log file (merge-on-read)
     "write.before_commit_lock",  # optimistic concurrency: files written, the commit lock not yet taken

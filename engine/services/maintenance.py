@@ -175,7 +175,13 @@ class Maintenance:
             plan = compaction_service.plan_compaction(self.meta, self.meta.timeline())
             return plan if plan.operations else None
         with self._tx("compaction schedule", self._index()) as tx:
-            return compaction_service.schedule_compaction(self.meta, self.meta.timeline(), fence=tx.fence)
+            timeline = self.meta.timeline()
+            exclude: frozenset[tuple[str, str]] = frozenset()
+            if self.config.optimistic:  # writes in flight keep their groups (see plan_beside_writers)
+                from engine.services.occ import pending_write_groups
+
+                exclude = pending_write_groups(self.meta, timeline)
+            return compaction_service.schedule_compaction(self.meta, timeline, fence=tx.fence, exclude=exclude)
 
     def run_compaction(
         self, instant: str | None = None, spark: object = None, progress: Callable[[str], None] | None = None
@@ -229,10 +235,20 @@ class Maintenance:
             try:
                 return compaction_service.execute_compaction(
                     self.meta, plan, spark=spark, fence=tx.fence, progress=progress, compression=self.config.compression,
-                    bloom=self._bloom(), heartbeat_interval=None, before_complete=lambda: tx.take_lock("compaction commit"),
+                    bloom=self._bloom(), heartbeat_interval=None,
+                    before_complete=lambda: self._commit_lock(tx, plan.instant),
                 )
             finally:
                 heartbeat.stop()
+
+    def _commit_lock(self, tx: Transaction, instant: str) -> None:
+        """The lock to complete a compaction run beside writers, once it is proven still ours."""
+        from engine.services.occ import check_still_ours
+        from engine.timeline.instant import Action
+
+        tx.take_lock("compaction commit")
+        cfg = self.config
+        check_still_ours(self.meta, instant, Action.COMPACTION, cfg.heartbeat_interval_ms, cfg.heartbeat_tolerable_misses)
 
     def compact(self, dry_run: bool = False, spark: object = None) -> CompactionPlan | CompactionResult | None:
         """Schedule and run a compaction (the plan alone in a dry run)."""

@@ -16,11 +16,11 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from engine.errors import CorruptTableError, WriteConflictError
+from engine.errors import ConcurrentWriteError, CorruptTableError, InstantNotFoundError, WriteConflictError
 from engine.table.clustering import pending_clustering
 from engine.table.compaction_plan import read_plan
 from engine.table.meta_client import MetaClient
-from engine.timeline.instant import Action, State
+from engine.timeline.instant import Action, Instant, State
 from engine.timeline.lifecycle import read_avro
 from engine.timeline.timeline import Timeline
 from engine.write.conflicts import (
@@ -110,6 +110,26 @@ def check(
     return CheckResult(tuple(o.instant for o in others if o.state is State.COMPLETED))
 
 
+def check_still_ours(meta: MetaClient, instant: str, action: Action, interval_ms: int, misses: int) -> None:
+    """Under the lock, right before a commit check: the instant is still inflight and its heartbeat
+    has not expired. A writer (or compaction runner) that stalled past its heartbeat may have been
+    rolled back by another writer's repair; it must not complete over deleted files (Apache Hudi
+    aborts such a commit too). ConcurrentWriteError otherwise."""
+    from engine.table.heartbeat import Heartbeat
+
+    inflight = Instant(instant, action, State.INFLIGHT)
+    if not meta.storage.exists(meta.instant_path(inflight)):
+        raise ConcurrentWriteError(
+            f"{action.value} {instant} of {meta.storage.base_uri} is no longer inflight: another process rolled "
+            "it back (its heartbeat had expired). Nothing of it is committed; run it again"
+        )
+    if Heartbeat.is_expired(meta.storage, instant, interval_ms / 1000, misses):
+        raise ConcurrentWriteError(
+            f"the heartbeat of {action.value} {instant} of {meta.storage.base_uri} expired (beats stalled): another "
+            "writer may be rolling it back, so it does not complete. Run it again"
+        )
+
+
 def pending_write_groups(meta: MetaClient, timeline: Timeline) -> frozenset[Group]:
     """The file groups the pending writes name in their inflight files (their planned buckets):
     what a compaction scheduled beside them must leave out. A bulk_insert's inflight names none
@@ -122,7 +142,7 @@ def pending_write_groups(meta: MetaClient, timeline: Timeline) -> frozenset[Grou
             continue
         try:
             metadata = CommitMetadata.from_bytes(meta.read_instant(inst))
-        except FileNotFoundError:
+        except (FileNotFoundError, InstantNotFoundError):
             continue  # completed or rolled back meanwhile
         except CorruptTableError:
             continue  # not a write's metadata (a clustering Apache Hudi runs: its plan's groups count elsewhere)
@@ -134,4 +154,4 @@ def _verb(other: ConcurrentOperation) -> str:
     return "completed" if other.state is State.COMPLETED else "was scheduled"
 
 
-__all__ = ["CheckResult", "Seen", "check", "pending_write_groups", "seen"]
+__all__ = ["CheckResult", "Seen", "check", "check_still_ours", "pending_write_groups", "seen"]

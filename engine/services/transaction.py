@@ -65,13 +65,21 @@ class WriteGuard:
         completed in it are those the commit check takes as seen. Under OCC the claim takes the
         lock for that moment, and passes `start` a fresh timeline."""
         if not self.tx.optimistic:
-            pending = start(timeline)
-            self.started(pending.instant)
-            return pending
+            return self._started(start(timeline))
         self._seen = occ.seen(timeline)
         with self.tx.locked("claim"):
-            pending = start(self.meta.timeline())
-            self.started(pending.instant)  # before the lock goes: another writer's repair sees it live
+            # the heartbeat starts before the lock goes: another writer's repair sees it live
+            return self._started(start(self.meta.timeline()))
+
+    def _started(self, pending: PendingCommit) -> PendingCommit:
+        """Start the heartbeat of a claimed instant; if that fails, the claim is undone."""
+        from engine.write import commit as commit_protocol
+
+        try:
+            self.started(pending.instant)
+        except BaseException:
+            commit_protocol.abort(self.meta, pending, self.tx.optimistic)
+            raise
         return pending
 
     def started(self, instant: str) -> None:
@@ -89,6 +97,8 @@ class WriteGuard:
         failpoints.hit("write.before_commit_lock")
         self.tx.take_lock("commit")
         failpoints.hit("write.commit_locked")
+        cfg = self.tx.config
+        occ.check_still_ours(self.meta, instant, action, cfg.heartbeat_interval_ms, cfg.heartbeat_tolerable_misses)
         return occ.check(self.meta, instant, action, operation, groups, self._seen)
 
     def before_complete(self) -> None:

@@ -121,9 +121,9 @@ def run(job: WriteJob, df: DataFrame, started: float, action: Action) -> WriteRe
         written = [o for o in outcomes if o["path"]]
         if bad or not written:
             # every task has finished: what they wrote is all there is, no failure record needed
-            commit_protocol.abort(job.meta, pending)
+            commit_protocol.abort(job.meta, pending, job.config.optimistic)
         else:
-            commit_protocol.remove_debris(job.meta, pending, written)
+            commit_protocol.remove_debris(job.meta, pending, written, job.config.optimistic)
             guarded.before_commit(job, pending, written)  # new file groups only: no file-group conflict, but the lock
             failpoints.hit("write.before_complete")
             if job.guard is not None:

@@ -142,9 +142,14 @@ def planned_log_files(plan: WritePlan, instant: str | None = None) -> dict[str, 
     return out
 
 
-def remove_debris(meta: MetaClient, pending: PendingCommit, outcomes: list[dict]) -> list[str]:
+def remove_debris(meta: MetaClient, pending: PendingCommit, outcomes: list[dict], concurrent: bool = False) -> list[str]:
     """Delete files of this instant that no successful task reported (failed or retried attempts):
-    base files named with the instant, and log files with the planned name of an APPEND bucket."""
+    base files named with the instant, and log files with the planned name of an APPEND bucket.
+
+    `concurrent` (optimistic concurrency control): at table version 6 a log file is named with its
+    slice's base instant and a version, so another writer that read the same slice writes the
+    same name up to the write token. Such a file is taken for ours only when every block it holds
+    is this instant's (never another writer's file, finished or still being written)."""
     keep = {o["path"] for o in outcomes}
     if pending.streamed:
         return _remove_streamed_debris(meta, pending, keep)
@@ -162,10 +167,24 @@ def remove_debris(meta: MetaClient, pending: PendingCommit, outcomes: list[dict]
                 ours = log is not None and planned.get(f"{partition}/{log.file_id}") == (
                     log.file_id, log.base_instant, log.version
                 )
+                if ours and concurrent and meta.layout.version < 2:
+                    ours = _only_blocks_of(meta, info.path, pending.instant)
             if ours and ownership.owned([info.path], "clean-up of a failed write"):
                 meta.storage.delete(info.path)
                 removed.append(info.path)
     return removed
+
+
+def _only_blocks_of(meta: MetaClient, path: str, instant: str) -> bool:
+    """Whether the log file at `path` holds blocks, all of them `instant`'s."""
+    from engine.data.log_file import log_block_instants
+    from engine.errors import CorruptTableError
+
+    try:
+        instants = log_block_instants(meta.storage, path)
+    except (CorruptTableError, FileNotFoundError):
+        return False
+    return bool(instants) and all(i == instant for i in instants)
 
 
 def _remove_streamed_debris(meta: MetaClient, pending: PendingCommit, keep: set[str]) -> list[str]:
@@ -254,14 +273,16 @@ def record_failure(meta: MetaClient, pending: PendingCommit) -> None:
         failed_writes.record(meta.storage, pending.instant, pending.action.value, groups, pending.file_id_stems)
 
 
-def abort(meta: MetaClient, pending: PendingCommit) -> None:
+def abort(meta: MetaClient, pending: PendingCommit, concurrent: bool = False) -> None:
     """Remove what an unfinished write created: its data files, new partition folders, timeline files.
 
-    Never touches a write whose completed instant exists: that data is committed.
+    Never touches a write whose completed instant exists: that data is committed. A partition it
+    created keeps its metadata file while other files are in it (another writer's, under
+    optimistic concurrency control: `concurrent`, see `remove_debris`).
     """
     if is_completed(meta, pending):
         return
-    remove_debris(meta, pending, [])
+    remove_debris(meta, pending, [], concurrent)
     created = meta.partitions_with_metadata() if pending.streamed else pending.created_partitions
     for partition in created:
         rel = f"{partition}/{PARTITION_METADATA_FILE}" if partition else PARTITION_METADATA_FILE
@@ -271,6 +292,13 @@ def abort(meta: MetaClient, pending: PendingCommit) -> None:
             text = ""
         if f"commitTime={pending.instant}" not in text.splitlines():
             continue  # not (or no longer) the metadata file this write created: never ours to delete
+        others = (
+            meta.storage.list_files_recursive(partition)
+            if partition
+            else [f for f in meta.storage.list_dir("") if not f.is_dir]  # a non-partitioned table's files
+        )
+        if any(f.path != rel for f in others):
+            continue  # another writer's files are in it: they need the partition's metadata
         meta.storage.delete(rel)
         if partition and not meta.storage.list_files_recursive(partition):
             meta.storage.delete_dir(partition)

@@ -356,11 +356,11 @@ class WriteJob:
                 outcomes, located_of = self._write(tagged, plan, prof.offsets, batch, instant)
             # an APPEND bucket whose records were all stale (or deletes of absent keys) wrote no file
             written = [o for o in outcomes if o["path"]]
-            commit_protocol.remove_debris(self.meta, pending, written)
+            commit_protocol.remove_debris(self.meta, pending, written, self.config.optimistic)
             checked = guarded.before_commit(self, pending, written)
             if self.index.wants_locations and located_of is not None:
                 located = located_of()
-                if checked is not None:
+                if checked is not None and self.operation is Operation.UPSERT:  # insert may duplicate, as in Hudi
                     occ_keys.check_new_keys(self.index, tag_ctx, located, instant, checked.concurrent_writes)
                 self.progress(f"updating the {self.index.name} index")
                 index_touched = True

@@ -11,7 +11,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, NoReturn
 
-from engine.errors import StorageError, WriteConflictError
+from engine import failpoints
+from engine.constants import PARTITION_METADATA_FILE
+from engine.errors import ConcurrentWriteError, StorageError, WriteConflictError
 from engine.spark.errors import task_error_message, translate
 from engine.spark.jobs import job_group, stop_tasks
 from engine.timeline.timeline import Timeline
@@ -27,9 +29,9 @@ def claim(
 ) -> commit_protocol.PendingCommit:
     """Claim the write's instant (through the transaction's guard: heartbeat, and under OCC the
     lock for the claim and the starting point of the commit check)."""
-    if job.guard is None:
-        return start(timeline)
-    return job.guard.claim(timeline, start)
+    pending = start(timeline) if job.guard is None else job.guard.claim(timeline, start)
+    failpoints.hit("write.claimed")
+    return pending
 
 
 def before_commit(job: WriteJob, pending: commit_protocol.PendingCommit, written: list[dict]) -> CheckResult | None:
@@ -39,7 +41,15 @@ def before_commit(job: WriteJob, pending: commit_protocol.PendingCommit, written
         return None
     groups = {(o["partition"], o["file_id"]) for o in written}
     groups.update((p, f) for p, ids in (pending.replaced or {}).items() for f in ids)
-    return job.guard.before_commit(pending.instant, pending.action, pending.operation.value, groups)
+    checked = job.guard.before_commit(pending.instant, pending.action, pending.operation.value, groups)
+    if checked is not None:
+        # under the commit lock: a partition another writer created and then, failing, removed
+        # (it held no file yet) gets its metadata file back before this write's files count
+        for partition in sorted({o["partition"] for o in written}):
+            rel = f"{partition}/{PARTITION_METADATA_FILE}" if partition else PARTITION_METADATA_FILE
+            if not job.meta.storage.exists(rel):
+                job.meta.ensure_partition_metadata(partition, pending.instant)
+    return checked
 
 
 def undo(job: WriteJob, spark: Any, pending: commit_protocol.PendingCommit, index_touched: bool, exc: BaseException) -> NoReturn:
@@ -72,6 +82,9 @@ def undo(job: WriteJob, spark: Any, pending: commit_protocol.PendingCommit, inde
         raise exc
     if isinstance(exc, WriteConflictError) and outcome.endswith("rolled back"):
         raise exc  # its message says the write was rolled back, its attributes name the other
+    if isinstance(exc, ConcurrentWriteError):  # keep the holder's details (its attributes)
+        exc.add_note(f"write of instant {instant} {outcome}")
+        raise exc
     typed = translate(exc)
     detail = str(typed) if typed is not None else task_error_message(exc)
     error_type = type(typed) if typed is not None else StorageError

@@ -7,7 +7,8 @@ keys updates the index, under the table lock and only when other writes complete
 its inserted keys are looked up again: a key the index now holds was inserted by one of those
 writes, and this write fails with `WriteConflictError`.
 
-Spark (the index's lookup); run by the executor.
+Only upserts are checked: an insert or bulk_insert does not look keys up and may duplicate a key
+(as in Apache Hudi). Spark (the index's lookup); run by the executor.
 """
 
 from __future__ import annotations
@@ -25,11 +26,19 @@ _SAMPLE = 5
 
 
 def inserted_keys(located: DataFrame | pa.Table) -> DataFrame | pa.Table:
-    """The rows of `located` that put a key tagging did not find (its previous file id is null)."""
+    """The rows of `located` that put a key tagging did not find (its previous file id is null),
+    except keys the write also deletes (a global index moving a record to another partition
+    deletes it where it was: that key was in the table)."""
     if isinstance(located, pa.Table):
-        mask = pc.and_(pc.is_null(located[PREV_FILE_ID_COL]), pc.not_equal(located[OP_COL], OP_DELETE))
+        deleted = located.filter(pc.equal(located[OP_COL], OP_DELETE))[KEY_COL]
+        mask = pc.and_(
+            pc.and_(pc.is_null(located[PREV_FILE_ID_COL]), pc.not_equal(located[OP_COL], OP_DELETE)),
+            pc.invert(pc.is_in(located[KEY_COL], value_set=deleted.combine_chunks())),
+        )
         return located.filter(mask).select([KEY_COL, PART_COL])
-    return located.filter(F.col(PREV_FILE_ID_COL).isNull() & (F.col(OP_COL) != OP_DELETE)).select(KEY_COL, PART_COL)
+    puts = located.filter(F.col(PREV_FILE_ID_COL).isNull() & (F.col(OP_COL) != OP_DELETE)).select(KEY_COL, PART_COL)
+    deletes = located.filter(F.col(OP_COL) == OP_DELETE).select(KEY_COL)
+    return puts.join(deletes, on=KEY_COL, how="left_anti")
 
 
 def check_new_keys(index: Index, ctx: TagContext, located: DataFrame | pa.Table, instant: str, concurrent: tuple[str, ...]) -> None:

@@ -395,3 +395,27 @@ def test_on_s3_a_compaction_process_and_two_writers(spark, s3_server, tmp_path, 
     assert [g[0] for g in exc.groups] == ["rome"]
     assert snapshot() == [(1, "w", "paris", 4), (2, "fast", "rome", 6)]
     assert slow not in {i.time for i in t.timeline()} and not list(t.timeline().pending)
+
+
+def test_two_writers_appending_to_one_slice_never_remove_each_others_log_file(spark, tmp_path, monkeypatch):
+    """Table version 6 names a log file with its slice's base instant and a version: two writers
+    that read the same slice write the same name up to the write token. The one that loses must
+    remove its own file only, never the winner's committed one."""
+    from engine.errors import WriteConflictError
+
+    t = _mor(spark, tmp_path / "t")
+    thread, caught = paused_in_thread(
+        lambda: t.upsert(spark.createDataFrame([(1, "slow", "paris", 5)], SCHEMA), options=OCC),
+        tmp_path / "p", monkeypatch, point="write.claimed",
+    )
+    (slow,) = [i.time for i in t.timeline().pending]  # it has read the slice and chosen its log version
+    r = t.upsert(spark.createDataFrame([(1, "fast", "paris", 6)], SCHEMA), options=OCC)
+    resume(tmp_path / "p", "write.claimed")
+    thread.join(120)
+    (exc,) = caught
+    assert isinstance(exc, WriteConflictError) and (exc.instant, exc.other) == (slow, r.instant)
+    (fast_log,) = [s.path for s in t.commit_metadata(r.instant).write_stats if s.partitionPath == "paris"]
+    assert Path(t.path, fast_log).exists()
+    assert logs_on_disk(t) == logs_committed(t)
+    assert data(t) == oracle(t) == [(1, "fast", "paris", 6), (2, "b2", "rome", 2)]
+    assert_clean_table(t)

@@ -91,3 +91,42 @@ def test_the_concurrency_mode_option_and_its_lock_wait():
         WriteConfig.from_options({"hoodie.write.concurrency.mode": "non_blocking_concurrency_control"})
     with pytest.raises(InvalidConfigError, match="must be one of SINGLE_WRITER, OPTIMISTIC_CONCURRENCY_CONTROL"):
         WriteConfig.from_options({"hoodie.write.concurrency.mode": "pessimistic"})
+
+
+def test_a_write_rolled_back_or_with_an_expired_heartbeat_may_not_complete(tmp_path):
+    import time as _time
+
+    from engine.errors import ConcurrentWriteError
+    from engine.table.heartbeat import Heartbeat
+
+    t = _table(tmp_path)
+    mine = handmade.add_pending(t, datetime(2026, 1, 1, 1, tzinfo=UTC))
+    Heartbeat(t.meta.storage, mine, 60.0, clock=_time.time).beat()
+    occ.check_still_ours(t.meta, mine, Action.COMMIT, 60_000, 2)  # inflight, fresh beat: fine
+    stale = Heartbeat(t.meta.storage, mine, 60.0, clock=lambda: _time.time() - 600)
+    stale.beat()  # the last beat 10 minutes ago: expired after 2 x 60 s
+    with pytest.raises(ConcurrentWriteError, match="heartbeat .* expired"):
+        occ.check_still_ours(t.meta, mine, Action.COMMIT, 60_000, 2)
+    Maintenance(t.meta).repair()  # another writer's repair rolls it back
+    with pytest.raises(ConcurrentWriteError, match="no longer inflight"):
+        occ.check_still_ours(t.meta, mine, Action.COMMIT, 60_000, 2)
+
+
+def test_an_aborted_write_keeps_a_partition_it_created_while_another_writer_uses_it(tmp_path):
+    from engine.constants import PARTITION_METADATA_FILE
+    from engine.table.meta_client import write_partition_metadata
+    from engine.write import commit as commit_protocol
+    from engine.write.operation import Operation
+    from engine.write.planner import WritePlan
+
+    t = _table(tmp_path)
+    mine = handmade.add_pending(t, datetime(2026, 1, 1, 1, tzinfo=UTC))
+    write_partition_metadata(t.meta.storage, "lyon", mine)
+    pending = commit_protocol.PendingCommit(mine, Action.COMMIT, Operation.UPSERT, WritePlan((), {}, 100),
+                                            created_partitions=["lyon", "oslo"])
+    write_partition_metadata(t.meta.storage, "oslo", mine)
+    t.meta.storage.write_bytes("lyon/other-writer-file.parquet", b"x")  # another writer's file, in flight
+    commit_protocol.abort(t.meta, pending, concurrent=True)
+    assert t.meta.storage.exists(f"lyon/{PARTITION_METADATA_FILE}")
+    assert not t.meta.storage.exists(f"oslo/{PARTITION_METADATA_FILE}") and not (tmp_path / "t" / "oslo").exists()
+    assert mine not in {i.time for i in t.meta.timeline().instants}
