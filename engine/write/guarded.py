@@ -73,9 +73,9 @@ def undo(job: WriteJob, spark: Any, pending: commit_protocol.PendingCommit, inde
 
             replaced = {(p, f) for p, ids in (pending.replaced or {}).items() for f in ids}
             undo_instant(job.meta, instant, pending.action, (), job.index, replaced=replaced)
-            commit_protocol.abort(job.meta, pending)
+            commit_protocol.abort(job.meta, pending, job.config.optimistic)
         else:
-            commit_protocol.abort(job.meta, pending)
+            commit_protocol.abort(job.meta, pending, job.config.optimistic)
     except Exception as cleanup:  # keep the original error; say what is left behind
         exc.add_note(f"cleaning up instant {instant} also failed: {cleanup}")
     if not isinstance(exc, Exception):
