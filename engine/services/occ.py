@@ -142,7 +142,7 @@ def pending_write_groups(meta: MetaClient, timeline: Timeline) -> frozenset[Grou
             continue
         try:
             metadata = CommitMetadata.from_bytes(meta.read_instant(inst))
-        except (FileNotFoundError, InstantNotFoundError):
+        except InstantNotFoundError:
             continue  # completed or rolled back meanwhile
         except CorruptTableError:
             continue  # not a write's metadata (a clustering Apache Hudi runs: its plan's groups count elsewhere)

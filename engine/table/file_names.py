@@ -48,10 +48,15 @@ def has_file_id_stem(file_id: str, stems: frozenset[str]) -> bool:
     return bool(sep) and n.isdigit() and len(prefix) == 36 and prefix[:24] in stems
 
 
+def partition_metadata_path(partition: str) -> str:
+    """The path (relative to the base) of a partition's `.hoodie_partition_metadata`."""
+    return f"{partition}/{PARTITION_METADATA_FILE}" if partition else PARTITION_METADATA_FILE
+
+
 def partition_metadata(partition: str, instant: str) -> tuple[str, bytes]:
     """The path (relative to the base) and body of a partition's `.hoodie_partition_metadata`,
     first written by `instant`."""
-    rel = f"{partition}/{PARTITION_METADATA_FILE}" if partition else PARTITION_METADATA_FILE
+    rel = partition_metadata_path(partition)
     depth = len(partition.split("/")) if partition else 0
     return rel, f"#partition metadata\ncommitTime={instant}\npartitionDepth={depth}\n".encode()
 

@@ -124,10 +124,9 @@ def run(job: WriteJob, df: DataFrame, started: float, action: Action) -> WriteRe
             commit_protocol.abort(job.meta, pending, job.config.optimistic)
         else:
             commit_protocol.remove_debris(job.meta, pending, written, job.config.optimistic)
-            guarded.before_commit(job, pending, written)  # new file groups only: no file-group conflict, but the lock
+            # the lock fence, or the OCC commit lock (new file groups only: no file-group conflict)
+            guarded.before_commit(job, pending, written)
             failpoints.hit("write.before_complete")
-            if job.guard is not None:
-                job.guard.before_complete()
             commit_protocol.complete(job.meta, pending, write_schema, written, absent, {})
             failpoints.hit("write.after_complete")
     except BaseException as exc:

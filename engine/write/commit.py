@@ -14,12 +14,16 @@ from datetime import datetime
 import pyarrow as pa
 
 from engine import failpoints
-from engine.constants import PARTITION_METADATA_FILE
 from engine.data.log_file import next_log_version
 from engine.table import failed_writes
 from engine.table.clustering import REQUESTED_MODEL
 from engine.table.commit_metadata import CommitMetadata, WriteStat
-from engine.table.file_names import has_file_id_stem, parse_base_file_name, parse_log_file_name
+from engine.table.file_names import (
+    has_file_id_stem,
+    parse_base_file_name,
+    parse_log_file_name,
+    partition_metadata_path,
+)
 from engine.table.meta_client import MetaClient
 from engine.table.ownership import FileOwnership
 from engine.table.schema import arrow_to_avro, avro_to_json
@@ -121,8 +125,7 @@ def _mark_inflight(meta: MetaClient, pending: PendingCommit) -> None:
     )
     transition_to_inflight(meta, pending.instant, pending.action, meta.encode_commit_metadata(inflight))
     for partition in pending.partitions:
-        rel = f"{partition}/{PARTITION_METADATA_FILE}" if partition else PARTITION_METADATA_FILE
-        if not meta.storage.exists(rel):
+        if not meta.storage.exists(partition_metadata_path(partition)):
             meta.ensure_partition_metadata(partition, pending.instant)
             pending.created_partitions.append(partition)
 
@@ -285,7 +288,7 @@ def abort(meta: MetaClient, pending: PendingCommit, concurrent: bool = False) ->
     remove_debris(meta, pending, [], concurrent)
     created = meta.partitions_with_metadata() if pending.streamed else pending.created_partitions
     for partition in created:
-        rel = f"{partition}/{PARTITION_METADATA_FILE}" if partition else PARTITION_METADATA_FILE
+        rel = partition_metadata_path(partition)
         try:
             text = meta.storage.read_bytes(rel).decode("utf-8", "replace")
         except FileNotFoundError:

@@ -12,7 +12,6 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, NoReturn
 
 from engine import failpoints
-from engine.constants import PARTITION_METADATA_FILE
 from engine.errors import ConcurrentWriteError, StorageError, WriteConflictError
 from engine.spark.errors import task_error_message, translate
 from engine.spark.jobs import job_group, stop_tasks
@@ -46,9 +45,7 @@ def before_commit(job: WriteJob, pending: commit_protocol.PendingCommit, written
         # under the commit lock: a partition another writer created and then, failing, removed
         # (it held no file yet) gets its metadata file back before this write's files count
         for partition in sorted({o["partition"] for o in written}):
-            rel = f"{partition}/{PARTITION_METADATA_FILE}" if partition else PARTITION_METADATA_FILE
-            if not job.meta.storage.exists(rel):
-                job.meta.ensure_partition_metadata(partition, pending.instant)
+            job.meta.ensure_partition_metadata(partition, pending.instant)  # written only if missing
     return checked
 
 

@@ -46,9 +46,7 @@ def check_new_keys(index: Index, ctx: TagContext, located: DataFrame | pa.Table,
     docstring). `concurrent`: the writes that completed since this one started."""
     if not concurrent or not index.wants_locations:
         return
-    if isinstance(located, pa.Table) and PREV_FILE_ID_COL not in located.column_names:
-        return
-    if isinstance(located, DataFrame) and PREV_FILE_ID_COL not in located.columns:
+    if PREV_FILE_ID_COL not in (located.column_names if isinstance(located, pa.Table) else located.columns):
         return
     inserts = inserted_keys(located)
     if isinstance(inserts, pa.Table):
