@@ -318,6 +318,19 @@ def test_compaction_refuses_viewers_stale_plans_and_bad_instants(console, mor):
     assert "InvalidInputError: compaction applies to MERGE_ON_READ tables only" in cow.get_data(as_text=True)
 
 
+def test_the_compaction_preview_says_what_it_means_for_other_writers(console, mor):
+    client = console.client("operator")
+    page = client.get("/tables/rides/services/compaction").get_data(as_text=True)
+    assert ("It holds the table lock while it runs: other writes to this table are refused until it finishes "
+            "(CONSOLE_CONCURRENCY_MODE=OPTIMISTIC_CONCURRENCY_CONTROL lets them go on).") in page
+    assert "Writers can keep writing meanwhile" not in page
+    console.app.config["CONSOLE_CONCURRENCY_MODE"] = "OPTIMISTIC_CONCURRENCY_CONTROL"
+    page = client.get("/tables/rides/services/compaction").get_data(as_text=True)
+    assert ("Writers can keep writing meanwhile: the plan leaves out file groups being written, and writes to "
+            "the slices it merges go to the new slices.") in page
+    assert "It holds the table lock" not in page
+
+
 def test_nothing_to_compact(console):
     t = MorTable(console.root / "plain", name="plain")
     base = t.base_file(I[1], [("a", 1, "a1")])

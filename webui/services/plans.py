@@ -279,6 +279,18 @@ def _size(snap: TableSnapshot, path: str) -> int | None:
         return None
 
 
+def _writers_meanwhile() -> str:
+    """What a compaction job means for other writers, by the console's CONSOLE_CONCURRENCY_MODE."""
+    from flask import current_app, has_app_context
+
+    mode = current_app.config.get("CONSOLE_CONCURRENCY_MODE") if has_app_context() else None
+    if mode == "OPTIMISTIC_CONCURRENCY_CONTROL":
+        return ("Writers can keep writing meanwhile: the plan leaves out file groups being written, and writes "
+                "to the slices it merges go to the new slices.")
+    return ("It holds the table lock while it runs: other writes to this table are refused until it finishes "
+            "(CONSOLE_CONCURRENCY_MODE=OPTIMISTIC_CONCURRENCY_CONTROL lets them go on).")
+
+
 def _summarize_compaction(snap: TableSnapshot, result: CompactionDryRun, out: dict[str, Any]) -> None:
     sizes = _sizes(snap)
     ops: list[dict[str, Any]] = []
@@ -306,5 +318,5 @@ def _summarize_compaction(snap: TableSnapshot, result: CompactionDryRun, out: di
                             "the job starts) and runs it in the job runner's Spark session.")
     if ops:
         out["notes"].append("Each slice's base file and log files are merged into a new base file at the compaction "
-                            "instant; records keep their commit times. Writers can keep writing meanwhile. The old "
+                            f"instant; records keep their commit times. {_writers_meanwhile()} The old "
                             "files stay for older snapshots until a clean.")
