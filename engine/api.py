@@ -14,6 +14,7 @@ from engine.constants import TABLE_VERSION
 from engine.errors import InvalidConfigError, InvalidInputError, UnsupportedFeatureError
 from engine.index import index_for
 from engine.read import reader
+from engine.services.alter import AlterResult
 from engine.services.maintenance import Maintenance
 from engine.services.transaction import Transaction
 from engine.storage import Storage, storage_for
@@ -21,6 +22,7 @@ from engine.table.commit_metadata import CommitMetadata
 from engine.table.create import DEFAULT_INDEX, new_table_config, require_writable, write_index
 from engine.table.fs_view import FileSystemView
 from engine.table.meta_client import MetaClient
+from engine.table.schema_changes import Change
 from engine.timeline.timeline import Timeline
 from engine.write.executor import WriteJob
 from engine.write.keygen import KeySpec
@@ -140,6 +142,30 @@ class Table:
             if tx.repair_report is not None and not tx.repair_report.nothing_done:
                 result = replace(result, repaired=tx.repair_report)
         return result
+
+    def alter(
+        self,
+        *changes: Change,
+        rename: Mapping[str, str] | None = None,
+        drop: Iterable[str] = (),
+        types: Mapping[str, str | pa.DataType] | None = None,
+        options: Mapping[str, object] | None = None,
+    ) -> AlterResult:
+        """Change columns under schema on read, in one `alter_schema` commit (no file rewritten):
+        `rename={"fare": "amount"}`, `drop=["tip"]`, `types={"val": "long"}` (widening only), and
+        `schema_changes.Move("amount", after="id")` style changes, applied in that order after any
+        positional `changes`. Older files are read by column id. See the README, "Schema on read"."""
+        from engine.services.alter import alter_schema
+        from engine.table.schema_changes import ChangeType, Drop, Rename, parse_type
+
+        todo: list[Change] = list(changes)
+        todo += [Rename(old, new) for old, new in (rename or {}).items()]
+        todo += [Drop(name) for name in drop]
+        todo += [ChangeType(n, parse_type(t) if isinstance(t, str) else t) for n, t in (types or {}).items()]
+        config = WriteConfig.from_options(options)
+        require_writable(self.meta.config, self.meta.properties_uri)
+        with Transaction(self.meta, config, None, "alter", service=True):
+            return alter_schema(self.meta, todo)
 
     @property
     def maintenance(self) -> Maintenance:

@@ -55,6 +55,10 @@ class SchemaMismatchError(InvalidInputError):
     """The incoming data's schema does not fit the table's schema."""
 
 
+class SchemaChangeError(InvalidInputError):
+    """A column change (rename, drop, move, retype) that is refused; the table is unchanged."""
+
+
 class InvalidConfigError(EngineError):
     """A configuration value is unknown or out of range."""
 

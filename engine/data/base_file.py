@@ -16,20 +16,35 @@ import pyarrow.parquet as pq
 from engine.constants import RECORD_KEY_COL
 from engine.errors import CorruptTableError, StorageError
 from engine.storage import Storage
+from engine.table.file_names import parse_base_file_name
+from engine.table.internal_schema import FILE_COLUMNS_KEY, file_columns, without_versions
 
 _T = TypeVar("_T")
 
 
-def conform(table: pa.Table, schema: pa.Schema) -> pa.Table:
-    """Select/cast `table` to `schema` by column name; absent columns become nulls."""
+def conform(table: pa.Table, schema: pa.Schema, instant: str | None = None) -> pa.Table:
+    """Select/cast `table` to `schema` by column name; absent columns become nulls. When `schema`
+    carries the table's internal schema versions and the rows were written at `instant`, columns
+    are matched by id instead (a renamed column is read under its old name; one dropped and added
+    again reads as nulls): :func:`engine.table.internal_schema.file_columns`."""
+    sources = file_columns(schema, instant)
     arrays = []
     for f in schema:
-        if f.name in table.column_names:
-            col = table.column(f.name)
+        source = f.name if sources is None else sources.get(f.name, f.name)
+        if source is not None and source in table.column_names:
+            col = table.column(source)
             arrays.append(col if col.type == f.type else col.cast(f.type))
         else:
             arrays.append(pa.nulls(table.num_rows, type=f.type))
+    if schema.metadata and FILE_COLUMNS_KEY in schema.metadata:
+        schema = without_versions(schema)
     return pa.Table.from_arrays(arrays, schema=schema)
+
+
+def base_file_instant(path: str) -> str | None:
+    """The instant that wrote a base file, from its name (None for a name that is not one)."""
+    parsed = parse_base_file_name(path.rsplit("/", 1)[-1])
+    return parsed.instant if parsed is not None else None
 
 
 def read_footer(storage: Storage, path: str) -> dict[bytes, bytes]:
@@ -68,17 +83,25 @@ def _read(
     storage: Storage, path: str, schema: pa.Schema, expr: pc.Expression | None = None,
     expr_columns: set[str] | None = None, lacking_gives_all: bool = True,
 ) -> pa.Table:
+    instant = base_file_instant(path)
+    sources = file_columns(schema, instant)
+
     def read(f: Any) -> pa.Table:
         pf = pq.ParquetFile(f)
-        present = set(pf.schema_arrow.names)
-        columns = [c for c in schema.names if c in present]
+        stored = set(pf.schema_arrow.names)
+        if sources is None:
+            columns = [c for c in schema.names if c in stored]
+            present = stored
+        else:  # by id: a column of `schema` is present under the name the file gave it
+            columns = [s for c in schema.names if (s := sources.get(c, c)) is not None and s in stored]
+            present = {c for c in schema.names if sources.get(c, c) == c and c in stored}
         if expr is not None and not (expr_columns or set()) <= present:
             return pf.read(columns=columns) if lacking_gives_all else pf.schema_arrow.empty_table().select(columns)
         if expr is None:
             return pf.read(columns=columns)
         return pq.read_table(f, columns=columns, filters=expr)
 
-    return conform(_typed_read(storage, path, read), schema)
+    return conform(_typed_read(storage, path, read), schema, instant)
 
 
 def _typed_read(storage: Storage, path: str, read: Callable[[Any], _T]) -> _T:
@@ -94,4 +117,4 @@ def _typed_read(storage: Storage, path: str, read: Callable[[Any], _T]) -> _T:
         raise StorageError(f"cannot read base file {storage.uri(path)}: {exc}") from exc
 
 
-__all__ = ["conform", "read_base_file", "read_columns", "read_filtered", "read_footer"]
+__all__ = ["base_file_instant", "conform", "read_base_file", "read_columns", "read_filtered", "read_footer"]

@@ -34,6 +34,7 @@ from engine.constants import META_COLUMNS
 from engine.data.base_file import conform
 from engine.data.delete_records import decode_delete_records, encode_delete_records
 from engine.errors import CorruptTableError, InvalidInputError, SchemaMismatchError
+from engine.table.internal_schema import file_columns, without_versions
 from engine.table.schema import avro_to_arrow
 
 MAGIC = b"#HUDI#"
@@ -413,6 +414,7 @@ def encode_parquet_block(instant: str, table: pa.Table, writer_schema_json: str,
     `_hoodie_file_name` the bare file id (what Hudi writes in log records).
     """
     header = _data_header(instant, table, writer_schema_json)
+    table = table.replace_schema_metadata(without_versions(table.schema).metadata)
     buf = io.BytesIO()
     with pq.ParquetWriter(buf, table.schema, compression=compression, store_schema=False) as writer:
         writer.write_table(table, row_group_size=max(1, table.num_rows))
@@ -445,38 +447,49 @@ _UNSUPPORTED_DATA = {BlockType.CDC_DATA: "CDC", BlockType.CORRUPT: "CORRUPT"}
 def decode_data_block(block: LogBlock, schema: pa.Schema) -> pa.Table:
     """The records of a PARQUET, AVRO or HFILE data block, conformed to `schema` (by column name:
     the block's other columns are dropped, a column it lacks comes back as nulls, types are cast
-    to `schema`'s). CDC blocks raise CorruptTableError ("unsupported")."""
+    to `schema`'s; by column id when `schema` carries the table's internal schema versions). CDC
+    blocks raise CorruptTableError ("unsupported")."""
+    wanted = _stored_names(schema, block.instant)
     if block.block_type == BlockType.PARQUET_DATA:
         try:
             pf = pq.ParquetFile(pa.BufferReader(block.content))
             present = set(pf.schema_arrow.names)
-            table = pf.read(columns=[n for n in schema.names if n in present])
+            table = pf.read(columns=[n for n in wanted if n in present])
         except (pa.ArrowInvalid, OSError) as exc:
             raise CorruptTableError(f"log block at offset {block.offset}: PARQUET content does not read: {exc}") from exc
     elif block.block_type == BlockType.AVRO_DATA:
-        table = _records_table(block, decode_avro_content(block), schema)
+        table = _records_table(block, decode_avro_content(block), wanted)
     elif block.block_type == BlockType.HFILE_DATA:
         from engine.data.hfile_block import decode_hfile_content
 
-        table = _records_table(block, decode_hfile_content(block), schema)
+        table = _records_table(block, decode_hfile_content(block), wanted)
     else:
         name = _UNSUPPORTED_DATA.get(block.block_type, f"type {block.block_type}")
         raise CorruptTableError(f"log block at offset {block.offset}: {name} data blocks are unsupported")
     try:
-        return conform(table, schema)
+        return conform(table, schema, block.instant)
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as exc:
         raise CorruptTableError(
             f"log block at offset {block.offset}: records do not convert to the table schema: {exc}"
         ) from exc
 
 
-def _records_table(block: LogBlock, records: list[dict[str, Any]], schema: pa.Schema) -> pa.Table:
-    """Decoded Avro records of a block as Arrow, in the block's SCHEMA header's types."""
+def _stored_names(schema: pa.Schema, instant: str | None) -> list[str]:
+    """The names the block written at `instant` holds `schema`'s columns under."""
+    sources = file_columns(schema, instant)
+    if sources is None:
+        return list(schema.names)
+    return [s for n in schema.names if (s := sources.get(n, n)) is not None]
+
+
+def _records_table(block: LogBlock, records: list[dict[str, Any]], names: list[str]) -> pa.Table:
+    """Decoded Avro records of a block as Arrow (the columns `names`), in the block's SCHEMA
+    header's types."""
     try:
         written = avro_to_arrow(block.header[HeaderKey.SCHEMA])
     except SchemaMismatchError as exc:
         raise CorruptTableError(f"log block at offset {block.offset}: SCHEMA header: {exc}") from exc
-    wanted = pa.schema([f for f in written if f.name in set(schema.names)])
+    wanted = pa.schema([f for f in written if f.name in set(names)])
     try:
         return pa.Table.from_pylist(records, schema=wanted)
     except (pa.ArrowInvalid, pa.ArrowTypeError) as exc:

@@ -309,7 +309,7 @@ def read_slice(
         out_names = list(schema.names)
     ordering = _ordering_field(schema, ordering_field) if mode is MergeMode.EVENT_TIME else None
     needed = set(out_names) | {RECORD_KEY_COL} | ({ordering.name} if ordering is not None else set())
-    read_schema = pa.schema([f for f in schema if f.name in needed])
+    read_schema = pa.schema([f for f in schema if f.name in needed], metadata=schema.metadata)
     key_set = _key_set(keys)
     base = (
         read_columns(storage, files.base_path, read_schema, keys=key_set)

@@ -39,6 +39,7 @@ from engine.data.keys import ScanFile
 from engine.errors import EngineError
 from engine.storage import Storage
 from engine.table.file_names import parse_base_file_name
+from engine.table.internal_schema import file_columns
 from engine.table.meta_client import MetaClient
 from engine.table.schema import avro_to_arrow, with_meta_fields
 from engine.timeline.timeline import Timeline
@@ -95,6 +96,9 @@ def _written_under(meta: MetaClient, timeline: Timeline, files: Sequence[ScanFil
         instants.add(parsed.instant)
     seen: dict[str, bool] = {}
     for time in instants:
+        columns = file_columns(schema, time)
+        if columns is not None and any(held != name for name, held in columns.items()):
+            return False  # written under other column names (schema on read): read by id
         found = timeline.get(time)
         if found is None or not found.is_completed:
             return False  # archived (its metadata is not at hand) or not a write on this timeline

@@ -16,7 +16,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.pandas.types import from_arrow_schema
 
 from engine.constants import RECORD_KEY_COL
-from engine.data.base_file import conform, read_base_file
+from engine.data.base_file import base_file_instant, conform, read_base_file
 from engine.data.keys import KEYS_SCHEMA, ScanFile, SliceMerge, file_keys, file_ordering, ordering_schema
 from engine.data.slice_reader import SliceFiles, read_slice
 from engine.read.plan import SliceRead, commit_filter
@@ -59,7 +59,7 @@ def _read_files_task(
         wanted = keys.value if keys is not None else None
         for file in scan_files_of(batches):
             assert file.path is not None
-            table = conform(read_base_file(storage, file.path), schema)
+            table = conform(read_base_file(storage, file.path), schema, base_file_instant(file.path))
             if wanted is not None:
                 table = table.filter(pc.is_in(table.column(RECORD_KEY_COL), value_set=wanted))
             yield from commit_filter(table, commit_range).to_batches(max_chunksize=65536)

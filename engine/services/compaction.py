@@ -38,6 +38,7 @@ from engine.data.log_file import read_log_blocks
 from engine.data.slice_reader import SliceFiles, merge_mode_for, read_slice
 from engine.errors import InstantNotFoundError, InvalidInputError
 from engine.services.serial import Documented
+from engine.table import internal_schema
 from engine.table.commit_metadata import CommitMetadata, WriteStat
 from engine.table.compaction_plan import (
     PLAN_MODEL,
@@ -384,6 +385,9 @@ def _execute(meta, plan, spark, fence, progress, compression, bloom, before_comp
     for out in sorted(outs, key=lambda o: (o["partition"], o["file_id"])):
         stats.setdefault(out["partition"], []).append(_stat(out))
     extra = {"schema": avro_to_json(arrow_to_avro(data_schema, meta.config.name))}
+    versions = meta.schema_versions(timeline)
+    if versions:  # schema on read: the version the compacted files are written under
+        extra[internal_schema.LATEST_SCHEMA_KEY] = versions[-1].to_json()
     metadata = CommitMetadata(stats, OPERATION_TYPE, extra, compacted=True)
     complete_instant(meta, plan.instant, Action.COMMIT, meta.encode_commit_metadata(metadata))
     return CompactionResult(

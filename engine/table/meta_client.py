@@ -25,6 +25,7 @@ from engine.errors import (
 )
 from engine.storage import Storage, storage_for
 from engine.storage.base import FileInfo
+from engine.table import internal_schema, schema_history
 from engine.table.commit_metadata import CommitMetadata
 from engine.table.file_names import partition_metadata
 from engine.table.fs_view import DataFile, FileSystemView
@@ -219,9 +220,24 @@ class MetaClient:
 
     def latest_schema(self, timeline: Timeline | None = None, as_of: str | None = None) -> pa.Schema | None:
         """The table's data schema (without meta columns; as of `as_of` when given), or None for a
-        table never written."""
-        avro = self.latest_avro_schema(timeline, as_of)
-        return avro_to_arrow(avro) if avro else None
+        table never written. When the table has an internal schema (schema on read), the schema
+        carries its column ids (`internal_schema.attach_versions`), so files written under older
+        names are read by id."""
+        tl = timeline or self.timeline()
+        avro = self.latest_avro_schema(tl, as_of)
+        if not avro:
+            return None
+        schema = avro_to_arrow(avro)
+        versions = self.schema_versions(tl)
+        if versions:
+            read = internal_schema.search(versions, as_of) if as_of and as_of.isdigit() else versions[-1]
+            if read is not None:
+                schema = internal_schema.attach_versions(schema, read, versions)
+        return schema
+
+    def schema_versions(self, timeline: Timeline | None = None) -> list[internal_schema.InternalSchema]:
+        """The table's internal schema versions, oldest first ([] without schema on read)."""
+        return schema_history.load(self.storage, timeline or self.timeline())
 
     # ---- files ---------------------------------------------------------------------------
     def list_data_files(self) -> list[DataFile]:

@@ -15,7 +15,7 @@ import pyarrow as pa
 
 from engine import failpoints
 from engine.data.log_file import next_log_version
-from engine.table import failed_writes
+from engine.table import failed_writes, internal_schema, schema_history
 from engine.table.clustering import REQUESTED_MODEL
 from engine.table.commit_metadata import CommitMetadata, WriteStat
 from engine.table.file_names import (
@@ -26,7 +26,7 @@ from engine.table.file_names import (
 )
 from engine.table.meta_client import MetaClient
 from engine.table.ownership import FileOwnership
-from engine.table.schema import arrow_to_avro, avro_to_json
+from engine.table.schema import arrow_to_avro, avro_to_json, without_meta_fields
 from engine.timeline.instant import Action, Instant, State
 from engine.timeline.lifecycle import (
     claim_instant,
@@ -249,6 +249,23 @@ def build_metadata(
     return CommitMetadata(stats, pending.operation.value, extra, partition_to_replace_file_ids=pending.replaced)
 
 
+def record_internal_schema(meta: MetaClient, instant: str, write_schema: pa.Schema, metadata: CommitMetadata) -> None:
+    """On a table with an internal schema (schema on read), what Apache Hudi's writer adds to each
+    commit (`saveInternalSchema`): `latestSchema` in the commit metadata (a new version, with the
+    instant as its id, when the write added or widened columns) and the history file
+    `.hoodie/.schema/<instant>.schemacommit`."""
+    timeline = meta.timeline()
+    versions = meta.schema_versions(timeline)
+    if not versions:
+        return
+    latest = versions[-1]
+    data = without_meta_fields(internal_schema.without_versions(write_schema))
+    version = internal_schema.evolve(latest, data, int(instant), history=versions[:-1])
+    history = versions if version is latest else [*versions, version]
+    metadata.extra_metadata[internal_schema.LATEST_SCHEMA_KEY] = version.to_json()
+    schema_history.persist(meta.storage, timeline, instant, history)
+
+
 def complete(
     meta: MetaClient,
     pending: PendingCommit,
@@ -260,6 +277,7 @@ def complete(
 ) -> CommitMetadata:
     """Write the completed instant file (exclusively): from here on the write is visible."""
     metadata = build_metadata(meta, pending, write_schema, outcomes, absent_deletes, extra, stale_before_write)
+    record_internal_schema(meta, pending.instant, write_schema, metadata)
     complete_instant(meta, pending.instant, pending.action, meta.encode_commit_metadata(metadata))
     return metadata
 

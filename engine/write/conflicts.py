@@ -69,6 +69,9 @@ class ConcurrentOperation:
         return f"{self.operation.lower()} {self.instant} ({self.action.value}, {self.state.value})"
 
 
+ALTER_SCHEMA = "ALTER_SCHEMA"
+
+
 def candidate_instants(
     timeline: Timeline, seen_completed: frozenset[str], current: str, seen_pending: frozenset[str] | None = None
 ) -> list[Instant]:
@@ -99,8 +102,9 @@ def candidate_instants(
 
 
 def has_conflict(mine: ConcurrentOperation, other: ConcurrentOperation) -> bool:
-    """Whether the two touched a common file group."""
-    return bool(mine.groups & other.groups)
+    """Whether the two touched a common file group; a column change (`ALTER_SCHEMA`, no files)
+    conflicts with every write: the writer read the table under the old column names."""
+    return bool(mine.groups & other.groups) or ALTER_SCHEMA in (mine.operation, other.operation)
 
 
 def is_resolved(mine: ConcurrentOperation, other: ConcurrentOperation, seen_pending: frozenset[str] | None = None) -> bool:

@@ -36,6 +36,7 @@ from engine.read.reader import slice_merge
 from engine.read.scan import scan_parallelism
 from engine.spark.errors import translate
 from engine.spark.jobs import job_group
+from engine.table import internal_schema
 from engine.table.create import require_writable
 from engine.table.file_names import new_file_id
 from engine.table.fs_view import FileSystemView
@@ -202,6 +203,9 @@ class WriteJob:
         )
         # files carry exactly the types the stored Avro schema describes (e.g. timestamps in UTC)
         write_schema = avro_to_arrow(arrow_to_avro(write_schema, table_cfg.name))
+        # schema on read: checked as the commit records it; carries the ids its merges read files by
+        hint = int(timeline.last_time or 0) + 1
+        write_schema = internal_schema.for_write(write_schema, self.meta.schema_versions(timeline), hint)
         data_cols = [c for c in write_schema.names if c in df.columns]
         pc_field = table_cfg.precombine_field if table_cfg.precombine_field in df.columns else None
         return spec, timeline, write_schema, data_cols, pc_field

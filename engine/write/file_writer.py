@@ -27,7 +27,7 @@ from engine.constants import (
     PARTITION_PATH_COL,
     RECORD_KEY_COL,
 )
-from engine.data.base_file import conform, read_base_file
+from engine.data.base_file import base_file_instant, conform, read_base_file
 from engine.data.columns import KEY_COL, OP_COL, OP_DELETE, OP_UPSERT, PART_COL
 from engine.index.bloom_filter import (
     bloom_filter_from_footer,
@@ -37,6 +37,7 @@ from engine.index.bloom_filter import (
 )
 from engine.storage import Storage
 from engine.table.file_names import base_file_name, join_path
+from engine.table.internal_schema import without_versions
 
 if TYPE_CHECKING:
     from engine.write.keygen import KeySpec
@@ -155,7 +156,7 @@ def _stored(ctx: WriteContext, path: str) -> tuple[pa.Table, dict[bytes, bytes]]
     key fields when the table has no meta fields), and its footer's key-value metadata."""
     raw = read_base_file(ctx.storage, path)
     footer = dict(raw.schema.metadata or {})
-    rows = conform(raw, ctx.schema)
+    rows = conform(raw, ctx.schema, base_file_instant(path))
     if ctx.virtual is None:
         return rows, footer
     from engine.write.keygen import key_array
@@ -302,6 +303,7 @@ def write_base_file(
         footer[FOOTER_MAX_RECORD_KEY] = max_key
     if ctx.virtual is None:  # Hudi adds each key as its row is written, so the keys go in in output order
         footer.update(footer_entries(_bloom(ctx, keys, previous)))
+    out = out.replace_schema_metadata(without_versions(out.schema).metadata)  # never the read-side ids
     with ctx.storage.open_output_stream(path) as sink:
         # Hudi's footer keys go in the parquet key-value metadata once; with store_schema the
         # ~430 KB bloom filter would be stored a second time inside ARROW:schema

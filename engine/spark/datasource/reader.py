@@ -170,7 +170,7 @@ def read_slice_arrow(
     if base_only:
         if files.base_path is None:
             return pa.schema([schema.field(c) for c in wanted]).empty_table()
-        read_schema = pa.schema([schema.field(c) for c in needed])
+        read_schema = pa.schema([schema.field(c) for c in needed], metadata=schema.metadata)
         expr = arrow_filter(predicates, schema)
         table = read_filtered(storage, files.base_path, read_schema, expr, {p.column for p in predicates})
     else:
