@@ -155,17 +155,13 @@ class Table:
         `rename={"fare": "amount"}`, `drop=["tip"]`, `types={"val": "long"}` (widening only), and
         `schema_changes.Move("amount", after="id")` style changes, applied in that order after any
         positional `changes`. Older files are read by column id. See the README, "Schema on read"."""
-        from engine.services.alter import alter_schema
         from engine.table.schema_changes import ChangeType, Drop, Rename, parse_type
 
         todo: list[Change] = list(changes)
         todo += [Rename(old, new) for old, new in (rename or {}).items()]
         todo += [Drop(name) for name in drop]
         todo += [ChangeType(n, parse_type(t) if isinstance(t, str) else t) for n, t in (types or {}).items()]
-        config = WriteConfig.from_options(options)
-        require_writable(self.meta.config, self.meta.properties_uri)
-        with Transaction(self.meta, config, None, "alter", service=True):
-            return alter_schema(self.meta, todo)
+        return Maintenance(self.meta, options).alter(todo)
 
     @property
     def maintenance(self) -> Maintenance:

@@ -38,6 +38,8 @@ from engine.cli.data_cmds import (
     cmd_write,
 )
 from engine.cli.service_cmds import (
+    OrderedChanges,
+    cmd_alter,
     cmd_archive,
     cmd_clean,
     cmd_compaction,
@@ -149,6 +151,14 @@ def build_parser() -> argparse.ArgumentParser:
     service("clean", "delete file versions no longer needed (hoodie.cleaner.policy)", cmd_clean)
     service("archive", "move old instants to the archived timeline", cmd_archive)
     service("repair", "finish interrupted services and roll back failed writes", cmd_repair)
+    p = service("alter", "rename, drop, move or widen columns (schema on read; one alter_schema commit)", cmd_alter)
+    for flag, meta_var, text in (
+        ("rename", "OLD=NEW", "rename a column"), ("drop", "NAME", "drop a column"),
+        ("type", "NAME=TYPE", "widen a column: int, long, float, double, decimal(p,s)"),
+        ("first", "NAME", "move a column first"), ("after", "NAME=OTHER", "move NAME right after OTHER"),
+        ("before", "NAME=OTHER", "move NAME right before OTHER"),
+    ):
+        p.add_argument(f"--{flag}", dest=flag, action=OrderedChanges, metavar=meta_var, help=f"{text} (repeatable, applied in order)")
     help_text = "merge-on-read compaction: schedule a plan, run pending plans (or schedule and run one), show plans"
     p = sub.add_parser("compaction", help=help_text, description=help_text)
     p.add_argument("action", choices=["schedule", "run", "show"])

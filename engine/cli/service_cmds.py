@@ -6,6 +6,7 @@ import argparse
 
 from engine.cli.common import (
     EXIT_OK,
+    UsageError,
     check_instant,
     emit_json,
     maintenance,
@@ -55,6 +56,40 @@ def cmd_archive(args: argparse.Namespace) -> int:
 
 def cmd_repair(args: argparse.Namespace) -> int:
     return report(args, "repair", maintenance(args).repair(dry_run=args.dry_run))
+
+
+class OrderedChanges(argparse.Action):
+    """Collects `--rename/--drop/--type/--first/--after/--before` in the order given."""
+
+    def __call__(self, parser, namespace, values, option_string=None) -> None:
+        changes = list(getattr(namespace, "changes", None) or [])
+        changes.append((self.dest, values))
+        namespace.changes = changes
+
+
+def _change(kind: str, value: str):
+    from engine.table.schema_changes import ChangeType, Drop, Move, Rename, parse_type
+
+    if kind == "drop":
+        return Drop(value)
+    if kind == "first":
+        return Move(value, first=True)
+    name, sep, other = value.partition("=")
+    if not sep or not name or not other:
+        raise UsageError(f"--{kind} takes NAME=VALUE, got {value!r}")
+    if kind == "rename":
+        return Rename(name, other)
+    if kind == "type":
+        return ChangeType(name, parse_type(other))
+    return Move(name, after=other) if kind == "after" else Move(name, before=other)
+
+
+def cmd_alter(args: argparse.Namespace) -> int:
+    """`hoodie alter PATH --rename A=B --drop C --type D=long --after E=F ...` (schema on read)."""
+    changes = [_change(kind, value) for kind, value in (getattr(args, "changes", None) or [])]
+    if not changes:
+        raise UsageError("give at least one change: --rename, --drop, --type, --first, --after, --before")
+    return report(args, "alter", maintenance(args).alter(changes, dry_run=args.dry_run))
 
 
 def cmd_compaction(args: argparse.Namespace) -> int:

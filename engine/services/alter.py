@@ -41,10 +41,10 @@ __all__ = ["ALTER_SCHEMA", "AlterResult", "alter_schema", "protected_columns"]
 
 @dataclass(frozen=True)
 class AlterResult:
-    instant: str
+    instant: str | None  # None in a dry run
     changes: tuple[str, ...]
-    schema: pa.Schema
-    version_id: int
+    columns: dict[str, str]  # the table's columns after the changes, with their types
+    version_id: int | None  # the internal schema version (the instant as a number)
 
 
 def protected_columns(meta: MetaClient) -> dict[str, str]:
@@ -60,8 +60,9 @@ def protected_columns(meta: MetaClient) -> dict[str, str]:
     return out
 
 
-def alter_schema(meta: MetaClient, changes: Sequence[Change]) -> AlterResult:
-    """Apply `changes` in one commit. The caller holds the table lock (a service transaction)."""
+def alter_schema(meta: MetaClient, changes: Sequence[Change], dry_run: bool = False) -> AlterResult:
+    """Apply `changes` in one commit (the caller holds the table lock: a service transaction); in a
+    dry run, check them and return the schema they would give, changing nothing."""
     if meta.config.version != 6:
         raise UnsupportedFeatureError(
             f"altering columns of a version {meta.config.version} table is not built (version 6 tables only)"
@@ -82,15 +83,14 @@ def alter_schema(meta: MetaClient, changes: Sequence[Change]) -> AlterResult:
     versions = meta.schema_versions(timeline)
     base = versions[-1] if versions else internal_schema.from_arrow(current, 0)
     history = versions or [base]
+    described = tuple(c.describe() for c in changes)
+    if dry_run:
+        _evolve(base, new_schema, int(timeline.last_time or 0) + 1, renamed, history, changes)
+        return AlterResult(None, described, _columns(new_schema), None)
     action = Action.DELTA_COMMIT if meta.config.table_type is TableType.MERGE_ON_READ else Action.COMMIT
     instant = claim_instant(meta, timeline, action, b"")
     try:
-        try:
-            version = internal_schema.evolve(base, new_schema, int(instant), renamed, history[:-1])
-        except SchemaMismatchError as exc:
-            raise SchemaChangeError(f"{'; '.join(c.describe() for c in changes)}: {exc}") from exc
-        if version is base:
-            raise SchemaChangeError("the changes leave the schema as it is")
+        version = _evolve(base, new_schema, int(instant), renamed, history, changes)
         inflight = CommitMetadata({}, ALTER_SCHEMA, {})
         transition_to_inflight(meta, instant, action, meta.encode_commit_metadata(inflight))
         schema_history.persist(meta.storage, timeline, instant, [*history, version])
@@ -102,7 +102,21 @@ def alter_schema(meta: MetaClient, changes: Sequence[Change]) -> AlterResult:
     except BaseException:
         _undo(meta, instant, action)
         raise
-    return AlterResult(instant, tuple(c.describe() for c in changes), new_schema, version.version_id)
+    return AlterResult(instant, described, _columns(new_schema), version.version_id)
+
+
+def _columns(schema: pa.Schema) -> dict[str, str]:
+    return {f.name: str(f.type) for f in schema}
+
+
+def _evolve(base, new_schema, instant: int, renamed, history, changes) -> internal_schema.InternalSchema:
+    try:
+        version = internal_schema.evolve(base, new_schema, instant, renamed, history[:-1])
+    except SchemaMismatchError as exc:
+        raise SchemaChangeError(f"{'; '.join(c.describe() for c in changes)}: {exc}") from exc
+    if version is base:
+        raise SchemaChangeError("the changes leave the schema as it is")
+    return version
 
 
 def _undo(meta: MetaClient, instant: str, action: Action) -> None:

@@ -28,11 +28,13 @@ from engine.table.meta_client import MetaClient
 from engine.timeline.instant import Instant
 
 if TYPE_CHECKING:
-    from collections.abc import Callable
+    from collections.abc import Callable, Sequence
 
     from engine.index.base import Index
+    from engine.services.alter import AlterResult
     from engine.services.compaction import CompactionResult
     from engine.table.compaction_plan import CompactionPlan
+    from engine.table.schema_changes import Change
 
 
 class Maintenance:
@@ -275,6 +277,20 @@ class Maintenance:
         return updated, stats
 
     # ---- repair ------------------------------------------------------------------------
+    def alter(self, changes: Sequence[Change], dry_run: bool = False) -> AlterResult:
+        """Rename, drop, move or widen columns (schema on read) in one `alter_schema` commit; a dry
+        run checks the changes and returns the schema they would give (`engine.services.alter`)."""
+        from engine.services.alter import alter_schema
+        from engine.table.create import require_writable
+
+        require_writable(self.meta.config, self.meta.properties_uri)
+        # checked first without the lock: a refused change leaves the table byte for byte as it was
+        plan = alter_schema(self.meta, changes, dry_run=True)
+        if dry_run:
+            return plan
+        with self._tx("alter", None):
+            return alter_schema(self.meta, changes)
+
     def repair(self, dry_run: bool = False) -> RepairReport:
         """Finish interrupted services and roll back failed writes (also done before every write)."""
         index = self._index()

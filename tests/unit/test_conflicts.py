@@ -97,3 +97,14 @@ def test_services_are_judged_by_the_timeline_the_writer_read() -> None:
         _meta([("p1", "a-0")]).partition_to_write_stats, "UNKNOWN", compacted=True))
     assert find_conflict(mine, [done], frozenset({T2})) is None
     assert find_conflict(mine, [done], frozenset({T1})) is not None
+
+
+def test_a_column_change_completed_meanwhile_conflicts_with_every_write():
+    """An `alter_schema` commit writes no file, yet a write that read the table under the old column
+    names must not commit after it (its files would carry the old names under the new version)."""
+    mine = ConcurrentOperation("20260101000000300", Action.COMMIT, State.INFLIGHT, "UPSERT", frozenset({("p1", "a-0")}))
+    alter = ConcurrentOperation.of_commit(Instant("20260101000000200", Action.COMMIT, State.COMPLETED),
+                                          CommitMetadata({}, "ALTER_SCHEMA", {}))
+    other = ConcurrentOperation("20260101000000100", Action.COMMIT, State.COMPLETED, "UPSERT", frozenset({("p2", "b-0")}))
+    assert find_conflict(mine, [other, alter]) == (alter, frozenset())
+    assert find_conflict(mine, [other]) is None
