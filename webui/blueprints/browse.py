@@ -6,7 +6,7 @@ from flask import Blueprint, render_template, request
 
 from webui.auth import current_actor, requires
 from webui.models import Role
-from webui.services import browse, compactions, file_groups, health, jobs, tables
+from webui.services import browse, compactions, file_groups, health, jobs, schema_log, tables
 from webui.services.snapshot import TableSnapshot
 
 bp = Blueprint("browse", __name__, url_prefix="/tables/<name>")
@@ -28,8 +28,10 @@ def _int_arg(key: str, default: int) -> int:
 @requires(Role.VIEWER)
 def overview_page(name: str):  # type: ignore[no-untyped-def]
     entry, snap = _snapshot(name)
+    schemas = snap.cached("schema_log", lambda: schema_log.history(snap))
     return render_template("overview.html", entry=entry, ov=browse.overview(snap), mor=compactions.overview(snap),
-                           findings=health.check(snap), jobs=jobs.recent(entry, limit=8), actor=current_actor())
+                           findings=health.check(snap), jobs=jobs.recent(entry, limit=8), schemas=schemas,
+                           actor=current_actor())
 
 
 @bp.get("/timeline")
