@@ -127,6 +127,10 @@ class Table:
             raise InvalidInputError(f"expected a Spark DataFrame, got {type(df).__name__}")
         config = WriteConfig.from_options(options)
         require_writable(self.meta.config, self.meta.properties_uri)  # before the lock and repair: a refused write changes nothing
+        if config.schema_on_read and self.meta.config.version != 6:
+            raise UnsupportedFeatureError(
+                f"hoodie.schema.on.read.enable: an internal schema for a version {self.meta.config.version} table "
+                "is not built (version 6 tables only)")
         KeySpec.from_config(self.meta.config, config.keygen_options)  # so are unusable key generator options
         itype = write_index(self.config, config.index_type)
         index = index_for(itype, dict(config.index_options), self.config.name)

@@ -63,6 +63,9 @@ _KEYS: dict[str, tuple[str, type]] = {
     # the older reconcile key, which has the same effect on the missing columns)
     "hoodie.write.set.null.for.missing.columns": ("set_null_for_missing_columns", bool),
     "hoodie.datasource.write.reconcile.schema": ("reconcile_schema", bool),
+    # schema on read: a write to a table without an internal schema starts one (ids for its
+    # columns, engine.table.internal_schema); tables that have one keep it up to date regardless
+    "hoodie.schema.on.read.enable": ("schema_on_read", bool),
     # ours: plan a batch the driver can hold there and write it in one Spark job
     # (engine.write.one_job): auto (by Spark's size estimate of the input) | always | never
     "hoodie.write.driver.plan": ("driver_plan", str),
@@ -151,6 +154,7 @@ class WriteConfig:
     # both false (Apache Hudi's defaults): a batch must carry every table column
     set_null_for_missing_columns: bool = False
     reconcile_schema: bool = False
+    schema_on_read: bool = False
     driver_plan: str = "auto"
     driver_max_bytes: int = 256 * MB
     bulk_insert_sort_mode: str = "PARTITION_PATH_REPARTITION_AND_SORT"

@@ -249,19 +249,28 @@ def build_metadata(
     return CommitMetadata(stats, pending.operation.value, extra, partition_to_replace_file_ids=pending.replaced)
 
 
-def record_internal_schema(meta: MetaClient, instant: str, write_schema: pa.Schema, metadata: CommitMetadata) -> None:
+def record_internal_schema(
+    meta: MetaClient, instant: str, write_schema: pa.Schema, metadata: CommitMetadata, start: bool = False
+) -> None:
     """On a table with an internal schema (schema on read), what Apache Hudi's writer adds to each
     commit (`saveInternalSchema`): `latestSchema` in the commit metadata (a new version, with the
     instant as its id, when the write added or widened columns) and the history file
-    `.hoodie/.schema/<instant>.schemacommit`."""
+    `.hoodie/.schema/<instant>.schemacommit`. `start` (`hoodie.schema.on.read.enable`): a table
+    without one gets its first version, with this instant as id."""
+    if not (start or schema_history.present(meta.storage)):
+        return
     timeline = meta.timeline()
     versions = meta.schema_versions(timeline)
-    if not versions:
-        return
-    latest = versions[-1]
     data = without_meta_fields(internal_schema.without_versions(write_schema))
-    version = internal_schema.evolve(latest, data, int(instant), history=versions[:-1])
-    history = versions if version is latest else [*versions, version]
+    if not versions:
+        if not start:
+            return
+        version = internal_schema.from_arrow(data, int(instant))
+        history = [version]
+    else:
+        latest = versions[-1]
+        version = internal_schema.evolve(latest, data, int(instant), history=versions[:-1])
+        history = versions if version is latest else [*versions, version]
     metadata.extra_metadata[internal_schema.LATEST_SCHEMA_KEY] = version.to_json()
     schema_history.persist(meta.storage, timeline, instant, history)
 
@@ -274,10 +283,11 @@ def complete(
     absent_deletes: int,
     extra: dict[str, str] | None = None,
     stale_before_write: int = 0,
+    start_internal_schema: bool = False,
 ) -> CommitMetadata:
     """Write the completed instant file (exclusively): from here on the write is visible."""
     metadata = build_metadata(meta, pending, write_schema, outcomes, absent_deletes, extra, stale_before_write)
-    record_internal_schema(meta, pending.instant, write_schema, metadata)
+    record_internal_schema(meta, pending.instant, write_schema, metadata, start_internal_schema)
     complete_instant(meta, pending.instant, pending.action, meta.encode_commit_metadata(metadata))
     return metadata
 

@@ -378,7 +378,8 @@ class WriteJob:
                 self.guard.before_complete()
             commit_protocol.complete(
                 self.meta, pending, batch.write_schema, written, prof.absent, extra,
-                stale_before_write=prof.stale + sum(o["num_stale"] for o in outcomes if not o["path"])
+                stale_before_write=prof.stale + sum(o["num_stale"] for o in outcomes if not o["path"]),
+                start_internal_schema=self.config.schema_on_read,
             )
             failpoints.hit("write.after_complete")
         except BaseException as exc:

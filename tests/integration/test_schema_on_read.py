@@ -12,7 +12,7 @@ import pyarrow as pa
 import pytest
 
 from engine import Table
-from engine.errors import SchemaChangeError, SchemaMismatchError
+from engine.errors import SchemaChangeError, SchemaMismatchError, UnsupportedFeatureError
 from engine.table.schema_changes import Move
 from tests.integration.test_schema_evolution import by_id, log_files, oracle, ours
 from tests.support.tables import tree_bytes, tree_dirs
@@ -160,9 +160,17 @@ def test_changes_that_would_corrupt_readers_are_refused_and_the_table_is_untouch
 
 
 def test_widening_a_column_by_alter_reads_old_files_promoted(spark, tmp_path):
+    """Also: `hoodie.schema.on.read.enable=true` on a write starts the internal schema (its first
+    version is that commit, not version 0); refused on a version 8 table."""
     t = Table.create(spark, str(tmp_path / "t"), name="t", record_key="id", precombine_field="ts")
-    c1 = t.upsert(spark.createDataFrame([("1", 1, 7), ("2", 1, 8)], "id string, ts long, qty int")).instant
+    df = spark.createDataFrame([("1", 1, 7), ("2", 1, 8)], "id string, ts long, qty int")
+    c1 = t.upsert(df, options={"hoodie.schema.on.read.enable": "true"}).instant
+    first = json.loads(t.commit_metadata(c1).extra_metadata["latestSchema"])
+    assert first["version-id"] == int(c1) and [f["name"] for f in first["fields"]][5:] == ["id", "ts", "qty"]
+    assert schema_files(t) == [f"{c1}.schemacommit", f"{c1}.schemacommit.inflight", f"{c1}.schemacommit.requested"]
     res = t.alter(types={"qty": "long"})
+    history = json.loads((tmp_path / "t" / ".hoodie" / ".schema" / f"{res.instant}.schemacommit").read_text())
+    assert [v["version-id"] for v in history["schemas"]] == [int(res.instant), int(c1)]
     assert t.schema().field("qty").type == pa.int64()
     assert ours(t.read()) == {"1": {"id": "1", "ts": 1, "qty": 7}, "2": {"id": "2", "ts": 1, "qty": 8}}
     assert t.read().schema["qty"].dataType.simpleString() == "bigint"
@@ -172,3 +180,18 @@ def test_widening_a_column_by_alter_reads_old_files_promoted(spark, tmp_path):
     assert t.read(as_of=c1).schema["qty"].dataType.simpleString() == "int"
     latest = json.loads(t.commit_metadata(res.instant).extra_metadata["latestSchema"])
     assert latest["fields"][-1] == {"id": 7, "name": "qty", "optional": True, "type": "long"}
+
+
+def test_schema_on_read_is_refused_on_a_version_8_table(spark, tmp_path):
+    t = Table.create(spark, str(tmp_path / "t8"), name="t8", record_key="id", precombine_field="ts", table_version=8)
+    before, dirs = tree_bytes(t.path), tree_dirs(t.path)
+    df = spark.createDataFrame([("1", 1)], "id string, ts long")
+    with pytest.raises(UnsupportedFeatureError, match="internal schema for a version 8 table is not built"):
+        t.upsert(df, options={"hoodie.schema.on.read.enable": "true"})
+    assert tree_bytes(t.path) == before and tree_dirs(t.path) == dirs
+    t.upsert(df)
+    before, dirs = tree_bytes(t.path), tree_dirs(t.path)
+    with pytest.raises(UnsupportedFeatureError, match="altering columns of a version 8 table is not built"):
+        t.alter(rename={"qty": "x"})
+    assert tree_bytes(t.path) == before and tree_dirs(t.path) == dirs
+    assert not (tmp_path / "t8" / ".hoodie" / ".schema").exists()

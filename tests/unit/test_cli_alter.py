@@ -50,3 +50,18 @@ def test_hoodie_alter_dry_run_commit_and_refusals(tmp_path, capsys):
     assert code == 0 and done["instant"] in out and "ALTER_SCHEMA" in out, out
     code, out, err = run(capsys, "show", t.path)
     assert code == 0 and "amount" in out and "fare" not in out
+
+
+def test_rolling_back_an_alter_restores_the_schema_before_it(tmp_path, capsys):
+    t = handmade.create(str(tmp_path / "trips"))
+    handmade.add_commit(t, {"paris": ["new"]})
+    code, out, _ = run(capsys, "alter", t.path, "--rename", "fare=amount", "--json")
+    instant = json.loads(out)["alter"]["instant"]
+    assert code == 0 and t.meta.latest_schema().names == ["trip_id", "city", "ts", "amount"]
+    code, out, err = run(capsys, "rollback", t.path, instant, "--json")
+    assert (code, err) == (0, ""), err
+    # the alter's history file stays but names no completed commit: the table has no internal schema
+    assert (Path(t.path) / ".hoodie" / ".schema" / f"{instant}.schemacommit").is_file()
+    assert t.meta.schema_versions() == []
+    schema = t.meta.latest_schema()
+    assert schema.names == ["trip_id", "city", "ts", "fare"] and schema.metadata is None
