@@ -117,7 +117,11 @@ class Table:
         return self.meta.file_system_view(as_of=as_of)
 
     def schema(self) -> pa.Schema | None:
-        return self.meta.latest_schema()
+        """The table's data schema (None before the first write)."""
+        from engine.table.internal_schema import without_versions
+
+        schema = self.meta.latest_schema()
+        return without_versions(schema) if schema is not None else None
 
     # ---- writes ------------------------------------------------------------------------
     def _write(

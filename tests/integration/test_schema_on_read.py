@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 
 import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 
 from engine import Table
@@ -111,6 +112,9 @@ def test_rename_drop_move_then_writes_read_by_column_id(spark, tmp_path, table_t
         t.maintenance.compact(spark=spark)
         assert log_files(t) == []
         check(spark, t, model)
+        for s in t.file_system_view().latest_slices():  # the ids never reach a file
+            footer = pq.read_metadata(str(tmp_path / "t" / s.base_file.path)).metadata
+            assert b"hoodie.internal.columns" not in footer and b"ARROW:schema" not in footer
     # hudi-rs, by name: rome's untouched base file gives null for the renamed column and its old,
     # dropped `tip` value for the new column of that name (ours: null, by id)
     assert oracle(t) == {**model, "2": {**model["2"], "amount": None, "tip": 2.0}}
