@@ -73,7 +73,8 @@ def alter_schema(meta: MetaClient, changes: Sequence[Change], dry_run: bool = Fa
         first = pending[0]
         raise SchemaChangeError(
             f"{first.action.value} {first.time} is pending: its files are planned under the current column "
-            "names; complete it (or roll it back) before altering columns"
+            "names; complete it or roll it back before altering columns (`hoodie repair` rolls back failed "
+            "writes; `hoodie compaction run` completes a compaction)"
         )
     current = meta.latest_schema(timeline)
     if current is None:

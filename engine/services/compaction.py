@@ -386,8 +386,8 @@ def _execute(meta, plan, spark, fence, progress, compression, bloom, before_comp
         stats.setdefault(out["partition"], []).append(_stat(out))
     extra = {"schema": avro_to_json(arrow_to_avro(data_schema, meta.config.name))}
     versions = meta.schema_versions(timeline)
-    if versions:  # schema on read: the version the compacted files are written under
-        extra[internal_schema.LATEST_SCHEMA_KEY] = versions[-1].to_json()
+    if versions:  # schema on read: the version in force at the compaction's instant
+        extra[internal_schema.LATEST_SCHEMA_KEY] = (internal_schema.search(versions, plan.instant) or versions[-1]).to_json()
     metadata = CommitMetadata(stats, OPERATION_TYPE, extra, compacted=True)
     complete_instant(meta, plan.instant, Action.COMMIT, meta.encode_commit_metadata(metadata))
     return CompactionResult(

@@ -38,6 +38,7 @@ from engine.errors import InstantNotFoundError, InvalidInputError
 from engine.index.base import Index, RollbackChange
 from engine.services.rollback_checks import check_rollback_allowed, read_keys
 from engine.services.serial import Documented
+from engine.table import schema_history
 from engine.table.file_names import file_instant, parse_base_file_name, parse_log_file_name
 from engine.table.meta_client import MetaClient
 from engine.table.ownership import FileOwnership
@@ -290,6 +291,7 @@ def undo_instant(
         touched |= set(meta.partitions_with_metadata())  # created partitions it wrote no file in
     _remove_created_partitions(meta, touched, time)
     storage.delete(heartbeat_path(time))
+    schema_history.remove(storage, time)  # schema on read: the version it recorded goes with it
     remove_instant(meta, time, action)
     if action is Action.COMMIT:
         remove_instant(meta, time, Action.COMPACTION)  # a completed compaction is a commit

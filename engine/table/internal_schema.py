@@ -137,23 +137,23 @@ def type_string(t: pa.DataType) -> str:
 
 
 def _record(fields: Sequence[pa.Field], ids: _Ids, old: Mapping[str, dict[str, Any]] | None) -> list[dict[str, Any]]:
-    """Hudi's order: the record's fields take their ids first, then their nested types in turn.
-    A field found in `old` (by name) keeps its id and its nested ids where names match."""
-    own = []
-    fresh = [f for f in fields if not (old and f.name in old)]
-    first = ids.take(len(fresh)) if fresh else ids.next
-    k = 0
-    for f in fields:
-        if old and f.name in old:
-            own.append(int(old[f.name]["id"]))
-        else:
-            own.append(first + k)
-            k += 1
+    """A new record (`old` None) in `AvroInternalSchemaConverter`'s order: the fields take their
+    ids first, then their nested types in turn. Evolving one (`old`: the fields before, by name):
+    a field found there keeps its id and its nested ids where names match; a new field takes the
+    next id and then its nested ids at once, and is optional (Hudi's `ColumnAddChange`)."""
+    if old is None:
+        first = ids.take(len(fields))
+        own: list[int | None] = [first + k for k in range(len(fields))]
+    else:
+        own = [int(old[f.name]["id"]) if f.name in old else None for f in fields]
     out = []
     for f, fid in zip(fields, own, strict=True):
         before = old.get(f.name) if old else None
-        d: dict[str, Any] = {"id": fid, "name": f.name, "optional": bool(f.nullable),
-                             "type": _type(f.type, ids, before["type"] if before else None)}
+        added = old is not None and before is None
+        if fid is None:
+            fid = ids.take()
+        d: dict[str, Any] = {"id": fid, "name": f.name, "optional": bool(f.nullable) or added,
+                             "type": _type(f.type, ids, before["type"] if before else None, added)}
         if f.name in META_FIELDS:
             d["doc"] = ""
         elif before and "doc" in before:
@@ -162,21 +162,24 @@ def _record(fields: Sequence[pa.Field], ids: _Ids, old: Mapping[str, dict[str, A
     return out
 
 
-def _type(t: pa.DataType, ids: _Ids, old: Any) -> Any:
+def _type(t: pa.DataType, ids: _Ids, old: Any, added: bool = False) -> Any:
     if pa.types.is_struct(t):
-        before = {f["name"]: f for f in old["fields"]} if isinstance(old, dict) and old.get("type") == "record" else None
+        if isinstance(old, dict) and old.get("type") == "record":
+            before: dict[str, Any] | None = {f["name"]: f for f in old["fields"]}
+        else:
+            before = {} if added else None  # inside an added column: ids in the order they come
         return {"type": "record", "fields": _record(list(t), ids, before)}
     if pa.types.is_map(t):
         same = isinstance(old, dict) and old.get("type") == "map"
         key_id, value_id = (int(old["key-id"]), int(old["value-id"])) if same else (ids.take(), ids.take())
         return {"type": "map", "key-id": key_id, "key": "string", "value-id": value_id,
-                "value": _type(t.item_type, ids, old.get("value") if same else None),
+                "value": _type(t.item_type, ids, old.get("value") if same else None, added),
                 "value_optional": bool(t.item_field.nullable)}
     if pa.types.is_list(t) or pa.types.is_large_list(t) or pa.types.is_fixed_size_list(t):
         same = isinstance(old, dict) and old.get("type") == "array"
         element_id = int(old["element-id"]) if same else ids.take()
         return {"type": "array", "element-id": element_id,
-                "element": _type(t.value_type, ids, old.get("element") if same else None),
+                "element": _type(t.value_type, ids, old.get("element") if same else None, added),
                 "element_optional": bool(t.value_field.nullable)}
     return type_string(t)
 
@@ -237,13 +240,23 @@ def _check_reuse(new: InternalSchema, versions: Sequence[InternalSchema]) -> Non
     for f in new.fields:
         for v in versions:
             old = v.field(f["name"])
-            if old is not None and int(old["id"]) != int(f["id"]) and old["type"] != f["type"]:
+            if old is not None and int(old["id"]) != int(f["id"]) and _shape(old["type"]) != _shape(f["type"]):
                 raise SchemaMismatchError(
                     f"column name '{f['name']}' was another column ({_show(old['type'])}) until version "
                     f"{v.version_id}; giving it to a {_show(f['type'])} column would make readers that "
                     "match columns by name (hudi-rs, Apache Hudi without schema on read) read the old "
                     "values as the new type: choose another name"
                 )
+
+
+_NOT_SHAPE = frozenset({"id", "element-id", "key-id", "value-id", "optional", "element_optional", "value_optional", "doc"})
+
+
+def _shape(t: Any) -> Any:
+    """A type without its ids, nullability and docs (two columns of one type differ in those)."""
+    if isinstance(t, dict):
+        return {k: ([_shape(f) for f in v] if k == "fields" else _shape(v)) for k, v in t.items() if k not in _NOT_SHAPE}
+    return t
 
 
 def _show(t: Any) -> str:
@@ -305,8 +318,10 @@ def file_columns(schema: pa.Schema, instant: str | None) -> dict[str, str | None
     for vid, names in payload["versions"]:
         if vid <= at and (chosen is None or vid > chosen[0]):
             chosen = (vid, names)
-    if chosen is None:
-        return None  # written before the first recorded version: its names are the first version's
+    if chosen is None:  # written before the first version: no rename predates it, so its names
+        if not payload["versions"]:  # are the oldest version's
+            return None
+        chosen = min(payload["versions"], key=lambda v: v[0])
     names_then = chosen[1]
     ids_now: dict[str, int] = payload["read"]
     out: dict[str, str | None] = {}
@@ -322,8 +337,10 @@ def for_write(schema: pa.Schema, versions: Sequence[InternalSchema], instant_hin
     carrying the ids, so that the files it merges with are read by id."""
     if not versions:
         return schema
-    evolve(versions[-1], schema, instant_hint, history=versions[:-1])
-    return attach_versions(schema, versions[-1], versions)
+    after = evolve(versions[-1], schema, instant_hint, history=versions[:-1])
+    # read under the version this write makes: a column it brings back under a dropped name has a
+    # new id, so the old files' values of that name are not carried into the files it rewrites
+    return attach_versions(schema, after, versions)
 
 
 def without_versions(schema: pa.Schema) -> pa.Schema:

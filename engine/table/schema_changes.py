@@ -72,6 +72,9 @@ class Move:
 
 Change = Rename | Drop | ChangeType | Move
 
+DELETE_MARKER = "_hoodie_is_deleted"  # a record with true here is a delete (older log blocks too)
+RESERVED_PREFIX = "__hoodie_"  # writes refuse input columns named so
+
 _TYPES = {
     "int": pa.int32(), "integer": pa.int32(), "long": pa.int64(), "bigint": pa.int64(),
     "float": pa.float32(), "double": pa.float64(), "string": pa.string(), "boolean": pa.bool_(),
@@ -114,12 +117,22 @@ def apply_changes(
                 raise SchemaChangeError(f"{change.describe()}: {name} is a meta column Apache Hudi fills in")
             if name in protected:
                 raise SchemaChangeError(f"{change.describe()}: '{name}' is the table's {protected[name]}")
+            if name == DELETE_MARKER:
+                raise SchemaChangeError(
+                    f"{change.describe()}: {DELETE_MARKER} marks deleted records; changing it would turn the "
+                    "deletes older files hold into records")
 
         if isinstance(change, Rename):
             i = at(change.old)
             guard(change.old)
-            if change.new.lower() in {n.lower() for n in names if n != change.old} or change.new in META_FIELDS:
+            taken = {n.lower() for n in names if n != change.old} | {m.lower() for m in META_FIELDS}
+            if change.new.lower() in taken:
                 raise SchemaChangeError(f"{change.describe()}: a column named '{change.new}' exists")
+            if change.new.lower().startswith(RESERVED_PREFIX) or change.new.lower() == DELETE_MARKER:
+                raise SchemaChangeError(
+                    f"{change.describe()}: '{change.new}' is a name Apache Hudi reserves "
+                    f"({DELETE_MARKER} marks deletes, {RESERVED_PREFIX}* are internal columns)"
+                )
             try:
                 normalize_for_write(pa.schema([pa.field(change.new, pa.int32())]))
             except SchemaMismatchError as exc:

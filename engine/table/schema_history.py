@@ -19,7 +19,7 @@ from engine.table.internal_schema import (
 )
 from engine.timeline.timeline import Timeline
 
-__all__ = ["load", "persist", "present"]
+__all__ = ["load", "persist", "present", "remove"]
 
 
 def _instant_of(name: str) -> str:
@@ -56,6 +56,18 @@ def load(storage, timeline: Timeline) -> list[InternalSchema]:
         return parse_history(storage.read_bytes(rel).decode("utf-8"))
     except (ValueError, KeyError, TypeError) as exc:
         raise CorruptTableError(f"{storage.uri(rel)}: not a schema history ({exc})") from exc
+
+
+def remove(storage, instant: str) -> None:
+    """Delete the history files of `instant` (rolled back: they must not come back as valid if
+    its instant time ever falls behind the archived boundary)."""
+    try:
+        names = [f.name for f in storage.list_dir(SCHEMA_FOLDER) if not f.is_dir]
+    except FileNotFoundError:
+        return
+    for name in names:
+        if _instant_of(name) == instant:
+            storage.delete(f"{SCHEMA_FOLDER}/{name}")
 
 
 def persist(storage, timeline: Timeline, instant: str, versions: list[InternalSchema]) -> None:

@@ -99,3 +99,48 @@ def test_changes_apply_in_order_and_name_what_was_renamed():
         apply_changes(pa.schema([("id", pa.string())]), [Drop("id")], {})
     with pytest.raises(SchemaChangeError, match="drop q: 'q' is the table's partition field"):
         apply_changes(s, [Drop("q")], {"q": "partition field"})
+
+
+def test_a_write_bringing_a_dropped_name_back_reads_old_files_without_it():
+    """`for_write` attaches the version the write makes: the re-added `tip` has a new id, so a
+    copy-on-write merge does not carry the old files' dropped values into the files it rewrites."""
+    v0 = ins.from_arrow(pa.schema([("id", pa.string()), ("tip", pa.float64())]), 0)
+    v1 = ins.evolve(v0, pa.schema([("id", pa.string())]), 100)
+    write = ins.for_write(pa.schema([("id", pa.string()), ("tip", pa.float64())]), [v0, v1], 200)
+    assert ins.file_columns(write, "50") == {"id": "id", "tip": None}
+    assert ins.file_columns(write, "150") == {"id": "id", "tip": None}
+
+
+def test_files_older_than_the_first_version_read_under_its_names():
+    """An internal schema started by a write (first version = that commit, not 0): older files
+    hold the first version's names, so a later rename still finds their values."""
+    v1 = ins.from_arrow(pa.schema([("id", pa.string()), ("fare", pa.float64())]), 100)
+    v2 = ins.evolve(v1, pa.schema([("id", pa.string()), ("amount", pa.float64())]), 200, renamed={"amount": "fare"})
+    read = ins.attach_versions(pa.schema([("id", pa.string()), ("amount", pa.float64())]), v2, [v1, v2])
+    assert ins.file_columns(read, "50") == {"id": "id", "amount": "fare"}
+
+
+def test_a_nested_column_may_come_back_with_the_same_type():
+    s = pa.struct([("x", pa.int32()), ("l", pa.list_(pa.string()))])
+    v0 = ins.from_arrow(pa.schema([("id", pa.string()), ("s", s)]), 0)
+    v1 = ins.evolve(v0, pa.schema([("id", pa.string())]), 100)
+    v2 = ins.evolve(v1, pa.schema([("id", pa.string()), ("s", s)]), 200, history=[v0])
+    assert v2.ids()["s"] == v0.max_column_id + 1  # a new column: the next id, then its nested ids
+    assert v2.field("s")["type"]["fields"][0]["id"] == v0.max_column_id + 2
+    with pytest.raises(SchemaMismatchError, match="column name 's' was another column"):
+        ins.evolve(v1, pa.schema([("id", pa.string()), ("s", pa.struct([("x", pa.string())]))]), 200, history=[v0])
+
+
+def test_names_apache_hudi_reserves_are_refused():
+    s = pa.schema([("id", pa.string()), ("fare", pa.float64()), ("_hoodie_is_deleted", pa.bool_())])
+    for change, message in [
+        (Rename("fare", "__hoodie_op"), "'__hoodie_op' is a name Apache Hudi reserves"),
+        (Rename("fare", "_hoodie_is_deleted"), "a column named '_hoodie_is_deleted' exists"),
+        (Rename("fare", "_HOODIE_RECORD_KEY"), "a column named '_HOODIE_RECORD_KEY' exists"),
+        (Drop("_hoodie_is_deleted"), "_hoodie_is_deleted marks deleted records"),
+        (Rename("_hoodie_is_deleted", "gone"), "_hoodie_is_deleted marks deleted records"),
+    ]:
+        with pytest.raises(SchemaChangeError, match=message):
+            apply_changes(s, [change], {})
+    with pytest.raises(SchemaChangeError, match="'_Hoodie_Is_Deleted' is a name Apache Hudi reserves"):
+        apply_changes(pa.schema([("id", pa.string()), ("fare", pa.float64())]), [Rename("fare", "_Hoodie_Is_Deleted")], {})

@@ -22,7 +22,9 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from engine.errors import InvalidInputError, SchemaMismatchError
+from engine.table import internal_schema
 from engine.table.meta_client import MetaClient
+from engine.table.schema import without_meta_fields
 from engine.write.keygen import KeySpec
 from engine.write.schema_check import canonical_type, resolve_write_schema
 from webui.extensions import db
@@ -115,7 +117,10 @@ def check(meta: MetaClient, table: pa.Table, operation: str) -> CheckedBatch:
     if table_schema is not None:
         table = align_text_times(table, table_schema)
     try:
-        resolve_write_schema(table.schema, table_schema, spec, cfg.precombine_field, deleting=operation == "delete")
+        resolved = resolve_write_schema(table.schema, table_schema, spec, cfg.precombine_field,
+                                        deleting=operation == "delete")
+        # schema on read: the checks the commit makes (a dropped name back with another type)
+        internal_schema.for_write(without_meta_fields(resolved), meta.schema_versions(), 0)
     except SchemaMismatchError as exc:
         raise UploadError(f"schema mismatch: {exc}", 422) from exc
     except InvalidInputError as exc:
