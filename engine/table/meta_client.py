@@ -218,17 +218,21 @@ class MetaClient:
                 return meta.schema
         return self.config.create_schema
 
-    def latest_schema(self, timeline: Timeline | None = None, as_of: str | None = None) -> pa.Schema | None:
+    def latest_schema(
+        self, timeline: Timeline | None = None, as_of: str | None = None,
+        versions: list[internal_schema.InternalSchema] | None = None,
+    ) -> pa.Schema | None:
         """The table's data schema (without meta columns; as of `as_of` when given), or None for a
         table never written. When the table has an internal schema (schema on read), the schema
         carries its column ids (`internal_schema.attach_versions`), so files written under older
-        names are read by id."""
+        names are read by id. `versions`: the table's versions, when the caller has them at hand."""
         tl = timeline or self.timeline()
         avro = self.latest_avro_schema(tl, as_of)
         if not avro:
             return None
         schema = avro_to_arrow(avro)
-        versions = self.schema_versions(tl)
+        if versions is None:
+            versions = self.schema_versions(tl)
         if versions:
             read = internal_schema.search(versions, as_of) if as_of and as_of.isdigit() else versions[-1]
             if read is not None:

@@ -19,7 +19,7 @@ from engine.table.internal_schema import (
 )
 from engine.timeline.timeline import Timeline
 
-__all__ = ["load", "persist", "present", "remove"]
+__all__ = ["load", "persist", "remove"]
 
 
 def _instant_of(name: str) -> str:
@@ -35,14 +35,6 @@ def _complete_files(storage, timeline: Timeline) -> list[str]:
         (n for n in names if n.endswith("." + SCHEMA_COMMIT) and timeline.is_valid_write(_instant_of(n))),
         key=_instant_of,
     )
-
-
-def present(storage) -> bool:
-    """Whether the table has any schema history file (one listing; no timeline needed)."""
-    try:
-        return any(f.name.endswith("." + SCHEMA_COMMIT) for f in storage.list_dir(SCHEMA_FOLDER) if not f.is_dir)
-    except FileNotFoundError:
-        return False
 
 
 def load(storage, timeline: Timeline) -> list[InternalSchema]:

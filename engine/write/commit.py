@@ -257,8 +257,8 @@ def record_internal_schema(
     instant as its id, when the write added or widened columns) and the history file
     `.hoodie/.schema/<instant>.schemacommit`. `start` (`hoodie.schema.on.read.enable`): a table
     without one gets its first version, with this instant as id."""
-    if not (start or schema_history.present(meta.storage)):
-        return
+    if not start and internal_schema.FILE_COLUMNS_KEY not in (write_schema.metadata or {}):
+        return  # the write found no internal schema when it started (an alter since fails it)
     timeline = meta.timeline()
     versions = meta.schema_versions(timeline)
     data = without_meta_fields(internal_schema.without_versions(write_schema))

@@ -193,9 +193,10 @@ class WriteJob:
         table_cfg = self.meta.config
         spec = KeySpec.from_config(table_cfg, self.config.keygen_options)
         timeline = self.meta.timeline()
+        versions = self.meta.schema_versions(timeline)  # schema on read (one listing of .hoodie/.schema)
         write_schema = resolve_write_schema(
             to_arrow_schema(df.schema, timezone="UTC"),
-            self.meta.latest_schema(timeline),
+            self.meta.latest_schema(timeline, versions=versions),
             spec,
             table_cfg.precombine_field,
             deleting=self.is_delete,
@@ -205,7 +206,7 @@ class WriteJob:
         write_schema = avro_to_arrow(arrow_to_avro(write_schema, table_cfg.name))
         # schema on read: checked as the commit records it; carries the ids its merges read files by
         hint = int(timeline.last_time or 0) + 1
-        write_schema = internal_schema.for_write(write_schema, self.meta.schema_versions(timeline), hint)
+        write_schema = internal_schema.for_write(write_schema, versions, hint)
         data_cols = [c for c in write_schema.names if c in df.columns]
         pc_field = table_cfg.precombine_field if table_cfg.precombine_field in df.columns else None
         return spec, timeline, write_schema, data_cols, pc_field
