@@ -35,10 +35,10 @@ from pyspark.sql.pandas.types import from_arrow_schema
 from pyspark.sql.types import ArrayType, DataType, MapType, StructType
 
 from engine.constants import COMMIT_TIME_COL
+from engine.data.base_file import base_file_instant
 from engine.data.keys import ScanFile
 from engine.errors import EngineError
 from engine.storage import Storage
-from engine.table.file_names import parse_base_file_name
 from engine.table.internal_schema import file_columns
 from engine.table.meta_client import MetaClient
 from engine.table.schema import avro_to_arrow, with_meta_fields
@@ -90,10 +90,10 @@ def _written_under(meta: MetaClient, timeline: Timeline, files: Sequence[ScanFil
     """Whether every file's commit recorded `schema` (meta columns + data columns)."""
     instants = set()
     for f in files:
-        parsed = parse_base_file_name(f.path.rsplit("/", 1)[-1]) if f.path else None
-        if parsed is None:
+        instant = base_file_instant(f.path) if f.path else None
+        if instant is None:
             return False
-        instants.add(parsed.instant)
+        instants.add(instant)
     seen: dict[str, bool] = {}
     for time in instants:
         columns = file_columns(schema, time)

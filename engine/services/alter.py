@@ -76,12 +76,12 @@ def alter_schema(meta: MetaClient, changes: Sequence[Change], dry_run: bool = Fa
             "names; complete it or roll it back before altering columns (`hoodie repair` rolls back failed "
             "writes; `hoodie compaction run` completes a compaction)"
         )
-    current = meta.latest_schema(timeline)
+    versions = meta.schema_versions(timeline)
+    current = meta.latest_schema(timeline, versions=versions)
     if current is None:
         raise InvalidInputError(f"{meta.storage.base_uri} has no schema yet: write to it before altering columns")
     current = without_meta_fields(internal_schema.without_versions(current))
     new_schema, renamed = apply_changes(current, list(changes), protected_columns(meta))
-    versions = meta.schema_versions(timeline)
     base = versions[-1] if versions else internal_schema.from_arrow(current, 0)
     history = versions or [base]
     described = tuple(c.describe() for c in changes)
@@ -123,8 +123,6 @@ def _evolve(base, new_schema, instant: int, renamed, history, changes) -> intern
 def _undo(meta: MetaClient, instant: str, action: Action) -> None:
     if meta.completed_file_name(instant, action) is not None:
         return
-    folder = internal_schema.SCHEMA_FOLDER
-    for suffix in ("", ".inflight", ".requested"):
-        meta.storage.delete(f"{folder}/{instant}.{internal_schema.SCHEMA_COMMIT}{suffix}")
+    schema_history.remove(meta.storage, instant)
     for state in (State.INFLIGHT, State.REQUESTED):
         meta.storage.delete(meta.instant_path(Instant(instant, action, state)))

@@ -363,7 +363,8 @@ def _execute(meta, plan, spark, fence, progress, compression, bloom, before_comp
         body = avro_models.serialize(PLAN_MODEL, plan.to_record())
         meta.storage.create_exclusive(meta.instant_path(Instant(plan.instant, Action.COMPACTION, State.INFLIGHT)), body)
     failpoints.hit("compaction.after_inflight")
-    data_schema = meta.latest_schema(timeline)
+    versions = meta.schema_versions(timeline)  # schema on read: read once, for the merge and the commit
+    data_schema = meta.latest_schema(timeline, versions=versions)
     if data_schema is None:
         raise InvalidInputError(f"{meta.storage.base_uri} has no schema to compact with")
     job = _Job(
@@ -385,7 +386,6 @@ def _execute(meta, plan, spark, fence, progress, compression, bloom, before_comp
     for out in sorted(outs, key=lambda o: (o["partition"], o["file_id"])):
         stats.setdefault(out["partition"], []).append(_stat(out))
     extra = {"schema": avro_to_json(arrow_to_avro(data_schema, meta.config.name))}
-    versions = meta.schema_versions(timeline)
     if versions:  # schema on read: the version in force at the compaction's instant
         extra[internal_schema.LATEST_SCHEMA_KEY] = (internal_schema.search(versions, plan.instant) or versions[-1]).to_json()
     metadata = CommitMetadata(stats, OPERATION_TYPE, extra, compacted=True)

@@ -26,13 +26,17 @@ def _instant_of(name: str) -> str:
     return name.split(".", 1)[0].split("_", 1)[0]
 
 
-def _complete_files(storage, timeline: Timeline) -> list[str]:
+def _names(storage) -> list[str]:
+    """The file names in `.hoodie/.schema/` ([] when it does not exist)."""
     try:
-        names = [f.name for f in storage.list_dir(SCHEMA_FOLDER) if not f.is_dir]
+        return [f.name for f in storage.list_dir(SCHEMA_FOLDER) if not f.is_dir]
     except FileNotFoundError:
         return []
+
+
+def _complete_files(storage, timeline: Timeline) -> list[str]:
     return sorted(
-        (n for n in names if n.endswith("." + SCHEMA_COMMIT) and timeline.is_valid_write(_instant_of(n))),
+        (n for n in _names(storage) if n.endswith("." + SCHEMA_COMMIT) and timeline.is_valid_write(_instant_of(n))),
         key=_instant_of,
     )
 
@@ -53,11 +57,7 @@ def load(storage, timeline: Timeline) -> list[InternalSchema]:
 def remove(storage, instant: str) -> None:
     """Delete the history files of `instant` (rolled back: they must not come back as valid if
     its instant time ever falls behind the archived boundary)."""
-    try:
-        names = [f.name for f in storage.list_dir(SCHEMA_FOLDER) if not f.is_dir]
-    except FileNotFoundError:
-        return
-    for name in names:
+    for name in _names(storage):
         if _instant_of(name) == instant:
             storage.delete(f"{SCHEMA_FOLDER}/{name}")
 
@@ -66,12 +66,8 @@ def persist(storage, timeline: Timeline, instant: str, versions: list[InternalSc
     """Write the history for the commit `instant` (before it completes) as Apache Hudi does:
     requested, inflight, then the completed file. Files of instants that are neither pending nor
     completed (failed or rolled back) are removed first."""
-    try:
-        existing = [f.name for f in storage.list_dir(SCHEMA_FOLDER) if not f.is_dir]
-    except FileNotFoundError:
-        existing = []
     pending = {i.time for i in timeline.pending.instants}
-    for name in existing:
+    for name in _names(storage):
         at = _instant_of(name)
         if at != instant and at not in pending and not timeline.is_valid_write(at):
             storage.delete(f"{SCHEMA_FOLDER}/{name}")
