@@ -70,13 +70,15 @@ class _Chains:
         self._lock = threading.Lock()
 
     def get(self, partition: str, num_hashes: int) -> np.ndarray:
-        key = (partition, num_hashes)
+        """The hash chain of the keys `lookup_files` takes for a file of `partition`: the
+        partition's own, else a global lookup's any-partition keys."""
+        key = (partition if partition in self.lookup else ANY_PARTITION, num_hashes)
         with self._lock:
             if key not in self.cache:
                 if self.eager:
                     self._hash_all(num_hashes)
                 else:
-                    keys = self.lookup.get(partition, self.lookup.get(ANY_PARTITION))
+                    keys = self.lookup.get(key[0])
                     assert keys is not None  # the caller found keys for this partition
                     self.cache[key] = hash_chain_arrow(pa.array(keys, pa.string()), num_hashes)
             return self.cache[key]

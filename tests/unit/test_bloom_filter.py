@@ -431,3 +431,26 @@ def test_written_base_file_carries_the_filter_of_its_keys(tmp_path: Path) -> Non
     assert footer[FOOTER_BLOOM_FILTER.encode()].decode() == build_for_keys(keys).serialize()
     read = bloom_filter_from_footer(footer)
     assert read is not None and read.might_contain_many(keys + ["k4"]) == [True, True, True, True, False]
+
+
+def test_global_lookup_on_the_driver_finds_keys_in_every_partition(tmp_path: Path) -> None:
+    """Issue 33.5: the driver's eager hashing cached the any-partition keys of a global lookup
+    under ANY_PARTITION, then asked for them by each file's partition (KeyError: ('lima', 30))."""
+    from engine.data.keys import ANY_PARTITION, ScanFile
+    from engine.index.bloom import locate_on_driver
+
+    schema = pa.schema([pa.field(c, pa.string()) for c in META_COLUMNS] + [pa.field("v", pa.int64())])
+    storage = storage_for(str(tmp_path))
+    ctx = WriteContext(storage=storage, instant="20240101000000000", schema=schema, precombine_field=None)
+    files = []
+    for partition, keys in (("lima", ["a", "b"]), ("quito", ["c"]), ("cusco", ["d", "e"])):
+        incoming = pa.table({KEY_COL: keys, PART_COL: [partition] * len(keys), OP_COL: ["U"] * len(keys),
+                             "v": list(range(len(keys)))})
+        outcome = write_bucket(ctx, BucketWrite(partition, f"{partition}-0", None, None), incoming, "0-1-2", 0)
+        files.append(ScanFile(outcome.path, partition, f"{partition}-0"))
+    wanted = {ANY_PARTITION: pa.array(["e", "a", "zz", "c"], pa.string())}
+    for threads in (1, 3):
+        found, stats = locate_on_driver(storage, files, wanted, None, threads)
+        rows = sorted(zip(*(found.column(i).to_pylist() for i in range(3)), strict=True))
+        assert rows == [("a", "lima", "lima-0"), ("c", "quito", "quito-0"), ("e", "cusco", "cusco-0")]
+        assert stats["files"] == 3 and stats["files_read"] + stats["bloom_pruned"] + stats["range_pruned"] == 3
