@@ -9,8 +9,10 @@ other pids), the pid, and the process's start time (clock ticks since boot, fiel
 `/proc/<pid>/stat`). A reader on the same host, boot and pid namespace proves the process dead
 when no process has the pid, or the one that has it started at another time (the pid was
 reused), or it is a zombie. Anything else - another host, another boot, a record
-without these fields (older versions of this engine, other tools), no /proc - proves nothing:
-the caller waits for the lease or heartbeat as before.
+without these fields (older versions of this engine, other tools), no /proc, a stat file it may
+not read (`/proc` mounted `hidepid=1/2` hides other users' processes) - proves nothing: the
+caller waits for the lease or heartbeat as before. An unreadable stat file is settled by
+`kill(pid, 0)`: ESRCH is a dead process, EPERM or success a live one.
 
 Pure apart from reading /proc through a `ProcReader`, which tests replace with a fake.
 """
@@ -32,9 +34,12 @@ _START_FIELD = 22  # starttime in /proc/<pid>/stat, 1-based as proc(5) numbers i
 
 
 class ProcReader(Protocol):
-    """Reads /proc: `read(path)` is the file's text (a symlink's target), None when unreadable."""
+    """Reads /proc: `read(path)` is the file's text (a symlink's target), None when unreadable;
+    `pid_exists(pid)` whether a process has the pid (True, False, or None when it cannot tell)."""
 
     def read(self, path: str) -> str | None: ...
+
+    def pid_exists(self, pid: int) -> bool | None: ...
 
 
 class LocalProc:
@@ -48,6 +53,19 @@ class LocalProc:
                 return f.read().decode("ascii", "replace")
         except OSError:
             return None
+
+    def pid_exists(self, pid: int) -> bool | None:
+        """`kill(pid, 0)`: ESRCH means no process has the pid; EPERM (another user's) or success
+        means one does."""
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return False
+        except PermissionError:
+            return True
+        except OSError:
+            return None
+        return True
 
 
 def boot_id(proc: ProcReader) -> str | None:
@@ -134,5 +152,8 @@ def is_dead_here(who: ProcessId, proc: ProcReader | None = None, my_host: str | 
     if here is None or here != who.boot_id or pid_namespace(proc) != who.pid_ns:
         return False
     stat = _stat(who.pid, proc)
+    if stat is None:
+        # gone, or hidden from us (hidepid): only a pid no process has is proof
+        return proc.pid_exists(who.pid) is False
     # a zombie (Z) or dying (X) process holds nothing any more; it only waits to be reaped
-    return stat is None or stat[1] != who.start or stat[0] in ("Z", "X")
+    return stat[1] != who.start or stat[0] in ("Z", "X")

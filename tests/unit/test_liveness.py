@@ -43,14 +43,20 @@ T0_MS = 1_767_225_600_000
 
 
 class FakeProc:
-    """A /proc with the given boot id and processes (pid -> (state, start ticks))."""
+    """A /proc with the given boot id and processes (pid -> (state, start ticks)); `hidden` pids
+    run but their stat files cannot be read (`/proc` mounted hidepid=2, another user's)."""
 
     def __init__(
-        self, boot: str | None = BOOT, processes: dict[int, tuple[str, int]] | None = None, ns: str = NS
+        self, boot: str | None = BOOT, processes: dict[int, tuple[str, int]] | None = None, ns: str = NS,
+        hidden: frozenset[int] = frozenset(),
     ) -> None:
         self.boot = boot
         self.processes = processes or {}
         self.ns = ns
+        self.hidden = hidden
+
+    def pid_exists(self, pid: int) -> bool | None:
+        return pid in self.processes or pid in self.hidden
 
     def read(self, path: str) -> str | None:
         if self.boot is None:  # no /proc at all
@@ -60,7 +66,7 @@ class FakeProc:
         if path == PID_NS_PATH:
             return self.ns
         for pid, (state, start) in self.processes.items():
-            if path == f"/proc/{pid}/stat":
+            if path == f"/proc/{pid}/stat" and pid not in self.hidden:
                 # the command name may hold spaces and parentheses: the parser splits after the last ')'
                 rest = " ".join(["1"] * 18)
                 return f"{pid} (a (b) c) {state} {rest} {start} 4096 100\n"
@@ -119,6 +125,9 @@ def test_the_real_proc_names_this_process() -> None:
         (ProcessId(HOST, 42, BOOT, None, NS), FakeProc(processes={}), False),
         (ProcessId(HOST, 42, BOOT, 1000, None), FakeProc(processes={}), False),
         (ProcessId(HOST, 42, BOOT, 1000, NS), FakeProc(boot=None), False),
+        # a stat file we may not read (hidepid): alive by kill(pid, 0), never proven dead
+        (ProcessId(HOST, 42, BOOT, 1000, NS), FakeProc(processes={42: ("S", 1000)}, hidden=frozenset({42})), False),
+        (ProcessId(HOST, 42, BOOT, 1000, NS), FakeProc(hidden=frozenset({42})), False),
     ],
 )
 def test_is_dead_here(who: ProcessId, proc: FakeProc, dead: bool) -> None:
@@ -230,6 +239,31 @@ def test_a_pid_reused_by_a_process_with_another_start_time_counts_as_dead(storag
     lock.release()
 
 
+def test_a_holder_whose_stat_we_may_not_read_keeps_the_lock_until_its_lease_expires(storage: Storage) -> None:
+    """Issue 33.3: with /proc mounted hidepid, another user's live holder has no readable stat file;
+    that is no proof of death (kill(pid, 0) answers EPERM): the lease decides."""
+    _write_record(storage, boot_id=BOOT, start=1000, pid_ns=NS)
+    hidden = FakeProc(processes={42: ("S", 1000)}, hidden=frozenset({42}))
+    clock = FakeClock(T0 + 1)
+    with pytest.raises(ConcurrentWriteError):
+        TableLock(storage, "upsert", clock=clock, proc=hidden).acquire(wait=0)
+    assert sorted(f.name for f in storage.list_dir(".hoodie/.lock")) == ["lock.000000000001"]
+    clock.now = T0 + 60.0
+    lock = TableLock(storage, "upsert", clock=clock, proc=hidden)
+    assert lock.acquire(wait=0).epoch == 2
+    lock.release()
+
+
+def test_the_real_proc_settles_an_unreadable_stat_file_with_kill() -> None:
+    """LocalProc.pid_exists: this process exists, pid 1 exists even when it is not ours to signal
+    (EPERM counts as alive), and a pid past pid_max exists nowhere."""
+    proc = LocalProc()
+    assert proc.pid_exists(os.getpid()) is True
+    assert proc.pid_exists(1) is True
+    limit = int(Path("/proc/sys/kernel/pid_max").read_text())
+    assert proc.pid_exists(limit + 1) is False
+
+
 def test_an_older_record_without_the_new_fields_still_parses() -> None:
     info = LockInfo.from_json(
         3,
@@ -262,6 +296,9 @@ def test_a_heartbeat_naming_a_dead_process_means_its_write_failed_at_once(storag
     assert not is_writer_gone(storage, INSTANT, 60_000, 2, FakeProc(processes={42: ("S", 1000)}))
     assert not is_writer_gone(storage, INSTANT, 60_000, 2, FakeProc(boot="another-boot", processes={}))
     assert not is_writer_gone(storage, INSTANT, 60_000, 2, FakeProc(processes={}, ns="pid:[4026532000]"))
+    # a live writer whose stat file is hidden from us (hidepid) is waited for, not rolled back
+    hidden = FakeProc(processes={42: ("S", 1000)}, hidden=frozenset({42}))
+    assert not is_writer_gone(storage, INSTANT, 60_000, 2, hidden)
 
 
 def test_a_heartbeat_of_an_older_version_names_nobody_and_is_waited_for(storage: Storage) -> None:
