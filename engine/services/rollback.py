@@ -523,8 +523,17 @@ def owned_instant_files(
 
 
 def _remove_created_partitions(meta: MetaClient, partitions: set[str], time: str) -> None:
-    """Remove partition folders the instant created (metadata commitTime == instant) and left empty."""
+    """Remove partition folders the instant created (metadata commitTime == instant) and left empty.
+
+    Only while no other write (or compaction, clustering) is pending: a rollback runs under the table lock, so no write can
+    claim an instant meanwhile, but one that claimed earlier (an optimistic writer, which writes
+    its files without the lock) may be about to put its first file into the folder. Apache
+    Hudi's rollback never removes partition folders; we do only when nobody else can be in one."""
     storage = meta.storage
+    writing = (Action.COMMIT, Action.DELTA_COMMIT, Action.REPLACE_COMMIT, Action.COMPACTION,
+               Action.LOG_COMPACTION, Action.CLUSTERING)
+    if any(i.time != time and i.action in writing for i in meta.timeline().pending.instants):
+        return
     for part in sorted(partitions, reverse=True):
         if not part:
             continue

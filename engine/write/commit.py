@@ -307,14 +307,18 @@ def record_failure(meta: MetaClient, pending: PendingCommit) -> None:
 def abort(meta: MetaClient, pending: PendingCommit, concurrent: bool = False) -> None:
     """Remove what an unfinished write created: its data files, new partition folders, timeline files.
 
-    Never touches a write whose completed instant exists: that data is committed. A partition it
-    created keeps its metadata file while other files are in it (another writer's, under
-    optimistic concurrency control: `concurrent`, see `remove_debris`).
+    Never touches a write whose completed instant exists: that data is committed. Under optimistic
+    concurrency control (`concurrent`) the partitions it created stay, metadata file and folder,
+    as Apache Hudi's rollback leaves them: another writer may be writing its first file there
+    right now, and no check-then-delete can see it in time (object stores have no atomic removal
+    of an empty folder). A single writer holds the lock for its whole write, so nobody else can
+    be in a partition it created: an empty one goes.
     """
     if is_completed(meta, pending):
         return
     remove_debris(meta, pending, [], concurrent)
-    created = meta.partitions_with_metadata() if pending.streamed else pending.created_partitions
+    created = [] if concurrent else (
+        meta.partitions_with_metadata() if pending.streamed else pending.created_partitions)
     for partition in created:
         rel = partition_metadata_path(partition)
         try:

@@ -112,7 +112,11 @@ def test_a_write_rolled_back_or_with_an_expired_heartbeat_may_not_complete(tmp_p
         occ.check_still_ours(t.meta, mine, Action.COMMIT, 60_000, 2)
 
 
-def test_an_aborted_write_keeps_a_partition_it_created_while_another_writer_uses_it(tmp_path):
+def test_an_aborted_concurrent_write_keeps_every_partition_it_created(tmp_path):
+    """Issue 33.4: under optimistic concurrency a failed write leaves the partitions it created,
+    even empty ones: another writer may create its file there between any emptiness check and the
+    delete, then commit a file that no longer exists. A single writer (the lock held throughout)
+    still removes an empty partition it created."""
     from engine.constants import PARTITION_METADATA_FILE
     from engine.table.meta_client import write_partition_metadata
     from engine.write import commit as commit_protocol
@@ -128,5 +132,14 @@ def test_an_aborted_write_keeps_a_partition_it_created_while_another_writer_uses
     t.meta.storage.write_bytes("lyon/other-writer-file.parquet", b"x")  # another writer's file, in flight
     commit_protocol.abort(t.meta, pending, concurrent=True)
     assert t.meta.storage.exists(f"lyon/{PARTITION_METADATA_FILE}")
-    assert not t.meta.storage.exists(f"oslo/{PARTITION_METADATA_FILE}") and not (tmp_path / "t" / "oslo").exists()
+    assert t.meta.storage.exists(f"oslo/{PARTITION_METADATA_FILE}")
+    assert sorted(p.name for p in (tmp_path / "t" / "oslo").iterdir()) == [PARTITION_METADATA_FILE]
     assert mine not in {i.time for i in t.meta.timeline().instants}
+
+    single = handmade.add_pending(t, datetime(2026, 1, 1, 2, tzinfo=UTC))
+    write_partition_metadata(t.meta.storage, "riga", single)
+    pending = commit_protocol.PendingCommit(single, Action.COMMIT, Operation.UPSERT, WritePlan((), {}, 100),
+                                            created_partitions=["riga"])
+    commit_protocol.abort(t.meta, pending, concurrent=False)
+    assert not (tmp_path / "t" / "riga").exists()
+    assert single not in {i.time for i in t.meta.timeline().instants}
