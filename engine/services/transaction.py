@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING
 from engine import failpoints
 from engine.config.table_config import TableType
 from engine.config.write_config import WriteConfig
+from engine.errors import TableNotFoundError
 from engine.index.base import Index
 from engine.services import archive as archive_service
 from engine.services import clean as clean_service
@@ -31,7 +32,7 @@ from engine.services import occ
 from engine.services.repair import RepairReport, repair
 from engine.table.heartbeat import Heartbeat
 from engine.table.lock import TableLock
-from engine.table.meta_client import MetaClient
+from engine.table.meta_client import PROPERTIES_PATH, MetaClient
 from engine.timeline.instant import Action
 from engine.timeline.timeline import Timeline
 
@@ -164,6 +165,12 @@ class Transaction:
             wait=self.config.lock_wait_seconds,
         )
         lock.acquire()
+        if not self.meta.storage.exists(PROPERTIES_PATH):
+            # removed while we waited (a failed first write's clean-up, `engine.spark.datasource`):
+            # this is no table any more, and nothing may be written as if it were
+            lock.release()
+            raise TableNotFoundError(f"no Hudi table at {self.meta.storage.base_uri} any more "
+                                     "(it was removed while this write waited for its lock)")
         self.lock = lock
 
     def release_lock(self) -> None:

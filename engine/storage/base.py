@@ -158,6 +158,12 @@ class Storage(abc.ABC):
         """Delete directory `rel` and everything below it; a missing one is not an error."""
 
     @abc.abstractmethod
+    def remove_empty_dirs(self, rel: str) -> None:
+        """Remove directory `rel` and the directories below it that are empty, deepest first, each
+        with an atomic removal of an empty directory: a file another process puts there meanwhile
+        is never deleted (the folder holding it stays). A no-op where directories are implicit."""
+
+    @abc.abstractmethod
     def makedirs(self, rel: str) -> None:
         """Create directory `rel` and its parents (a no-op where directories are implicit)."""
 

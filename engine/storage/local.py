@@ -67,6 +67,16 @@ class LocalStorage(Storage):
             except FileNotFoundError:
                 pass
 
+    def remove_empty_dirs(self, rel: str) -> None:
+        """`os.rmdir` bottom-up (it fails on a directory that is not empty: left as it is)."""
+        top = self.fs_path(rel)
+        with self._errors("delete", rel):
+            for folder, _dirs, _files in os.walk(top, topdown=False):
+                try:
+                    os.rmdir(folder)
+                except OSError:  # not empty (a file, or a folder that kept one), or gone
+                    pass
+
     def makedirs(self, rel: str) -> None:
         """Create directory `rel` and its parents."""
         with self._errors("makedirs", rel):

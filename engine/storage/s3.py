@@ -170,6 +170,9 @@ class S3Storage(Storage):
     def makedirs(self, rel: str) -> None:
         """Nothing to do: S3 directories are key prefixes."""
 
+    def remove_empty_dirs(self, rel: str) -> None:
+        """Nothing to do: an S3 prefix with no object under it does not exist."""
+
     def open_output_stream(self, rel: str) -> pa.NativeFile:
         """A writable stream to `rel`; the object appears only when the stream is closed."""
         with self._errors("open", rel):

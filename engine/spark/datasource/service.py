@@ -92,7 +92,7 @@ def run_write(spark: SparkSession, request: dict[str, Any]) -> dict[str, Any]:
         result = getattr(table, op)(df, options=write.engine_options or None)
     except BaseException:
         if created:
-            _drop_new_table(table)
+            _drop_new_table(table, stage)
         raise
     out = asdict(result)
     out["operation"] = str(result.operation)
@@ -161,16 +161,60 @@ def _staged_frame(spark: SparkSession, table, files: list[str]) -> DataFrame:
     return scan_files(spark, storage, [ScanFile(f, "", "") for f in files], schema)
 
 
-def _drop_new_table(table) -> None:
-    """Remove a table this request created when its first write failed: the path is as it was."""
+def _drop_new_table(table, stage: str) -> None:
+    """Remove the table this request created when its first write failed, so that the path is as
+    it was - but never a table another writer may be using (issue 33.2). Under the table lock, and
+    only while its timeline holds no instant at all, no heartbeat runs and no other data source
+    write has staged rows in it: then `hoodie.properties` goes first (from then on nobody opens
+    the table, and a writer that opened it earlier finds it gone once it holds the lock,
+    `Transaction.take_lock`) and the other files of `.hoodie/` but for the staging area, then,
+    after the release, the lock files this clean-up saw, then the empty folders, each with an
+    atomic removal of an empty directory (a file someone puts there meanwhile stays)."""
+    from engine.errors import ConcurrentWriteError
+    from engine.table.heartbeat import HEARTBEAT_DIR
+    from engine.table.lock import TableLock
+    from engine.table.meta_client import PROPERTIES_PATH
+
     storage = table.meta.storage
+    ours = stage.rsplit("/", 1)[-1]
+    lock = TableLock(storage, "remove the table of a failed first write")
     try:
-        timeline = table.meta.timeline()
-        if timeline.completed_writes.instants:
-            return
-        storage.delete_dir(".hoodie")
-    except EngineError:
-        log.warning("could not remove the table created by a failed first write at %s", storage.base_uri)
+        lock.acquire(wait=0)
+    except ConcurrentWriteError:
+        log.warning("kept the new table at %s: another writer holds its lock", storage.base_uri)
+        return
+    reason = None
+    try:
+        if table.meta.timeline().instants:
+            reason = "its timeline holds an instant"
+        elif [f for f in _names(storage, HEARTBEAT_DIR) if not f.startswith(".")]:
+            reason = "a heartbeat runs"
+        elif [n for n in _names(storage, ".hoodie/.temp") if n.startswith("datasource-") and n != ours]:
+            reason = "another write has staged rows in it"
+        else:
+            storage.delete(PROPERTIES_PATH)
+            # what the failed write left (a failed-write record, say): the table's own, nobody else's
+            for info in storage.list_files_recursive(".hoodie"):
+                if not info.path.startswith((".hoodie/.lock/", ".hoodie/.temp/")):
+                    storage.delete(info.path)
+    except EngineError as exc:
+        reason = f"it could not be checked ({exc})"
+    finally:
+        locks = [f.path for f in storage.list_files_recursive(".hoodie/.lock")] if reason is None else []
+        lock.release()
+    if reason is not None:
+        log.warning("kept the new table at %s: %s", storage.base_uri, reason)
+        return
+    for rel in locks:  # after the release, which writes to the lock file
+        storage.delete(rel)
+    storage.remove_empty_dirs(".hoodie")  # the writer removes its stage, and then the rest
+
+
+def _names(storage, folder: str) -> list[str]:
+    try:
+        return [f.name for f in storage.list_dir(folder)]
+    except (FileNotFoundError, NotADirectoryError):
+        return []
 
 
 def check_conflicts(write: WriteOptions, cfg, path: str) -> None:

@@ -116,16 +116,13 @@ class HudiWriter(DataSourceArrowWriter):
 
 
 def remove_stage(path: str, storage_options: dict[str, str], stage: str) -> None:
-    """Remove a write's staging folder, and the `.hoodie/.temp` it made where there is no table."""
+    """Remove a write's staging folder, and the empty `.hoodie/.temp` and `.hoodie` it made where
+    there is no table: each an atomic removal of an empty folder, so a table another writer
+    creates there meanwhile is never touched."""
     storage = storage_for(path, storage_options or None)
     storage.delete_dir(stage)
     if not storage.exists(".hoodie/hoodie.properties"):
-        for leftover in (".hoodie/.temp", ".hoodie"):
-            try:
-                if not storage.list_dir(leftover):
-                    storage.delete_dir(leftover)
-            except (FileNotFoundError, NotADirectoryError):
-                pass
+        storage.remove_empty_dirs(".hoodie")
 
 
 def call_service(service: Service | None, request: dict) -> dict:
