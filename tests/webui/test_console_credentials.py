@@ -5,6 +5,7 @@ each. Users from tests/support/console.py: admin (id 1), operator (2), viewer (3
 
 from __future__ import annotations
 
+import html
 import re
 from datetime import timedelta
 
@@ -70,6 +71,7 @@ def test_change_own_password(console):
     app = console.app
     client = console.client("viewer")
     other = console.client("viewer")  # a second session of the same user
+    token = _token(client, "viewer").get_json()["token"]  # issued with the old password
     wrong = _change(client, "not-my-password", "viewer-new-pass-2")
     assert wrong.status_code == 400 and _flash(wrong) == ["The current password is wrong."]
     mismatch = _change(client, PASSWORDS["viewer"], "viewer-new-pass-2", "viewer-new-pass-3")
@@ -82,7 +84,11 @@ def test_change_own_password(console):
 
     done = _change(client, PASSWORDS["viewer"], "viewer-new-pass-2")
     assert done.status_code == 302 and done.headers["Location"] == "/"
-    assert client.get("/tables").status_code == 200  # this session goes on...
+    after = client.get("/tables")
+    assert after.status_code == 200  # this session goes on...
+    assert _flash(after) == ["Your password was changed. Your API token was revoked: issue a new one under API tokens."]
+    revoked = client.get("/api/v1/tables", headers=_bearer(token))
+    assert revoked.status_code == 401 and revoked.get_json()["error"]["code"] == "token_revoked"
     ended = other.get("/tables")  # ...the other one ended with the old password
     assert ended.status_code == 302 and ended.headers["Location"].startswith("/login")
     fresh = console.app.test_client()
@@ -90,8 +96,10 @@ def test_change_own_password(console):
     assert old.status_code == 401 and _flash(old) == ["Wrong user name or password."]
     assert _login(fresh, "viewer", "viewer-new-pass-2").status_code == 302
     assert [r[:6] for r in audit_rows(app)] == [
+        ("viewer", "token.create", None, {"id": 1, "via": "api"}, False, "issued"),
         ("viewer", "user.password", None, {"username": "viewer"}, False, "refused: wrong current password"),
         ("viewer", "user.password", None, {"username": "viewer"}, False, "changed"),
+        ("viewer", "token.revoke", None, {"id": 1, "owner": "viewer", "via": "password change"}, False, "revoked"),
     ]
     page = client.get("/audit").get_data(as_text=True)
     assert "viewer-new-pass-2" not in page and PASSWORDS["viewer"] not in page
@@ -116,15 +124,14 @@ def test_admin_reset_forces_a_change_and_ends_sessions(console):
     resp = admin.post("/admin/users/3/password", data={"csrf_token": csrf(admin, "/admin/users/3"),
                                                        "password": "temporary-1"})
     assert resp.status_code == 302 and resp.headers["Location"] == "/admin/users/3"
+    assert [html.unescape(m) for m in _flash(admin.get("/admin/users/3"))] == [
+        "viewer's password was reset: they must choose a new one at their next login. 1 API token of theirs was revoked."]
     assert _user(app, "viewer").must_change_password is True
     assert "must change password" in admin.get("/admin/users/3").get_data(as_text=True)
 
     assert viewer.get("/tables").headers["Location"].startswith("/login")  # the old session ended
     refused = viewer.get("/api/v1/tables", headers=_bearer(token))
-    assert refused.status_code == 403 and refused.get_json()["error"] == {
-        "code": "password_change_required",
-        "message": "user viewer must change the password set by an admin or at first start before using the API: "
-                   "log in to the console, which asks for a new password, then use the token again"}
+    assert refused.status_code == 401 and refused.get_json()["error"]["code"] == "token_revoked"
     no_token = _token(viewer, "viewer", "temporary-1")
     assert no_token.status_code == 403 and no_token.get_json()["error"]["code"] == "password_change_required"
 
@@ -135,11 +142,14 @@ def test_admin_reset_forces_a_change_and_ends_sessions(console):
     assert 'data-testid="must-change"' in viewer.get("/account/password").get_data(as_text=True)
     assert _change(viewer, "temporary-1", "viewer-own-pass-1").status_code == 302
     assert viewer.get("/tables").status_code == 200
-    assert viewer.get("/api/v1/tables", headers=_bearer(token)).status_code == 200
+    # the reset revoked the token issued with the old password: it stays revoked
+    revoked = viewer.get("/api/v1/tables", headers=_bearer(token))
+    assert revoked.status_code == 401 and revoked.get_json()["error"]["code"] == "token_revoked"
     assert _user(app, "viewer").must_change_password is False
     assert [r[:6] for r in audit_rows(app)] == [
         ("viewer", "token.create", None, {"id": 1, "via": "api"}, False, "issued"),
         ("admin", "user.password_reset", None, {"username": "viewer"}, False, "reset; must change at next login"),
+        ("admin", "token.revoke", None, {"id": 1, "owner": "viewer", "via": "password reset"}, False, "revoked"),
         ("viewer", "token.create", None, {}, False, "refused: password change required"),
         ("viewer", "user.password", None, {"username": "viewer"}, False, "changed"),
     ]

@@ -21,18 +21,27 @@ def password():  # type: ignore[no-untyped-def]
     status = 200
     if form.validate_on_submit():
         try:
-            users.change_own_password(actor, form.current.data or "", form.new.data or "",  # type: ignore[arg-type]
-                                      form.confirm.data or "")
+            revoked = users.change_own_password(actor, form.current.data or "",  # type: ignore[arg-type]
+                                                form.new.data or "", form.confirm.data or "")
         except users.UserError as exc:
             flash(str(exc), "danger")
             status = 400
         else:
             login_user(actor)  # type: ignore[arg-type]  # the session's stamp follows the new password
-            flash("Your password was changed.", "success")
+            flash("Your password was changed." + _revoked_notice(revoked), "success")
             return redirect(url_for("tables.index"))
     elif form.is_submitted():
         status = 400
     return render_template("account_password.html", form=form, forced=actor.must_change_password), status  # type: ignore[union-attr]
+
+
+def _revoked_notice(count: int) -> str:
+    """What a password change did to the user's API tokens (issued with the old password)."""
+    if not count:
+        return ""
+    if count == 1:
+        return " Your API token was revoked: issue a new one under API tokens."
+    return f" Your {count} API tokens were revoked: issue new ones under API tokens."
 
 
 @bp.get("/tokens")

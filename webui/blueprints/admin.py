@@ -60,11 +60,12 @@ def reset_password(user_id: int):  # type: ignore[no-untyped-def]
     if not form.validate_on_submit():
         return user_page(user_id, reset_form=form, status=400)
     try:
-        users.reset_password(current_actor(), user, form.password.data or "")  # type: ignore[arg-type]
+        revoked = users.reset_password(current_actor(), user, form.password.data or "")  # type: ignore[arg-type]
     except users.UserError as exc:
         flash(str(exc), "danger")
         return user_page(user_id, reset_form=form, status=400)
-    flash(f"{user.username}'s password was reset: they must choose a new one at their next login.", "success")
+    notice = f" {revoked} API token{'s' if revoked != 1 else ''} of theirs {'were' if revoked != 1 else 'was'} revoked." if revoked else ""
+    flash(f"{user.username}'s password was reset: they must choose a new one at their next login.{notice}", "success")
     return redirect(url_for("admin.user_page", user_id=user.id))
 
 

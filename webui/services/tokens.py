@@ -122,6 +122,19 @@ def revoke(actor: User, row: ApiToken, via: str, now: datetime | None = None) ->
     return True
 
 
+def revoke_all_of(actor: User, user: User, via: str, now: datetime | None = None) -> int:
+    """Revoke every live token of `user` (a password change or reset: whoever knew the old password
+    may have issued one), audited in the caller's commit. Returns how many were revoked."""
+    now = now or utcnow()
+    rows = list(db.session.scalars(sa.select(ApiToken).where(ApiToken.user_id == user.id, ApiToken.revoked.is_(False))))
+    for row in rows:
+        row.revoked = True
+        row.revoked_at = now
+        audit.record(actor, "token.revoke", "revoked", params={"id": row.id, "owner": user.username, "via": via},
+                     commit=False)
+    return len(rows)
+
+
 def describe(row: ApiToken, now: datetime | None = None) -> dict[str, Any]:
     now = now or utcnow()
 

@@ -14,7 +14,7 @@ from sqlalchemy.exc import IntegrityError, OperationalError, ProgrammingError
 
 from webui.extensions import db
 from webui.models import Role, User
-from webui.services import audit
+from webui.services import audit, tokens
 
 MIN_PASSWORD = 8
 
@@ -48,9 +48,10 @@ def _check_password_rules(password: str | None) -> None:
         raise UserError("a password has at most 256 characters")
 
 
-def change_own_password(user: User, current: str, new: str, confirm: str) -> None:
+def change_own_password(user: User, current: str, new: str, confirm: str) -> int:
     """The user's own change: the current password, and the new one twice. Clears
-    must_change_password; other sessions of the user end (their session stamp changes)."""
+    must_change_password; other sessions of the user end (their session stamp changes) and their
+    API tokens are revoked. Returns how many tokens were revoked."""
     if not user.check_password(current or ""):
         audit.record(user, "user.password", "refused: wrong current password", params={"username": user.username})
         raise UserError("The current password is wrong.")
@@ -62,18 +63,22 @@ def change_own_password(user: User, current: str, new: str, confirm: str) -> Non
     user.set_password(new)
     user.must_change_password = False
     audit.record(user, "user.password", "changed", params={"username": user.username}, commit=False)
+    revoked = tokens.revoke_all_of(user, user, "password change")
     db.session.commit()
+    return revoked
 
 
-def reset_password(actor: User, user: User, new: str) -> None:
-    """An admin sets a temporary password: the user must change it at the next login, and their
-    sessions end."""
+def reset_password(actor: User, user: User, new: str) -> int:
+    """An admin sets a temporary password: the user must change it at the next login, their
+    sessions end and their API tokens are revoked. Returns how many tokens were revoked."""
     _check_password_rules(new)
     user.set_password(new)
     user.must_change_password = True
     audit.record(actor, "user.password_reset", "reset; must change at next login",
                  params={"username": user.username}, commit=False)
+    revoked = tokens.revoke_all_of(actor, user, "password reset")
     db.session.commit()
+    return revoked
 
 
 def _active_admins() -> int:
