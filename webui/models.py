@@ -196,6 +196,9 @@ class Job(db.Model):
     finished_at: Mapped[datetime | None] = mapped_column(default=None)
     worker_id: Mapped[str | None] = mapped_column(sa.String(128), default=None)
     cancel_requested: Mapped[bool] = mapped_column(default=False)
+    # what a confirmation queued (`upload:<id>`, or a plan's hash and fingerprint): unique, so a
+    # form submitted twice finds the job the first submission queued (`services.jobs.enqueue`)
+    dedupe_key: Mapped[str | None] = mapped_column(sa.String(160), unique=True, default=None)
 
     table: Mapped[TableEntry | None] = relationship()
     creator: Mapped[User | None] = relationship()

@@ -26,7 +26,9 @@ def _query(name: str, schema: dict[str, Any], description: str) -> dict[str, Any
 
 TABLE = _path_param("name", "registered table name")
 JOB_ID = _path_param("job_id", "job id", {"type": "integer"})
-JOB_ACCEPTED = _json(_obj(job_id={"type": "integer"}), "the job was queued")
+JOB_ACCEPTED = _json(_obj(job_id={"type": "integer"}, already_queued={
+    "type": "boolean", "description": "table services: the same plan on the same timeline was confirmed before "
+    "and its job is still queued or running; job_id names that job (nothing new was queued)"}), "the job was queued")
 STD_ERRORS = {"400": ERROR, "401": ERROR, "403": ERROR, "404": ERROR}
 
 

@@ -50,10 +50,13 @@ def test_schema_comes_from_the_migrations(app):
         version = db.session.execute(sa.text("SELECT version_num FROM alembic_version")).scalar_one()
     assert names == {"alembic_version", "api_tokens", "audit_log", "jobs", "login_attempts", "rate_limits", "tables",
                      "uploads", "users", "workers"}
-    assert version == "0004"
+    assert version == "0005"
     with app.app_context():
         worker_columns = [c["name"] for c in sa.inspect(db.engine).get_columns("workers")]
+        job_columns = [c["name"] for c in sa.inspect(db.engine).get_columns("jobs")]
+        job_uniques = [u["column_names"] for u in sa.inspect(db.engine).get_unique_constraints("jobs")]
     assert worker_columns == ["id", "host", "pid", "started_at", "heartbeat_at", "stopped", "process_start"]
+    assert job_columns[-1] == "dedupe_key" and job_uniques == [["dedupe_key"]]
 
 
 def test_the_models_match_the_migrations(app):

@@ -54,6 +54,18 @@ def test_rollback_preview_shows_the_plan_and_queues_a_job(console):
         assert job.params == {"instant": last, "fingerprint": fingerprint, "plan_hash": entry.plan_hash, "user": "admin"}
         assert entry.plan_hash == _hidden(page, "plan_hash")
     assert tree_bytes(t.path) == before
+    # the same confirmation again (a double click): the queued job stands, nothing new is queued
+    again = _confirm(client, page, "/tables/trips/services/rollback")
+    assert again.status_code == 302 and again.headers["Location"] == "/jobs/1"
+    assert "This rollback is already queued as job 1." in client.get("/jobs/1").get_data(as_text=True)
+    assert jobs_rows(console.app) == [(1, "rollback", "queued", 1)] and len(audit_rows(console.app)) == 1
+    # once that job has finished (failed, say), the same plan may be confirmed again
+    with console.app.app_context():
+        db.session.execute(sa.update(Job).where(Job.id == 1).values(state="failed"))
+        db.session.commit()
+    third = _confirm(client, page, "/tables/trips/services/rollback")
+    assert third.status_code == 302 and third.headers["Location"] == "/jobs/2"
+    assert jobs_rows(console.app) == [(1, "rollback", "failed", 1), (2, "rollback", "queued", 1)]
 
 
 def test_stale_fingerprint_is_refused_and_the_new_plan_shown(console):

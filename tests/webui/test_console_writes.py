@@ -83,6 +83,14 @@ def test_upload_preview_then_confirm_queues_one_job(console):
     job_page = client.get("/jobs/1").get_data(as_text=True)
     assert "Job #1 · upsert" in job_page and 'data-testid="job-state">queued<' in job_page
 
+    # the confirm form submitted again (a double click, a resent request): still one job
+    again = client.post("/tables/trips/write/confirm", data={"csrf_token": csrf(client), "upload_id": upload_id,
+                                                            "operation": "insert"})
+    assert again.status_code == 302 and again.headers["Location"] == "/jobs/1"
+    assert "This batch is already queued as job 1: it is written once." in client.get("/jobs/1").get_data(as_text=True)
+    assert jobs_rows(console.app) == [(1, "upsert", "queued", 2)]
+    assert len(audit_rows(console.app)) == 1
+
 
 def _assert_refused(console, resp, status: int, message: str, before: dict) -> None:
     assert resp.status_code == status, resp.get_data(as_text=True)[:2000]

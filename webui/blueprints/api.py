@@ -266,9 +266,10 @@ def _service(name: str, operation: str):  # type: ignore[no-untyped-def]
         audit.record(actor, operation, f"refused: {exc}", table=entry.name, params=raw)
         return api_error(exc.status, "refused", str(exc))
     params = {**p.params, "fingerprint": p.fingerprint, "plan_hash": p.hash, "user": actor.username}
-    job = jobs.enqueue(actor, entry, operation, params)
-    audit.record(actor, operation, "queued", table=entry.name, params=p.params, plan_hash=p.hash, job_id=job.id)
-    return jsonify({"job_id": job.id, "plan": p.to_dict()}), 202
+    job, queued = jobs.enqueue_once(actor, entry, operation, params, jobs.plan_key(entry, operation, p.hash, p.fingerprint))
+    if queued:
+        audit.record(actor, operation, "queued", table=entry.name, params=p.params, plan_hash=p.hash, job_id=job.id)
+    return jsonify({"job_id": job.id, "plan": p.to_dict(), "already_queued": not queued}), 202
 
 
 @bp.post("/tables/<name>/rollback")

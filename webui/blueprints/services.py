@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from flask import Blueprint, abort, redirect, render_template, request, url_for
+from flask import Blueprint, abort, flash, redirect, render_template, request, url_for
 
 from webui.auth import authorize, current_actor, requires
 from webui.forms import ServiceConfirmForm
@@ -66,6 +66,9 @@ def confirm(name: str, operation: str):  # type: ignore[no-untyped-def]
         audit.record(actor, operation, f"refused: {exc}", table=entry.name, params=raw, plan_hash=form.plan_hash.data)
         return _page(entry, operation, None, None, str(exc), exc.status)
     params = {**p.params, "fingerprint": p.fingerprint, "plan_hash": p.hash, "user": actor.username}
-    job = jobs.enqueue(actor, entry, operation, params)
+    job, queued = jobs.enqueue_once(actor, entry, operation, params, jobs.plan_key(entry, operation, p.hash, p.fingerprint))
+    if not queued:  # the same confirmation twice: one job
+        flash(f"This {operation} is already queued as job {job.id}.", "info")
+        return redirect(url_for("jobs.job_page", job_id=job.id))
     audit.record(actor, operation, "queued", table=entry.name, params=p.params, plan_hash=p.hash, job_id=job.id)
     return redirect(url_for("jobs.job_page", job_id=job.id))

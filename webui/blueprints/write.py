@@ -86,7 +86,10 @@ def confirm(name: str):  # type: ignore[no-untyped-def]
         flash(str(exc), "danger")
         return redirect(url_for("write.form", name=name)), 303
     params = {"upload": stored.id, "rows": stored.rows, "filename": stored.filename}
-    job = jobs.enqueue(actor, entry, form.operation.data or "upsert", params)
+    job, queued = jobs.enqueue_once(actor, entry, form.operation.data or "upsert", params, f"upload:{stored.id}")
+    if not queued:  # the form was submitted twice: the batch is written once
+        flash(f"This batch is already queued as job {job.id}: it is written once.", "info")
+        return redirect(url_for("jobs.job_page", job_id=job.id))
     audit.record(actor, job.operation, "queued", table=entry.name,
                  params={"rows": stored.rows, "filename": stored.filename}, job_id=job.id)
     return redirect(url_for("jobs.job_page", job_id=job.id))

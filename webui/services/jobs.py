@@ -67,7 +67,18 @@ def enqueue(actor: User | None, entry: TableEntry | None, operation: str, params
     if operation not in ROLE_FOR:
         raise ValueError(f"unknown operation {operation!r}")
     check_user_quota(actor, operation)
-    job = Job(
+    job = _new_job(actor, entry, operation, params)
+    db.session.add(job)
+    if commit:
+        db.session.commit()
+    else:
+        db.session.flush()
+    return job
+
+
+def _new_job(actor: User | None, entry: TableEntry | None, operation: str, params: dict[str, Any],
+             dedupe_key: str | None = None) -> Job:
+    return Job(
         table_id=entry.id if entry is not None else None,
         operation=operation,
         params=params,
@@ -76,13 +87,44 @@ def enqueue(actor: User | None, entry: TableEntry | None, operation: str, params
         log_tail="",
         created_by=actor.id if actor is not None else None,
         created_at=utcnow(),
+        dedupe_key=dedupe_key,
     )
-    db.session.add(job)
-    if commit:
-        db.session.commit()
-    else:
-        db.session.flush()
-    return job
+
+
+def plan_key(entry: TableEntry, operation: str, plan_hash: str, fingerprint: str) -> str:
+    """The key of a table service's confirmation: the same plan on the same timeline."""
+    import hashlib
+
+    digest = hashlib.sha256(f"{operation}\0{plan_hash}\0{fingerprint}".encode()).hexdigest()
+    return f"plan:{entry.id}:{digest}"
+
+
+def enqueue_once(actor: User | None, entry: TableEntry | None, operation: str, params: dict[str, Any],
+                 key: str) -> tuple[Job, bool]:
+    """Queue the job of a confirmation named `key` unless one is queued or running already: a form
+    submitted twice queues one job. Returns (the job, whether this call queued it). A finished
+    job with the key gives it up (a failed plan may be confirmed again). Committed."""
+    from sqlalchemy.exc import IntegrityError
+
+    for _attempt in range(3):
+        existing = db.session.scalar(sa.select(Job).where(Job.dedupe_key == key))
+        if existing is not None:
+            if not JobState(existing.state).finished:
+                return existing, False
+            existing.dedupe_key = None
+            db.session.flush()
+        if operation not in ROLE_FOR:
+            raise ValueError(f"unknown operation {operation!r}")
+        check_user_quota(actor, operation)
+        job = _new_job(actor, entry, operation, params, dedupe_key=key)
+        db.session.add(job)
+        try:
+            db.session.commit()
+        except IntegrityError:  # another submission queued it meanwhile: that one stands
+            db.session.rollback()
+            continue
+        return job, True
+    raise RuntimeError(f"could not queue the job of {key!r}")  # pragma: no cover - three lost races
 
 
 def get(job_id: int) -> Job:
