@@ -1,7 +1,8 @@
 """The commit service: runs data source writes in the user's driver process, where Spark is.
 
 `register(spark)` starts one per session: a thread serving 127.0.0.1 on a free port. A request
-(one JSON line, with the session's random token) names the table, the write options and the rows
+(the session's random token on a line of its own, checked before anything more is read, then one
+JSON line; each read bounded in size and time) names the table, the write options and the rows
 the write's tasks staged; the service opens the table (or creates it, as Apache Hudi's first write
 does), runs the `Table` operation on those rows with the session, and answers with the write's
 result or the engine's typed error (the writer removes the staged rows either way). Writes run on the session's executors like any `Table` write.
@@ -26,6 +27,8 @@ from engine.spark.datasource.writer import STAGING_PREFIX, Service
 
 log = logging.getLogger(__name__)
 MAX_REQUEST_BYTES = 16 << 20
+TOKEN_LINE_BYTES = 128  # the token line: 64 hex digits and a newline
+READ_TIMEOUT = 30.0  # seconds for each read of a request (the client sends it at once)
 _last_results: dict[int, dict[str, Any]] = {}
 
 
@@ -34,14 +37,24 @@ def start(spark: SparkSession) -> tuple[Service, socketserver.ThreadingTCPServer
     token = secrets.token_hex(32)
 
     class Handler(socketserver.StreamRequestHandler):
+        timeout = READ_TIMEOUT  # every read of the request; a client that stalls loses its thread
+
         def handle(self) -> None:
-            line = self.rfile.readline(MAX_REQUEST_BYTES)
+            try:
+                # the token first, on a line of its own: a client without it gets no more than
+                # TOKEN_LINE_BYTES read and READ_TIMEOUT of a thread
+                presented = self.rfile.readline(TOKEN_LINE_BYTES).strip().decode("ascii", "replace")
+                if not hmac.compare_digest(presented, token):
+                    return  # not ours: answer nothing
+                line = self.rfile.readline(MAX_REQUEST_BYTES)
+            except OSError:  # timed out or reset
+                return
             try:
                 request = json.loads(line)
             except ValueError:
                 return
-            if not isinstance(request, dict) or not hmac.compare_digest(str(request.get("token", "")), token):
-                return  # not ours: answer nothing
+            if not isinstance(request, dict):
+                return
             reply = handle(spark, request)
             self.wfile.write(json.dumps(reply).encode() + b"\n")
 

@@ -133,7 +133,7 @@ def call_service(service: Service | None, request: dict) -> dict:
             "call engine.spark.register(spark) in the driver (engine.spark.build_session() does), "
             "or write with engine.api.Table"
         )
-    payload = json.dumps({**request, "token": service.token}).encode() + b"\n"
+    payload = service.token.encode() + b"\n" + json.dumps(request).encode() + b"\n"
     try:
         with socket.create_connection((service.host, service.port), timeout=30) as conn:
             conn.settimeout(None)  # a write takes as long as it takes
