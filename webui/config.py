@@ -209,7 +209,11 @@ def resolve_secret(given: str, bind: str, instance: str) -> tuple[str, bool]:
 
 def _instance_secret(instance: str) -> str:
     """A random secret kept in the instance folder (0600), so sessions survive restarts and
-    gunicorn workers agree on it when CONSOLE_SECRET_KEY is not set."""
+    gunicorn workers agree on it when CONSOLE_SECRET_KEY is not set.
+
+    Created atomically: the key is written and synced to a temporary file first, then hard-linked
+    to its name, which fails if another process won the race. So the file is never seen empty or
+    half written, and every process uses the one key that won."""
     path = Path(instance) / "secret_key"
     try:
         kept = path.read_text().strip()
@@ -217,16 +221,23 @@ def _instance_secret(instance: str) -> str:
         kept = None
     if kept:
         return kept
-    if kept == "":  # a writer died between creating and filling it: never sign with an empty key
+    if kept == "":  # left empty by an older version that created the file before filling it
         path.unlink(missing_ok=True)
     path.parent.mkdir(parents=True, exist_ok=True)
     value = secrets.token_urlsafe(48)
+    tmp = path.with_name(f".secret_key.{secrets.token_hex(8)}.tmp")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
     try:
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-    except FileExistsError:  # another process won the race: use its secret
-        return path.read_text().strip()
-    with os.fdopen(fd, "w") as f:
-        f.write(value)
+        with os.fdopen(fd, "w") as f:
+            f.write(value)
+            f.flush()
+            os.fsync(f.fileno())
+        try:
+            os.link(tmp, path)
+        except FileExistsError:  # another process won the race: use its (complete) secret
+            return path.read_text().strip()
+    finally:
+        tmp.unlink(missing_ok=True)
     return value
 
 

@@ -56,3 +56,22 @@ def test_missing_key_is_generated_and_an_empty_kept_file_is_replaced(tmp_path):
     assert s.secret_key_generated and len(s.secret_key) >= 64
     assert (folder / "secret_key").read_text() == s.secret_key
     assert _settings(tmp_path).secret_key == s.secret_key
+
+
+def test_processes_racing_to_create_the_key_all_read_the_one_that_won(tmp_path):
+    """Issue 33.6: the key file was created empty and filled after, so a process losing the race
+    could read it empty. Now it appears complete (a linked temp file) or not at all."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2]
+    code = ("import sys\nfrom webui.config import _instance_secret\n"
+            f"print(_instance_secret({str(tmp_path / 'instance')!r}))\n")
+    procs = [subprocess.Popen([sys.executable, "-c", code], cwd=root, stdout=subprocess.PIPE, text=True)
+             for _ in range(8)]
+    keys = {p.communicate(timeout=60)[0].strip() for p in procs}
+    assert all(p.returncode == 0 for p in procs)
+    kept = (tmp_path / "instance" / "secret_key").read_text()
+    assert keys == {kept} and len(kept) >= 64
+    assert sorted(p.name for p in (tmp_path / "instance").iterdir()) == ["secret_key"]  # no temp file left
