@@ -26,6 +26,7 @@ PAUSE_LIMIT = 120.0
 
 # the points, in the order a write or a table service reaches them
 POINTS = (
+    "write.prepared",  # the write's schema resolved and its batch prepared (tagged, planned), no instant claimed
     "write.after_requested",  # the instant is claimed, nothing written yet
     "write.claimed",  # the instant claimed and its heartbeat running, no lock held, nothing written
     "write.file_written",  # inside a Spark task, after it wrote its base file

@@ -344,6 +344,7 @@ def execute_compaction(
 
 
 def _execute(meta, plan, spark, fence, progress, compression, bloom, before_complete=None) -> CompactionResult:
+    from engine.services.occ import avro_columns, schema_columns
     from engine.timeline import avro_models
 
     started = _time.monotonic()
@@ -385,8 +386,15 @@ def _execute(meta, plan, spark, fence, progress, compression, bloom, before_comp
     stats: dict[str, list[WriteStat]] = {}
     for out in sorted(outs, key=lambda o: (o["partition"], o["file_id"])):
         stats.setdefault(out["partition"], []).append(_stat(out))
-    extra = {"schema": avro_to_json(arrow_to_avro(data_schema, meta.config.name))}
+    # the schema read under the commit lock: a write that completed beside this compaction (under
+    # optimistic concurrency) may have added columns, which the compacted files read as nulls; a
+    # compaction never takes them away (Apache Hudi's schema resolution at commit)
+    now = meta.timeline()
+    table_avro = meta.latest_avro_schema(now)
+    changed = table_avro is not None and avro_columns(table_avro) != schema_columns(data_schema)
+    extra = {"schema": table_avro if changed else avro_to_json(arrow_to_avro(data_schema, meta.config.name))}
     if versions:  # schema on read: the version in force at the compaction's instant
+        versions = meta.schema_versions(now)
         extra[internal_schema.LATEST_SCHEMA_KEY] = (internal_schema.search(versions, plan.instant) or versions[-1]).to_json()
     metadata = CommitMetadata(stats, OPERATION_TYPE, extra, compacted=True)
     complete_instant(meta, plan.instant, Action.COMMIT, meta.encode_commit_metadata(metadata))

@@ -16,10 +16,14 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+import pyarrow as pa
+
+from engine.constants import META_COLUMNS
 from engine.errors import ConcurrentWriteError, CorruptTableError, InstantNotFoundError, WriteConflictError
 from engine.table.clustering import pending_clustering
 from engine.table.compaction_plan import read_plan
 from engine.table.meta_client import MetaClient
+from engine.table.schema import avro_to_arrow
 from engine.timeline.instant import Action, Instant, State
 from engine.timeline.lifecycle import read_avro
 from engine.timeline.timeline import Timeline
@@ -155,3 +159,91 @@ def _verb(other: ConcurrentOperation) -> str:
 
 
 __all__ = ["CheckResult", "Seen", "check", "check_still_ours", "pending_write_groups", "seen"]
+
+
+# ---- schemas (Apache Hudi's SimpleSchemaConflictResolutionStrategy, RFC-82) ------------------
+
+
+def schema_columns(schema: pa.Schema | None) -> tuple[tuple[str, str, bool], ...] | None:
+    """A schema's data columns as compared for conflicts: name, type and nullability, in order
+    (no meta columns, no field metadata or column ids)."""
+    if schema is None:
+        return None
+    return tuple((f.name, str(f.type), f.nullable) for f in schema if f.name not in META_COLUMNS)
+
+
+def avro_columns(avro: str | None) -> tuple[tuple[str, str, bool], ...] | None:
+    return schema_columns(avro_to_arrow(avro)) if avro else None
+
+
+def _differences(mine: tuple, other: tuple) -> str:
+    theirs = {c[0]: c for c in other}
+    ours = {c[0]: c for c in mine}
+    parts = []
+    added = [n for n in ours if n not in theirs]
+    lacking = [n for n in theirs if n not in ours]
+    changed = [n for n in ours if n in theirs and ours[n] != theirs[n]]
+    if added:
+        parts.append(f"this write has column(s) {', '.join(added)} that it lacks")
+    if lacking:
+        parts.append(f"it has column(s) {', '.join(lacking)} that this write lacks")
+    if changed:
+        parts.append("column(s) " + ", ".join(f"{n} ({ours[n][1]} here, {theirs[n][1]} there)" for n in changed)
+                     + " differ")
+    return "; ".join(parts) or "their column order differs"
+
+
+def resolve_schema(meta: MetaClient, instant: str, started: Seen, write_schema: pa.Schema) -> str | None:
+    """Under the commit lock: the Avro schema write `instant` must record, when it is not the
+    write's own (None: record the write's schema). Apache Hudi's schema conflict resolution:
+
+    - no write completed since this one started, or the table's schema is (again) the write's, or
+      the table's schema did not change since the start: the write's own schema;
+    - the write did not evolve the schema (its schema is the one it read) but another write did
+      meanwhile: the table's evolved schema (the rows written read the new columns as nulls);
+    - both evolved it, differently: WriteConflictError naming the columns.
+
+    The table's schema is the newest completed write's, by instant time (as readers resolve it).
+    So one more refusal, which Apache Hudi's completion-time order does not need: a write started
+    after this one that completed first stays the newest, so if this write's schema is not its
+    schema, the table would not show this write's columns (WriteConflictError; a retry is newer)."""
+    timeline = meta.timeline()
+    mine = schema_columns(write_schema)
+    news = [i for i in timeline.completed_writes.instants if i.time not in started.completed]
+    if not news:
+        return None  # nothing completed meanwhile
+    now_avro = meta.latest_avro_schema(timeline)
+    now = avro_columns(now_avro)
+    resolved: str | None = None
+    if now is None or now == mine:
+        resolved = None
+    else:
+        at_start = avro_columns(meta.latest_avro_schema(timeline.filter_times(started.completed)))
+        other = news[-1].time
+        if at_start is None:
+            raise _schema_conflict(instant, other, mine, now)
+        if at_start == now:
+            resolved = None  # the table's schema is as this write found it
+        elif at_start == mine:
+            resolved = now_avro  # only the other write evolved it: carry that forward
+        else:
+            raise _schema_conflict(instant, other, mine, now)
+    newest = timeline.completed_writes.instants[-1]
+    if newest.time > instant:
+        recorded = now if resolved is None else avro_columns(resolved)
+        final = mine if resolved is None else recorded
+        if final != now:
+            raise WriteConflictError(
+                f"write {instant} conflicts with {newest.time}, a write that started after it and completed first "
+                f"with another schema ({_differences(final or (), now or ())}): the table's schema is the newest "
+                "write's, so this write's would not be the table's. This write was rolled back. Retry it",
+                instant=instant, other=newest.time)
+    return resolved
+
+
+def _schema_conflict(instant: str, other: str, mine: tuple | None, now: tuple | None) -> WriteConflictError:
+    return WriteConflictError(
+        f"write {instant} conflicts with {other}, which completed since this write started and changed the "
+        f"table's schema in another way ({_differences(mine or (), now or ())}). This write was rolled back; "
+        "the table keeps the other one's schema. Retry it (with the other write's columns)",
+        instant=instant, other=other)

@@ -21,6 +21,8 @@ from dataclasses import dataclass, field
 from types import TracebackType
 from typing import TYPE_CHECKING
 
+import pyarrow as pa
+
 from engine import failpoints
 from engine.config.table_config import TableType
 from engine.config.write_config import WriteConfig
@@ -102,6 +104,18 @@ class WriteGuard:
         occ.check_still_ours(self.meta, instant, action, cfg.heartbeat_interval_ms, cfg.heartbeat_tolerable_misses)
         return occ.check(self.meta, instant, action, operation, groups, self._seen)
 
+    def final_schema(self, instant: str, write_schema: pa.Schema) -> pa.Schema:
+        """Under the commit lock (after `before_commit`): the schema the write records. Under OCC,
+        Apache Hudi's schema conflict resolution (`occ.resolve_schema`): another writer's evolved
+        schema is carried forward by a write that did not evolve it, and incompatible evolutions
+        raise WriteConflictError. A single writer's schema is its own."""
+        if not self.tx.optimistic:
+            return write_schema
+        avro = occ.resolve_schema(self.meta, instant, self._seen, write_schema)
+        if avro is None:
+            return write_schema
+        return table_write_schema(self.meta, avro, instant, write_schema)
+
     def before_complete(self) -> None:
         if self.lock is not None:
             self.lock.check()
@@ -124,6 +138,18 @@ class WriteGuard:
         if self._heartbeat is not None:
             self._heartbeat.stop()
             self._heartbeat = None
+
+
+def table_write_schema(meta: MetaClient, avro: str, instant: str, write_schema: pa.Schema) -> pa.Schema:
+    """The table's schema `avro` as a write schema of `instant`: with the column ids of the table's
+    internal schema when the write found one (schema on read), as `WriteJob._schema` makes it."""
+    from engine.table import internal_schema
+    from engine.table.schema import avro_to_arrow
+
+    schema = avro_to_arrow(avro)
+    if internal_schema.FILE_COLUMNS_KEY in (write_schema.metadata or {}):
+        schema = internal_schema.for_write(schema, meta.schema_versions(meta.timeline()), int(instant))
+    return schema
 
 
 class Transaction:

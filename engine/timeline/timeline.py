@@ -70,6 +70,11 @@ class Timeline:
             )
         )
 
+    def filter_times(self, times: Iterable[str]) -> Timeline:
+        """The instants whose time is one of `times`."""
+        wanted = set(times)
+        return Timeline(tuple(i for i in self.instants if i.time in wanted))
+
     @property
     def completed(self) -> Timeline:
         return self.filter(completed=True)

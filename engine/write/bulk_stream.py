@@ -127,7 +127,8 @@ def run(job: WriteJob, df: DataFrame, started: float, action: Action) -> WriteRe
             # the lock fence, or the OCC commit lock (new file groups only: no file-group conflict)
             guarded.before_commit(job, pending, written)
             failpoints.hit("write.before_complete")
-            commit_protocol.complete(job.meta, pending, write_schema, written, absent, {},
+            schema = job.guard.final_schema(instant, write_schema) if job.guard else write_schema
+            commit_protocol.complete(job.meta, pending, schema, written, absent, {},
                                      start_internal_schema=job.config.schema_on_read)
             failpoints.hit("write.after_complete")
     except BaseException as exc:

@@ -377,8 +377,9 @@ class WriteJob:
             failpoints.hit("write.before_complete")
             if self.guard is not None:
                 self.guard.before_complete()
+            schema = self.guard.final_schema(instant, batch.write_schema) if self.guard else batch.write_schema
             commit_protocol.complete(
-                self.meta, pending, batch.write_schema, written, prof.absent, extra,
+                self.meta, pending, schema, written, prof.absent, extra,
                 stale_before_write=prof.stale + sum(o["num_stale"] for o in outcomes if not o["path"]),
                 start_internal_schema=self.config.schema_on_read,
             )

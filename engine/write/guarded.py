@@ -28,6 +28,7 @@ def claim(
 ) -> commit_protocol.PendingCommit:
     """Claim the write's instant (through the transaction's guard: heartbeat, and under OCC the
     lock for the claim and the starting point of the commit check)."""
+    failpoints.hit("write.prepared")
     pending = start(timeline) if job.guard is None else job.guard.claim(timeline, start)
     failpoints.hit("write.claimed")
     return pending

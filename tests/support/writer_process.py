@@ -2,7 +2,7 @@
 
     python -m tests.support.writer_process '<json job>'
 
-The job: {"path", "action": "upsert" | "bulk_insert" | "rollback" | "restore" | "clean" | "archive" | "repair",
+The job: {"path", "action": "upsert" | "insert" | "bulk_insert" | "delete" | "rollback" | "restore" | "clean" | "archive" | "repair",
 "options": {...}, "batches": [[row, ...], ...] (writes), "schema" (writes), "delays": [seconds
 before each batch] (writes, optional), "args": [...]}.
 Each batch of a write is one commit. Prints one JSON line per finished operation:
@@ -30,7 +30,7 @@ def main() -> int:
     from engine.table.meta_client import MetaClient
 
     failed = False
-    if job["action"] in ("upsert", "bulk_insert"):
+    if job["action"] in ("upsert", "insert", "bulk_insert", "delete"):
         from engine import Table
         from engine.spark import build_session
 
