@@ -18,6 +18,7 @@ from engine.services.alter import AlterResult
 from engine.services.maintenance import Maintenance
 from engine.services.transaction import Transaction
 from engine.storage import Storage, storage_for
+from engine.table import upgrade
 from engine.table.commit_metadata import CommitMetadata
 from engine.table.create import DEFAULT_INDEX, new_table_config, require_writable, write_index
 from engine.table.fs_view import FileSystemView
@@ -131,6 +132,7 @@ class Table:
             raise InvalidInputError(f"expected a Spark DataFrame, got {type(df).__name__}")
         config = WriteConfig.from_options(options)
         require_writable(self.meta.config, self.meta.properties_uri)  # before the lock and repair: a refused write changes nothing
+        upgrade.check_allowed(self.meta.config, config.auto_upgrade, self.meta.properties_uri)
         if config.schema_on_read and self.meta.config.version != 6:
             raise UnsupportedFeatureError(
                 f"hoodie.schema.on.read.enable: an internal schema for a version {self.meta.config.version} table "

@@ -1,4 +1,4 @@
-"""`TableConfig`: the contents of `.hoodie/hoodie.properties` (table versions 6, 8 and 9), parsed once, immutable."""
+"""`TableConfig`: the contents of `.hoodie/hoodie.properties` (table versions 4 to 9), parsed once, immutable."""
 
 from __future__ import annotations
 
@@ -48,8 +48,9 @@ _KEYGEN_TYPES = {
     "CUSTOM": CUSTOM_KEYGEN, "CUSTOM_AVRO": CUSTOM_KEYGEN,
 }
 _KEYGEN_TYPE_NAMES = {cls: kind for kind, cls in _KEYGEN_TYPES.items() if not kind.endswith("_AVRO")}
-# table versions this engine reads and writes, and creates (`Table.create(table_version=...)`)
-READ_VERSIONS = (6, 8, 9)
+# table versions this engine reads, and creates (`Table.create(table_version=...)`); versions 4
+# and 5 are written after an upgrade to 6 (engine.table.upgrade), as Apache Hudi's writers do
+READ_VERSIONS = (4, 5, 6, 8, 9)
 CREATE_VERSIONS = (6, 8, 9)
 
 # the order in which we write the properties (others follow, sorted)
@@ -215,8 +216,12 @@ class TableConfig:
         except ValueError as exc:
             raise CorruptTableError(f"hoodie.properties: {VERSION}={props[VERSION]!r} is not a number") from exc
         if version not in READ_VERSIONS:
+            way = ("upgrade it with Apache Hudi 0.11 or later first (its first write upgrades the table), then "
+                   "this engine reads it" if version < min(READ_VERSIONS) else
+                   "it was written by an Apache Hudi newer than this engine knows")
             raise UnsupportedTableVersionError(
-                f"table version {version} is not supported (this engine reads and writes versions 6, 8 and 9)",
+                f"table version {version} is not supported: this engine reads versions 4, 5, 6, 8 and 9 and writes "
+                f"6, 8 and 9 (4 and 5 after upgrading them to 6); {way}",
                 version,
             )
         layout = props.get(TIMELINE_LAYOUT, str(TIMELINE_LAYOUT_VERSION)).strip()

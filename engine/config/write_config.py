@@ -74,6 +74,11 @@ _KEYS: dict[str, tuple[str, type]] = {
     # they are; PARTITION_PATH_REPARTITION_AND_SORT (ours by default) repartitions by partition path
     # first, so that each partition path is written by one task
     "hoodie.bulkinsert.sort.mode": ("bulk_insert_sort_mode", str),
+    # table versions 4 and 5 (Apache Hudi 0.11-0.13): upgraded to 6 before the first write
+    # (engine.table.upgrade), as Apache Hudi's writers do; false refuses the write instead
+    "hoodie.write.auto.upgrade": ("auto_upgrade", bool),
+    # the 4 -> 5 upgrade refuses a table with a partition named `default` (Hudi 0.11's null partition)
+    "hoodie.skip.default.partition.validation": ("skip_default_partition_validation", bool),
 }
 DRIVER_PLAN_MODES = ("auto", "always", "never")
 BULK_INSERT_SORT_MODES = ("NONE", "PARTITION_SORT", "PARTITION_PATH_REPARTITION_AND_SORT")
@@ -158,6 +163,8 @@ class WriteConfig:
     driver_plan: str = "auto"
     driver_max_bytes: int = 256 * MB
     bulk_insert_sort_mode: str = "PARTITION_PATH_REPARTITION_AND_SORT"
+    auto_upgrade: bool = True
+    skip_default_partition_validation: bool = False
 
     # settings of the index itself, passed through untouched (hoodie.index.hbase.*, hoodie.record.index.*)
     index_options: tuple[tuple[str, str], ...] = ()

@@ -297,7 +297,7 @@ class Maintenance:
         cfg = self.config
         if dry_run:
             return repair(self.meta, index, cfg.heartbeat_interval_ms, cfg.heartbeat_tolerable_misses, dry_run=True,
-                          metadata_enable=cfg.metadata_enable)
+                          metadata_enable=cfg.metadata_enable, auto_upgrade=cfg.auto_upgrade)
         with self._tx("repair", index) as tx:
             assert tx.repair_report is not None
             return tx.repair_report

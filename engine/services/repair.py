@@ -36,12 +36,12 @@ from engine.services import rollback as rollback_service
 from engine.services.savepoint import remove_savepoint_files
 from engine.services.serial import Documented
 from engine.storage.base import Storage
-from engine.table import metadata_table
+from engine.table import metadata_table, upgrade
 from engine.table.heartbeat import Heartbeat, heartbeat_file
 from engine.table.liveness import ProcReader, is_dead_here
 from engine.table.lock_info import iso_ms
 from engine.table.meta_client import MetaClient
-from engine.timeline.instant import Action, Instant
+from engine.timeline.instant import Action, Instant, State
 from engine.timeline.timeline import Timeline
 
 
@@ -63,6 +63,8 @@ class RepairReport(Documented):
     left_pending: dict[str, str] = field(default_factory=dict)
     # the notice when Apache Hudi's metadata table was removed (engine.table.metadata_table)
     metadata_table_removed: str | None = None
+    # a version 4 or 5 table upgraded before the write ("table version 5 -> 6")
+    upgraded: str | None = None
     dry_run: bool = False
 
     @property
@@ -77,6 +79,7 @@ class RepairReport(Documented):
             or self.savepoints_removed
             or self.compactions_reverted
             or self.metadata_table_removed
+            or self.upgraded
         )
 
 
@@ -155,10 +158,15 @@ def repair(
     metadata_enable: bool | None = None,
     proc: ProcReader | None = None,
     lazy: bool = False,
+    auto_upgrade: bool = True,
+    skip_default_partition_validation: bool = False,
 ) -> RepairReport:
     """Repair the table (see the module docstring); `proc` reads /proc to prove writers dead;
-    `lazy`: pending writes with a live writer are left alone instead of refused."""
+    `lazy`: pending writes with a live writer are left alone instead of refused. A table of
+    version 4 or 5 is upgraded to 6 once its failed writes are rolled back (`engine.table.upgrade`;
+    refused before anything changes when `auto_upgrade` is false)."""
     report = RepairReport(dry_run=dry_run)
+    upgrade.check_allowed(meta.config, auto_upgrade, meta.properties_uri)
     metadata_table.check_enable_option(metadata_enable, meta.storage)
     # before anything changes: a timeline this engine cannot read (layouts mixed, the latest
     # commit's metadata truncated) refuses the write or service with the table as it was
@@ -210,6 +218,15 @@ def repair(
         report.failed_writes_rolled_back.append(inst.time)
         if not dry_run:
             rollback_service.rollback(meta, inst.time, index, fence=fence)
+    if upgrade.needs_upgrade(meta.config):
+        report.upgraded = f"table version {meta.config.version} -> {upgrade.TARGET}"
+        if not dry_run:
+            if fence is not None:
+                fence()
+            tl = meta.timeline()
+            requested = [i.time for i in tl.instants if i.action is Action.COMPACTION and i.state is State.REQUESTED]
+            upgrade.upgrade(meta.storage, meta.config, requested, skip_default_partition_validation)
+            meta.reload_config()
     for inst in interrupted_compactions(meta, meta.timeline(), heartbeat_interval_ms, tolerable_misses, proc):
         report.compactions_reverted.append(inst.time)
         if not dry_run:

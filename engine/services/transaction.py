@@ -224,6 +224,8 @@ class Transaction:
                 fence=self.fence,
                 metadata_enable=self.config.metadata_enable,
                 lazy=self.config.optimistic,
+                auto_upgrade=self.config.auto_upgrade,
+                skip_default_partition_validation=self.config.skip_default_partition_validation,
             )
         except BaseException:
             self.release_lock()

@@ -38,6 +38,9 @@ class LocalStorage(Storage):
             except BaseException:
                 _unlink_quietly(tmp)
                 raise
+            # a checksum Hadoop wrote for the old content would fail Apache Hudi's reads of the
+            # new one (Hadoop checks a file against its .crc when there is one, not without)
+            _drop_checksum(target)
             _fsync_dir(os.path.dirname(target))
 
     def create_exclusive(self, rel: str, data: bytes) -> None:
@@ -52,12 +55,16 @@ class LocalStorage(Storage):
             _fsync_dir(os.path.dirname(target))
 
     def delete(self, rel: str) -> None:
-        """Delete the file at `rel`; a missing file is not an error."""
+        """Delete the file at `rel`, and the Hadoop checksum file beside it (`.<name>.crc`: Apache
+        Hudi on a local file system writes one beside every file, and Hadoop deletes it with its
+        file); a missing file is not an error. A checksum file is never deleted alone."""
+        target = self.fs_path(rel)
         with self._errors("delete", rel):
             try:
-                os.unlink(self.fs_path(rel))
+                os.unlink(target)
             except FileNotFoundError:
                 pass
+            _drop_checksum(target)
 
     def delete_dir(self, rel: str) -> None:
         """Delete directory `rel` recursively; a missing one is not an error."""
@@ -129,3 +136,9 @@ def _fsync_dir(path: str) -> None:
         os.fsync(fd)
     finally:
         os.close(fd)
+
+
+def _drop_checksum(target: str) -> None:
+    """Remove Hadoop's checksum file of `target` (`<dir>/.<name>.crc`), if any."""
+    folder, name = os.path.split(target)
+    _unlink_quietly(os.path.join(folder, f".{name}.crc"))

@@ -1,8 +1,20 @@
-"""Hudi data-file names (pure).
+"""Hudi data-file names (pure): which names in a partition are Apache Hudi's files, and what they say.
 
 - base file: `<fileId>_<writeToken>_<instant>.parquet`, fileId `<uuid4>-0`
-- log file:  `.<fileId>_<baseInstant>.log.<version>_<writeToken>`
+- log file:  `.<fileId>_<instant>.log.<version>[_<writeToken>]` (the instant: the slice's base
+  instant up to table version 6, the writing deltacommit's from version 8)
+- CDC log file: a log file name with the suffix `.cdc` after its write token (change data
+  capture; not part of a file slice's data)
 - write token: `<taskPartitionId>-<stageId>-<taskAttemptId>`
+
+Only these names are Hudi's data files (Apache Hudi's `FSUtils.isBaseFile` / `isLogFile` and
+`HoodieLogFile`, and hudi-rs's parsers, read strictly): a file id and a token of letters, digits and
+`-`, a 17-digit instant, and nothing after the name. Everything else in a partition is ignored:
+`.hoodie_partition_metadata[.<ext>]`, Hadoop's checksum files `.<name>.crc` (its local file
+system writes one beside every file, and Hadoop's listing hides them: `ChecksumFileSystem`), temp
+files, `_SUCCESS`, `.DS_Store` and other strays. Apache Hudi's own log pattern is matched with
+`find()` and would take `..<log name>.crc` for a log file; Hudi never sees one because Hadoop's
+listing hides it, so this module rejects checksum names first.
 """
 
 from __future__ import annotations
@@ -14,10 +26,13 @@ from dataclasses import dataclass
 from engine.constants import BASE_FILE_EXTENSION, PARTITION_METADATA_FILE
 from engine.timeline.instant import is_valid_instant_time
 
-_BASE_RE = re.compile(r"^(?P<file_id>[^_/]+)_(?P<token>[^_/]+)_(?P<instant>\d{17})\.parquet$")
+_BASE_RE = re.compile(r"^(?P<file_id>[A-Za-z0-9-]+)_(?P<token>[A-Za-z0-9-]+)_(?P<instant>\d{17})\.parquet$")
 _LOG_RE = re.compile(
-    r"^\.(?P<file_id>[^_/]+)_(?P<instant>\d{17})\.log\.(?P<version>\d+)(?:_(?P<token>[^/]+))?$"
+    r"^\.(?P<file_id>[A-Za-z0-9-]+)_(?P<instant>\d{17})\.log\.(?P<version>\d+)"
+    r"(?:_(?P<token>\d+-\d+-\d+)(?P<cdc>\.cdc)?)?$"
 )
+CHECKSUM_SUFFIX = ".crc"
+CDC_SUFFIX = ".cdc"
 
 
 def new_file_id(seed: uuid.UUID | None = None) -> str:
@@ -107,10 +122,34 @@ def parse_base_file_name(name: str) -> BaseFileName | None:
 
 
 def parse_log_file_name(name: str) -> LogFileName | None:
+    """A data log file's name parts; None for any other name (a CDC log file's too)."""
     m = _LOG_RE.match(name)
-    if not m:
+    if not m or m["cdc"]:
         return None
     return LogFileName(m["file_id"], m["instant"], int(m["version"]), m["token"])
+
+
+def parse_cdc_log_file_name(name: str) -> LogFileName | None:
+    """A CDC log file's name parts (its name is `LogFileName(...).name + ".cdc"`); None otherwise."""
+    m = _LOG_RE.match(name)
+    if not m or not m["cdc"]:
+        return None
+    return LogFileName(m["file_id"], m["instant"], int(m["version"]), m["token"])
+
+
+def is_checksum_file(name: str) -> bool:
+    """A Hadoop checksum file (`.<name>.crc`, Hadoop's `ChecksumFileSystem.isChecksumFile`)."""
+    return name.startswith(".") and name.endswith(CHECKSUM_SUFFIX)
+
+
+def checksum_file_name(name: str) -> str:
+    """The checksum file Hadoop's local file system keeps beside file `name`."""
+    return f".{name}{CHECKSUM_SUFFIX}"
+
+
+def is_data_file(name: str) -> bool:
+    """Whether `name` is one of Apache Hudi's base, log or CDC log files."""
+    return parse_base_file_name(name) is not None or _LOG_RE.match(name) is not None
 
 
 def file_instant(name: str) -> str | None:

@@ -89,6 +89,11 @@ class MetaClient:
             storage.makedirs(meta.layout.history)
         return meta
 
+    def reload_config(self) -> TableConfig:
+        """Read `hoodie.properties` again (after another step rewrote it: an upgrade) and use it."""
+        self.config = MetaClient.open(self.storage).config
+        return self.config
+
     @property
     def properties_uri(self) -> str:
         """Where `hoodie.properties` is (named in errors about the table's properties)."""

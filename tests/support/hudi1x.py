@@ -8,7 +8,9 @@ PyPI, so the tests fetch the package from the package index (PEP 503 simple page
 Where the fetch fails the calling test is skipped with the reason; with `CI=true` it fails.
 
 A zip holds the table folder (named like the zip) and, beside it, `gold_data/` (one parquet) and
-often `gold_options/`. `__MACOSX/` entries and `.crc` side files are left out when unpacking.
+often `gold_options/`. `__MACOSX/` entries are left out when unpacking; Hadoop's `.crc` checksum
+files beside the table's files stay, as Apache Hudi left them (issue 32: only Hudi's files are
+Hudi's), unless `checksums=False`.
 """
 
 from __future__ import annotations
@@ -112,8 +114,8 @@ class Fixture:
 
 
 
-def fixture(name: str, tmp_dir: Path) -> Fixture:
-    """Unpack fixture `name` into `tmp_dir` (no `__MACOSX/`, no `.crc`)."""
+def fixture(name: str, tmp_dir: Path, checksums: bool = True) -> Fixture:
+    """Unpack fixture `name` into `tmp_dir` (no `__MACOSX/`; `.crc` files unless `checksums=False`)."""
     archive = data_dir() / f"{name}.zip"
     if not archive.is_file():
         raise FileNotFoundError(f"no Hudi 1.x fixture {name!r} in {archive.parent}")
@@ -123,7 +125,7 @@ def fixture(name: str, tmp_dir: Path) -> Fixture:
         for member in zf.infolist():
             parts = Path(member.filename).parts
             if (not parts or parts[0] == "__MACOSX" or ".." in parts or Path(member.filename).is_absolute()
-                    or member.filename.endswith(".crc")):
+                    or (not checksums and member.filename.endswith(".crc"))):
                 continue
             zf.extract(member, target)
     table = target / stem

@@ -13,10 +13,14 @@ from engine.table.file_names import (
     BaseFileName,
     LogFileName,
     base_file_name,
+    checksum_file_name,
+    is_checksum_file,
+    is_data_file,
     join_path,
     log_file_name,
     new_file_id,
     parse_base_file_name,
+    parse_cdc_log_file_name,
     parse_log_file_name,
     write_token,
 )
@@ -268,3 +272,58 @@ def test_join_path() -> None:
     assert join_path("", "f.parquet") == "f.parquet"
     assert join_path("10", "f.parquet") == "10/f.parquet"
     assert join_path("byteField=10/shortField=300", "f.parquet") == "byteField=10/shortField=300/f.parquet"
+
+
+# ---- the recognizer: only Hudi files count (issue 32) ------------------------------------------------
+
+_FID = "dfa23995-c289-4e1a-8498-cf48f0d64b70-0"
+_LOG = f".{_FID}_20250728220725044.log.1_0-47-193"
+_BASE = f"{_FID}_0-47-193_20250728220725044.parquet"
+
+
+@pytest.mark.parametrize(
+    ("name", "kind"),
+    [
+        (_BASE, "base"),
+        (_LOG, "log"),
+        (f".{_FID}_20250728220725044.log.12", "log"),  # no write token (older writers)
+        (f"{_LOG}.cdc", "cdc"),  # change data capture: Hudi's CDC_LOGFILE_SUFFIX after the token
+        ("files-0000-0_0-6-5_00000000000000010.parquet", "base"),  # metadata table style ids
+        (".record-index-0001-0_20250728220725044.log.3_2-10-7", "log"),
+        # Hadoop's checksum files beside each of them (its local file system writes them)
+        (checksum_file_name(_BASE), "checksum"),
+        (checksum_file_name(_LOG), "checksum"),  # ..<fid>_<instant>.log.1_0-47-193.crc: the reported one
+        (checksum_file_name(f"{_LOG}.cdc"), "checksum"),
+        (checksum_file_name(".hoodie_partition_metadata"), "checksum"),
+        # other things found in partitions
+        (".hoodie_partition_metadata", "other"),
+        (".hoodie_partition_metadata.parquet", "other"),
+        ("_SUCCESS", "other"),
+        (".DS_Store", "other"),
+        (f".{_BASE}.3f9a2b.tmp", "other"),  # this engine's local temp file
+        (f"{_BASE}.marker.CREATE", "other"),
+        (".commits_.archive.1_1-0-1", "other"),  # an archived timeline file (.hoodie/archived)
+        (f".{_FID}_20250728220725044.log.1_0-47-193.bak", "other"),
+        (f".{_FID}_20250728220725044.log.1_abc", "other"),  # a token Hudi never writes
+        (f"{_FID}_0-47-193_20250728220725044.parquet.tmp", "other"),
+        (f"{_FID}_0-47-193_20250728220725044.orc", "other"),  # not a parquet table's base file
+    ],
+)
+def test_the_recognizer_knows_every_hudi_file_kind_and_ignores_the_rest(name: str, kind: str) -> None:
+    got = ("base" if parse_base_file_name(name) else "log" if parse_log_file_name(name)
+           else "cdc" if parse_cdc_log_file_name(name) else "checksum" if is_checksum_file(name) else "other")
+    assert got == kind
+    assert is_data_file(name) is (kind in ("base", "log", "cdc"))
+
+
+def test_a_cdc_log_name_parses_to_its_log_parts() -> None:
+    parsed = parse_cdc_log_file_name(f"{_LOG}.cdc")
+    assert parsed == LogFileName(_FID, "20250728220725044", 1, "0-47-193")
+    assert f"{parsed.name}.cdc" == f"{_LOG}.cdc"
+    assert parse_log_file_name(f"{_LOG}.cdc") is None  # not a file slice's data
+
+
+def test_checksum_names_are_hadoops() -> None:
+    assert checksum_file_name(_BASE) == f".{_BASE}.crc"
+    assert checksum_file_name(_LOG) == f"..{_LOG[1:]}.crc"
+    assert is_checksum_file(".x.crc") and not is_checksum_file("x.crc") and not is_checksum_file(".x.crc.tmp")

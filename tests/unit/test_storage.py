@@ -400,3 +400,25 @@ def test_create_exclusive_under_a_file_is_a_storage_error_not_file_exists(tmp_pa
     storage.write_bytes("file", b"x")
     with pytest.raises(StorageError):
         storage.create_exclusive("file/child", b"y")
+
+
+def test_local_delete_takes_the_hadoop_checksum_along_and_a_rewrite_drops_a_stale_one(tmp_path):
+    """Issue 32: Apache Hudi on a local file system leaves `.<name>.crc` beside each file. Deleting
+    a file deletes its checksum (as Hadoop does); replacing one drops the old checksum, which would
+    fail Hadoop's check of the new content; other checksum files are never touched."""
+    from engine.storage import storage_for
+
+    storage = storage_for(str(tmp_path))
+    (tmp_path / "p").mkdir()
+    for name in ("f.parquet", "g.parquet"):
+        (tmp_path / "p" / name).write_bytes(b"data")
+        (tmp_path / "p" / f".{name}.crc").write_bytes(b"crc")
+    (tmp_path / ".hoodie").mkdir()
+    (tmp_path / ".hoodie" / "hoodie.properties").write_bytes(b"a=1\n")
+    (tmp_path / ".hoodie" / ".hoodie.properties.crc").write_bytes(b"crc")
+    storage.delete("p/f.parquet")
+    assert sorted(p.name for p in (tmp_path / "p").iterdir()) == [".g.parquet.crc", "g.parquet"]
+    storage.write_bytes(".hoodie/hoodie.properties", b"a=2\n")
+    assert sorted(p.name for p in (tmp_path / ".hoodie").iterdir()) == ["hoodie.properties"]
+    storage.delete("p/missing.parquet")  # missing: no error, nothing else goes
+    assert sorted(p.name for p in (tmp_path / "p").iterdir()) == [".g.parquet.crc", "g.parquet"]
