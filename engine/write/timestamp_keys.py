@@ -18,9 +18,11 @@ UTC (the zone Hudi's docs and every fixture use). A null value is Hudi's default
 after the epoch (DATE_STRING: 1 ms after it, printed with the first input format and parsed back).
 Values that do not parse are an `InvalidInputError` (Hudi fails the write the same way).
 
-Joda pattern letters we translate: output `yyyy yy MM dd HH mm ss`; input also `SSS` (fraction)
-and `Z`/`ZZ` (offset, or `Z` for UTC). Quoted text (`'T'`, `''` for a quote) and any other
-non-letter is literal. Other letters are refused with `InvalidConfigError`.
+Patterns are Joda-Time's, as Hudi's (`engine.write.joda`): output formats print every Joda letter
+with a fixed rendering (`h`, `K`, `k`, `a`, `E`, `D`, `w`, `S`... with their widths); input
+formats read `yyyy yy MM dd HH mm ss SSS Z ZZ`. Quoted text (`'T'`, `''` for a quote) and any other
+non-letter is literal. Other letters are refused with `InvalidConfigError` naming them, when the
+table's options are read: before anything is written.
 """
 
 from __future__ import annotations
@@ -36,6 +38,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from engine.errors import InvalidConfigError, InvalidInputError
+from engine.write.joda import Token, finest_unit, format_time, parse_pattern, prints_offset
 
 PREFIX = "hoodie.keygen.timebased."
 OLD_PREFIX = "hoodie.deltastreamer.keygen.timebased."  # Hudi still reads the deprecated spelling
@@ -76,100 +79,21 @@ _TYPE_UNITS = {
     TimestampType.UNIX_TIMESTAMP: "SECONDS",
 }
 
-# ---- Joda patterns ------------------------------------------------------------------------
+# ---- Joda patterns (engine.write.joda) -----------------------------------------------------------
 
-# (letter, run length) -> (strftime directive, regex for parsing); None: refused
-_FIELDS = {
-    ("y", 4): ("%Y", r"(?P<year>\d{4})"),
-    ("y", 2): ("%y", r"(?P<yy>\d{2})"),
-    ("M", 2): ("%m", r"(?P<month>\d{1,2})"),
-    ("d", 2): ("%d", r"(?P<day>\d{1,2})"),
-    ("H", 2): ("%H", r"(?P<hour>\d{1,2})"),
-    ("m", 2): ("%M", r"(?P<minute>\d{1,2})"),
-    ("s", 2): ("%S", r"(?P<second>\d{1,2})"),
+# (letter, count) -> regex for parsing input dates
+_INPUT_REGEX = {
+    ("y", 4): r"(?P<year>\d{4})",
+    ("y", 2): r"(?P<yy>\d{2})",
+    ("M", 2): r"(?P<month>\d{1,2})",
+    ("d", 2): r"(?P<day>\d{1,2})",
+    ("H", 2): r"(?P<hour>\d{1,2})",
+    ("m", 2): r"(?P<minute>\d{1,2})",
+    ("s", 2): r"(?P<second>\d{1,2})",
+    ("S", 3): r"(?P<fraction>\d{1,9})",
+    ("Z", 1): r"(?P<offset>Z|[+-]\d{2}:?\d{2})",
+    ("Z", 2): r"(?P<offset>Z|[+-]\d{2}:?\d{2})",
 }
-_INPUT_ONLY = {
-    ("S", 3): (None, r"(?P<fraction>\d{1,9})"),
-    ("Z", 1): (None, r"(?P<offset>Z|[+-]\d{2}:?\d{2})"),
-    ("Z", 2): (None, r"(?P<offset>Z|[+-]\d{2}:?\d{2})"),
-}
-
-
-@dataclass(frozen=True)
-class Token:
-    """One piece of a date pattern: literal text, or a field (`letter` repeated `width` times)."""
-
-    text: str = ""
-    letter: str = ""
-    width: int = 0
-
-
-def parse_pattern(pattern: str, *, for_input: bool = False) -> tuple[Token, ...]:
-    """A Joda/`DateTimeFormatter` pattern as tokens; InvalidConfigError for letters we do not know."""
-    tokens: list[Token] = []
-    i = 0
-    while i < len(pattern):
-        ch = pattern[i]
-        if ch == "'":
-            end = i + 1
-            text = ""
-            while True:
-                if end >= len(pattern):
-                    raise InvalidConfigError(f"date pattern {pattern!r}: unterminated quote")
-                if pattern[end] == "'":
-                    if end + 1 < len(pattern) and pattern[end + 1] == "'":
-                        text += "'"
-                        end += 2
-                        continue
-                    break
-                text += pattern[end]
-                end += 1
-            tokens.append(Token(text="'" if end == i + 1 else text))
-            i = end + 1
-        elif ch.isascii() and ch.isalpha():
-            j = i
-            while j < len(pattern) and pattern[j] == ch:
-                j += 1
-            width = j - i
-            known = (ch, width) in _FIELDS or (for_input and (ch, width) in _INPUT_ONLY)
-            if not known:
-                allowed = "yyyy yy MM dd HH mm ss" + (" SSS Z" if for_input else "")
-                raise InvalidConfigError(
-                    f"date pattern {pattern!r}: {ch * width!r} is not supported (use {allowed}, quoted text and punctuation)"
-                )
-            tokens.append(Token(letter=ch, width=width))
-            i = j
-        else:
-            tokens.append(Token(text=ch))
-            i += 1
-    return tuple(tokens)
-
-
-def to_strftime(tokens: Sequence[Token]) -> str:
-    """The strftime format of output tokens (literal `%` doubled)."""
-    return "".join(t.text.replace("%", "%%") if not t.letter else _FIELDS[(t.letter, t.width)][0] for t in tokens)
-
-
-def format_time(tokens: Sequence[Token], when: dt.datetime) -> str:
-    """`when` (aware) printed with the tokens, as Joda prints it (zero-padded fields)."""
-    out = []
-    for t in tokens:
-        if not t.letter:
-            out.append(t.text)
-        elif t.letter == "y":
-            out.append(f"{when.year:04d}" if t.width == 4 else f"{when.year % 100:02d}")
-        elif t.letter == "S":
-            out.append(f"{when.microsecond // 1000:03d}")
-        elif t.letter == "Z":
-            offset = when.utcoffset() or dt.timedelta(0)
-            minutes = int(offset.total_seconds()) // 60
-            sign = "-" if minutes < 0 else "+"
-            hh, mm = divmod(abs(minutes), 60)
-            out.append(f"{sign}{hh:02d}:{mm:02d}" if t.width == 2 else f"{sign}{hh:02d}{mm:02d}")
-        else:
-            value = {"M": when.month, "d": when.day, "H": when.hour, "m": when.minute, "s": when.second}[t.letter]
-            out.append(f"{value:02d}")
-    return "".join(out)
 
 
 def _input_regex(tokens: Sequence[Token]) -> re.Pattern[str]:
@@ -178,7 +102,7 @@ def _input_regex(tokens: Sequence[Token]) -> re.Pattern[str]:
         if not t.letter:
             parts.append(re.escape(t.text))
         else:
-            parts.append((_FIELDS.get((t.letter, t.width)) or _INPUT_ONLY[(t.letter, t.width)])[1])
+            parts.append(_INPUT_REGEX[(t.letter, t.width)])
     return re.compile("".join(parts))
 
 
@@ -373,13 +297,30 @@ def partition_paths(spec: TimestampKeySpec, values: pa.Array, field: str | None 
             raise InvalidInputError(f"a DATE_STRING partition field must be a string, not {values.type}")
         paths = pa.array([spec.date_string_path(v) for v in values.to_pylist()], pa.string())
     else:
-        zone = arrow_zone(spec.output_zone or dt.UTC)
-        stamps = pc.cast(spec.epoch_millis(values), pa.timestamp("ms", tz=zone))
-        seconds = pc.cast(pc.floor_temporal(stamps, unit="second"), pa.timestamp("s", tz=zone))
-        paths = pc.strftime(seconds, format=to_strftime(spec.output_format))
+        paths = _print_millis(spec, spec.epoch_millis(values))
     if field is not None:
         paths = pc.binary_join_element_wise(pa.scalar(f"{field}="), paths, "")
     return paths
+
+
+def _print_millis(spec: TimestampKeySpec, millis: pa.Array) -> pa.Array:
+    """Epoch milliseconds printed with the output format in the output zone (UTC when none: the
+    writer JVM's default zone, taken to be UTC). Each distinct wall-clock time, floored to the
+    finest unit the format prints, is printed once (few per batch for a partition format)."""
+    zone = spec.output_zone or dt.UTC
+    stamps = pc.cast(millis, pa.timestamp("ms", tz=arrow_zone(zone)))
+    if prints_offset(spec.output_format):  # the offset too: print aware times, to the second
+        unit = "millisecond" if finest_unit(spec.output_format) == "millisecond" else "second"
+        keys = stamps if unit == "millisecond" else pc.floor_temporal(stamps, unit="second")
+        distinct = pc.unique(keys)
+        printed = [format_time(spec.output_format, v.astimezone(zone)) for v in distinct.to_pylist()]
+    else:
+        local = pc.local_timestamp(stamps)  # the wall clock in the output zone
+        unit = finest_unit(spec.output_format)
+        keys = local if unit == "millisecond" else pc.floor_temporal(local, unit=unit)
+        distinct = pc.unique(keys)
+        printed = [format_time(spec.output_format, v) for v in distinct.to_pylist()]
+    return pc.take(pa.array(printed, pa.string()), pc.index_in(keys, distinct))
 
 
 def partition_path(spec: TimestampKeySpec, value: object, field: str | None = None) -> str:
@@ -400,5 +341,4 @@ __all__ = [
     "parse_zone",
     "partition_path",
     "partition_paths",
-    "to_strftime",
 ]

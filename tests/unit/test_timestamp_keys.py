@@ -24,7 +24,6 @@ from engine.write.timestamp_keys import (
     parse_pattern,
     parse_zone,
     partition_paths,
-    to_strftime,
 )
 
 T = "hoodie.keygen.timebased."
@@ -42,25 +41,79 @@ def paths(s: TimestampKeySpec, values: list, field: str | None = None) -> list[s
 
 
 # ---- patterns -----------------------------------------------------------------------------
-def test_patterns_translate_the_letters_hudi_users_use():
-    assert to_strftime(parse_pattern("yyyy/MM/dd/HH")) == "%Y/%m/%d/%H"
-    assert to_strftime(parse_pattern("yyyy-MM-dd HH:mm:ss")) == "%Y-%m-%d %H:%M:%S"
-    assert to_strftime(parse_pattern("'year='yyyy/'month='MM")) == "year=%Y/month=%m"
-    assert to_strftime(parse_pattern("yyMMdd")) == "%y%m%d"
-    assert to_strftime(parse_pattern("yyyy'%'MM")) == "%Y%%%m"  # a literal % survives strftime
+# Java's own output, recorded (JDK 17, Locale.ENGLISH): for each epoch millisecond and output zone,
+# every Joda pattern printed by java.time with the pattern that prints Joda's fields (the same
+# letters, but Joda `Z`/`ZZ` = java.time `xx`/`xxx`, Joda `w`/`x`/`e` = ISO week, weekyear and day
+# of week via java.time's IsoFields and ChronoField.DAY_OF_WEEK, Joda `C` = year / 100).
+JAVA = {
+    (0, "UTC"): {"yyyy/MM/dd/HH": "1970/01/01/00", "yyyy-MM-dd hh": "1970-01-01 12", "yyyy-MM-dd h a": "1970-01-01 12 AM", "K": "0", "KK": "00", "k": "24", "kk": "24", "H": "0", "yy/M/d": "70/1/1", "MMM": "Jan", "MMMM": "January", "EEE": "Thu", "EEEE": "Thursday", "E": "Thu", "D": "1", "DDD": "001", "SSS": "000", "S": "0", "SSSSSS": "000000", "ss": "00", "mm": "00", "Z": "+0000", "ZZ": "+00:00", "G": "AD", "'year='yyyy/'week='ww": "year=1970/week=01", "xxxx-'W'ww-e": "1970-W01-4", "CC": "19", },
+    (1705311000123, "UTC"): {"yyyy/MM/dd/HH": "2024/01/15/09", "yyyy-MM-dd hh": "2024-01-15 09", "yyyy-MM-dd h a": "2024-01-15 9 AM", "K": "9", "KK": "09", "k": "9", "kk": "09", "H": "9", "yy/M/d": "24/1/15", "MMM": "Jan", "MMMM": "January", "EEE": "Mon", "EEEE": "Monday", "E": "Mon", "D": "15", "DDD": "015", "SSS": "123", "S": "1", "SSSSSS": "123000", "ss": "00", "mm": "30", "Z": "+0000", "ZZ": "+00:00", "G": "AD", "'year='yyyy/'week='ww": "year=2024/week=03", "xxxx-'W'ww-e": "2024-W03-1", "CC": "20", },
+    (1703980799999, "UTC"): {"yyyy/MM/dd/HH": "2023/12/30/23", "yyyy-MM-dd hh": "2023-12-30 11", "yyyy-MM-dd h a": "2023-12-30 11 PM", "K": "11", "KK": "11", "k": "23", "kk": "23", "H": "23", "yy/M/d": "23/12/30", "MMM": "Dec", "MMMM": "December", "EEE": "Sat", "EEEE": "Saturday", "E": "Sat", "D": "364", "DDD": "364", "SSS": "999", "S": "9", "SSSSSS": "999000", "ss": "59", "mm": "59", "Z": "+0000", "ZZ": "+00:00", "G": "AD", "'year='yyyy/'week='ww": "year=2023/week=52", "xxxx-'W'ww-e": "2023-W52-6", "CC": "20", },
+    (1704067200000, "UTC"): {"yyyy/MM/dd/HH": "2024/01/01/00", "yyyy-MM-dd hh": "2024-01-01 12", "yyyy-MM-dd h a": "2024-01-01 12 AM", "K": "0", "KK": "00", "k": "24", "kk": "24", "H": "0", "yy/M/d": "24/1/1", "MMM": "Jan", "MMMM": "January", "EEE": "Mon", "EEEE": "Monday", "E": "Mon", "D": "1", "DDD": "001", "SSS": "000", "S": "0", "SSSSSS": "000000", "ss": "00", "mm": "00", "Z": "+0000", "ZZ": "+00:00", "G": "AD", "'year='yyyy/'week='ww": "year=2024/week=01", "xxxx-'W'ww-e": "2024-W01-1", "CC": "20", },
+    (951782400456, "UTC"): {"yyyy/MM/dd/HH": "2000/02/29/00", "yyyy-MM-dd hh": "2000-02-29 12", "yyyy-MM-dd h a": "2000-02-29 12 AM", "K": "0", "KK": "00", "k": "24", "kk": "24", "H": "0", "yy/M/d": "00/2/29", "MMM": "Feb", "MMMM": "February", "EEE": "Tue", "EEEE": "Tuesday", "E": "Tue", "D": "60", "DDD": "060", "SSS": "456", "S": "4", "SSSSSS": "456000", "ss": "00", "mm": "00", "Z": "+0000", "ZZ": "+00:00", "G": "AD", "'year='yyyy/'week='ww": "year=2000/week=09", "xxxx-'W'ww-e": "2000-W09-2", "CC": "20", },
+    (1719791999001, "UTC"): {"yyyy/MM/dd/HH": "2024/06/30/23", "yyyy-MM-dd hh": "2024-06-30 11", "yyyy-MM-dd h a": "2024-06-30 11 PM", "K": "11", "KK": "11", "k": "23", "kk": "23", "H": "23", "yy/M/d": "24/6/30", "MMM": "Jun", "MMMM": "June", "EEE": "Sun", "EEEE": "Sunday", "E": "Sun", "D": "182", "DDD": "182", "SSS": "001", "S": "0", "SSSSSS": "001000", "ss": "59", "mm": "59", "Z": "+0000", "ZZ": "+00:00", "G": "AD", "'year='yyyy/'week='ww": "year=2024/week=26", "xxxx-'W'ww-e": "2024-W26-7", "CC": "20", },
+    (1609459200000, "UTC"): {"yyyy/MM/dd/HH": "2021/01/01/00", "yyyy-MM-dd hh": "2021-01-01 12", "yyyy-MM-dd h a": "2021-01-01 12 AM", "K": "0", "KK": "00", "k": "24", "kk": "24", "H": "0", "yy/M/d": "21/1/1", "MMM": "Jan", "MMMM": "January", "EEE": "Fri", "EEEE": "Friday", "E": "Fri", "D": "1", "DDD": "001", "SSS": "000", "S": "0", "SSSSSS": "000000", "ss": "00", "mm": "00", "Z": "+0000", "ZZ": "+00:00", "G": "AD", "'year='yyyy/'week='ww": "year=2021/week=53", "xxxx-'W'ww-e": "2020-W53-5", "CC": "20", },
+    (0, "Asia/Kolkata"): {"yyyy/MM/dd/HH": "1970/01/01/05", "yyyy-MM-dd hh": "1970-01-01 05", "yyyy-MM-dd h a": "1970-01-01 5 AM", "K": "5", "KK": "05", "k": "5", "kk": "05", "H": "5", "yy/M/d": "70/1/1", "MMM": "Jan", "MMMM": "January", "EEE": "Thu", "EEEE": "Thursday", "E": "Thu", "D": "1", "DDD": "001", "SSS": "000", "S": "0", "SSSSSS": "000000", "ss": "00", "mm": "30", "Z": "+0530", "ZZ": "+05:30", "G": "AD", "'year='yyyy/'week='ww": "year=1970/week=01", "xxxx-'W'ww-e": "1970-W01-4", "CC": "19", },
+    (1705311000123, "Asia/Kolkata"): {"yyyy/MM/dd/HH": "2024/01/15/15", "yyyy-MM-dd hh": "2024-01-15 03", "yyyy-MM-dd h a": "2024-01-15 3 PM", "K": "3", "KK": "03", "k": "15", "kk": "15", "H": "15", "yy/M/d": "24/1/15", "MMM": "Jan", "MMMM": "January", "EEE": "Mon", "EEEE": "Monday", "E": "Mon", "D": "15", "DDD": "015", "SSS": "123", "S": "1", "SSSSSS": "123000", "ss": "00", "mm": "00", "Z": "+0530", "ZZ": "+05:30", "G": "AD", "'year='yyyy/'week='ww": "year=2024/week=03", "xxxx-'W'ww-e": "2024-W03-1", "CC": "20", },
+    (1703980799999, "Asia/Kolkata"): {"yyyy/MM/dd/HH": "2023/12/31/05", "yyyy-MM-dd hh": "2023-12-31 05", "yyyy-MM-dd h a": "2023-12-31 5 AM", "K": "5", "KK": "05", "k": "5", "kk": "05", "H": "5", "yy/M/d": "23/12/31", "MMM": "Dec", "MMMM": "December", "EEE": "Sun", "EEEE": "Sunday", "E": "Sun", "D": "365", "DDD": "365", "SSS": "999", "S": "9", "SSSSSS": "999000", "ss": "59", "mm": "29", "Z": "+0530", "ZZ": "+05:30", "G": "AD", "'year='yyyy/'week='ww": "year=2023/week=52", "xxxx-'W'ww-e": "2023-W52-7", "CC": "20", },
+    (1704067200000, "Asia/Kolkata"): {"yyyy/MM/dd/HH": "2024/01/01/05", "yyyy-MM-dd hh": "2024-01-01 05", "yyyy-MM-dd h a": "2024-01-01 5 AM", "K": "5", "KK": "05", "k": "5", "kk": "05", "H": "5", "yy/M/d": "24/1/1", "MMM": "Jan", "MMMM": "January", "EEE": "Mon", "EEEE": "Monday", "E": "Mon", "D": "1", "DDD": "001", "SSS": "000", "S": "0", "SSSSSS": "000000", "ss": "00", "mm": "30", "Z": "+0530", "ZZ": "+05:30", "G": "AD", "'year='yyyy/'week='ww": "year=2024/week=01", "xxxx-'W'ww-e": "2024-W01-1", "CC": "20", },
+    (951782400456, "Asia/Kolkata"): {"yyyy/MM/dd/HH": "2000/02/29/05", "yyyy-MM-dd hh": "2000-02-29 05", "yyyy-MM-dd h a": "2000-02-29 5 AM", "K": "5", "KK": "05", "k": "5", "kk": "05", "H": "5", "yy/M/d": "00/2/29", "MMM": "Feb", "MMMM": "February", "EEE": "Tue", "EEEE": "Tuesday", "E": "Tue", "D": "60", "DDD": "060", "SSS": "456", "S": "4", "SSSSSS": "456000", "ss": "00", "mm": "30", "Z": "+0530", "ZZ": "+05:30", "G": "AD", "'year='yyyy/'week='ww": "year=2000/week=09", "xxxx-'W'ww-e": "2000-W09-2", "CC": "20", },
+    (1719791999001, "Asia/Kolkata"): {"yyyy/MM/dd/HH": "2024/07/01/05", "yyyy-MM-dd hh": "2024-07-01 05", "yyyy-MM-dd h a": "2024-07-01 5 AM", "K": "5", "KK": "05", "k": "5", "kk": "05", "H": "5", "yy/M/d": "24/7/1", "MMM": "Jul", "MMMM": "July", "EEE": "Mon", "EEEE": "Monday", "E": "Mon", "D": "183", "DDD": "183", "SSS": "001", "S": "0", "SSSSSS": "001000", "ss": "59", "mm": "29", "Z": "+0530", "ZZ": "+05:30", "G": "AD", "'year='yyyy/'week='ww": "year=2024/week=27", "xxxx-'W'ww-e": "2024-W27-1", "CC": "20", },
+    (1609459200000, "Asia/Kolkata"): {"yyyy/MM/dd/HH": "2021/01/01/05", "yyyy-MM-dd hh": "2021-01-01 05", "yyyy-MM-dd h a": "2021-01-01 5 AM", "K": "5", "KK": "05", "k": "5", "kk": "05", "H": "5", "yy/M/d": "21/1/1", "MMM": "Jan", "MMMM": "January", "EEE": "Fri", "EEEE": "Friday", "E": "Fri", "D": "1", "DDD": "001", "SSS": "000", "S": "0", "SSSSSS": "000000", "ss": "00", "mm": "30", "Z": "+0530", "ZZ": "+05:30", "G": "AD", "'year='yyyy/'week='ww": "year=2021/week=53", "xxxx-'W'ww-e": "2020-W53-5", "CC": "20", },
+    (0, "America/Los_Angeles"): {"yyyy/MM/dd/HH": "1969/12/31/16", "yyyy-MM-dd hh": "1969-12-31 04", "yyyy-MM-dd h a": "1969-12-31 4 PM", "K": "4", "KK": "04", "k": "16", "kk": "16", "H": "16", "yy/M/d": "69/12/31", "MMM": "Dec", "MMMM": "December", "EEE": "Wed", "EEEE": "Wednesday", "E": "Wed", "D": "365", "DDD": "365", "SSS": "000", "S": "0", "SSSSSS": "000000", "ss": "00", "mm": "00", "Z": "-0800", "ZZ": "-08:00", "G": "AD", "'year='yyyy/'week='ww": "year=1969/week=01", "xxxx-'W'ww-e": "1970-W01-3", "CC": "19", },
+    (1705311000123, "America/Los_Angeles"): {"yyyy/MM/dd/HH": "2024/01/15/01", "yyyy-MM-dd hh": "2024-01-15 01", "yyyy-MM-dd h a": "2024-01-15 1 AM", "K": "1", "KK": "01", "k": "1", "kk": "01", "H": "1", "yy/M/d": "24/1/15", "MMM": "Jan", "MMMM": "January", "EEE": "Mon", "EEEE": "Monday", "E": "Mon", "D": "15", "DDD": "015", "SSS": "123", "S": "1", "SSSSSS": "123000", "ss": "00", "mm": "30", "Z": "-0800", "ZZ": "-08:00", "G": "AD", "'year='yyyy/'week='ww": "year=2024/week=03", "xxxx-'W'ww-e": "2024-W03-1", "CC": "20", },
+    (1703980799999, "America/Los_Angeles"): {"yyyy/MM/dd/HH": "2023/12/30/15", "yyyy-MM-dd hh": "2023-12-30 03", "yyyy-MM-dd h a": "2023-12-30 3 PM", "K": "3", "KK": "03", "k": "15", "kk": "15", "H": "15", "yy/M/d": "23/12/30", "MMM": "Dec", "MMMM": "December", "EEE": "Sat", "EEEE": "Saturday", "E": "Sat", "D": "364", "DDD": "364", "SSS": "999", "S": "9", "SSSSSS": "999000", "ss": "59", "mm": "59", "Z": "-0800", "ZZ": "-08:00", "G": "AD", "'year='yyyy/'week='ww": "year=2023/week=52", "xxxx-'W'ww-e": "2023-W52-6", "CC": "20", },
+    (1704067200000, "America/Los_Angeles"): {"yyyy/MM/dd/HH": "2023/12/31/16", "yyyy-MM-dd hh": "2023-12-31 04", "yyyy-MM-dd h a": "2023-12-31 4 PM", "K": "4", "KK": "04", "k": "16", "kk": "16", "H": "16", "yy/M/d": "23/12/31", "MMM": "Dec", "MMMM": "December", "EEE": "Sun", "EEEE": "Sunday", "E": "Sun", "D": "365", "DDD": "365", "SSS": "000", "S": "0", "SSSSSS": "000000", "ss": "00", "mm": "00", "Z": "-0800", "ZZ": "-08:00", "G": "AD", "'year='yyyy/'week='ww": "year=2023/week=52", "xxxx-'W'ww-e": "2023-W52-7", "CC": "20", },
+    (951782400456, "America/Los_Angeles"): {"yyyy/MM/dd/HH": "2000/02/28/16", "yyyy-MM-dd hh": "2000-02-28 04", "yyyy-MM-dd h a": "2000-02-28 4 PM", "K": "4", "KK": "04", "k": "16", "kk": "16", "H": "16", "yy/M/d": "00/2/28", "MMM": "Feb", "MMMM": "February", "EEE": "Mon", "EEEE": "Monday", "E": "Mon", "D": "59", "DDD": "059", "SSS": "456", "S": "4", "SSSSSS": "456000", "ss": "00", "mm": "00", "Z": "-0800", "ZZ": "-08:00", "G": "AD", "'year='yyyy/'week='ww": "year=2000/week=09", "xxxx-'W'ww-e": "2000-W09-1", "CC": "20", },
+    (1719791999001, "America/Los_Angeles"): {"yyyy/MM/dd/HH": "2024/06/30/16", "yyyy-MM-dd hh": "2024-06-30 04", "yyyy-MM-dd h a": "2024-06-30 4 PM", "K": "4", "KK": "04", "k": "16", "kk": "16", "H": "16", "yy/M/d": "24/6/30", "MMM": "Jun", "MMMM": "June", "EEE": "Sun", "EEEE": "Sunday", "E": "Sun", "D": "182", "DDD": "182", "SSS": "001", "S": "0", "SSSSSS": "001000", "ss": "59", "mm": "59", "Z": "-0700", "ZZ": "-07:00", "G": "AD", "'year='yyyy/'week='ww": "year=2024/week=26", "xxxx-'W'ww-e": "2024-W26-7", "CC": "20", },
+    (1609459200000, "America/Los_Angeles"): {"yyyy/MM/dd/HH": "2020/12/31/16", "yyyy-MM-dd hh": "2020-12-31 04", "yyyy-MM-dd h a": "2020-12-31 4 PM", "K": "4", "KK": "04", "k": "16", "kk": "16", "H": "16", "yy/M/d": "20/12/31", "MMM": "Dec", "MMMM": "December", "EEE": "Thu", "EEEE": "Thursday", "E": "Thu", "D": "366", "DDD": "366", "SSS": "000", "S": "0", "SSSSSS": "000000", "ss": "00", "mm": "00", "Z": "-0800", "ZZ": "-08:00", "G": "AD", "'year='yyyy/'week='ww": "year=2020/week=53", "xxxx-'W'ww-e": "2020-W53-4", "CC": "20", },
+}
+
+
+@pytest.mark.parametrize(("millis", "zone"), sorted(JAVA))
+def test_partition_paths_print_every_joda_letter_as_java_does(millis, zone):
+    for pattern, expected in JAVA[(millis, zone)].items():
+        s = spec("EPOCHMILLISECONDS", out=pattern, output_timezone=zone)
+        assert paths(s, [millis, millis + 0]) == [expected, expected], pattern  # vectorised path
+        when = dt.datetime.fromtimestamp(millis / 1000, parse_zone(zone))
+        assert format_time(parse_pattern(pattern), when) == expected, pattern  # row at a time
+
+
+def test_many_times_print_once_per_distinct_wall_clock_unit():
+    s = spec("EPOCHMILLISECONDS", out="yyyy-MM-dd hh a", output_timezone="Asia/Kolkata")
+    values = [1705311000123 + i * 600_000 for i in range(48)]  # every 10 minutes for 8 hours
+    got = paths(s, values)
+    assert got[0] == "2024-01-15 03 PM" and got[-1] == "2024-01-15 10 PM"
+    assert len(set(got)) == 8
+    assert [g for i, g in enumerate(got) if i % 6 == 0] == [f"2024-01-15 {h:02d} PM" for h in (3, 4, 5, 6, 7, 8, 9, 10)]
+
+
+def test_pattern_tokens_and_quotes():
     assert parse_pattern("HH''mm") == (Token(letter="H", width=2), Token(text="'"), Token(letter="m", width=2))
     assert parse_pattern(ISO, for_input=True)[-1] == Token(letter="Z", width=1)
+    when = dt.datetime(2024, 1, 15, 10, 30, 5, 123000, tzinfo=dt.timezone(dt.timedelta(hours=5, minutes=30)))
+    assert format_time(parse_pattern("yyyy'%'MM'T''x'"), when) == "2024%01T'x"
 
 
-@pytest.mark.parametrize("pattern", ["yyyy/MM/dd/hh", "yyyy-MMM-dd", "EEE", "yyyy/M/d", "YYYY", "yyyy'T"])
-def test_unknown_letters_and_bad_quotes_are_refused(pattern):
-    with pytest.raises(InvalidConfigError, match="date pattern"):
+@pytest.mark.parametrize(("pattern", "named"), [
+    ("yyyy/MM/dd/uu", "'u' ('uu') is not a Joda-Time pattern letter"),
+    ("yyyy-QQ", "'Q' ('QQ') is not a Joda-Time pattern letter"),
+    ("yyyy/LL", "'L' ('LL') is not a Joda-Time pattern letter"),
+    ("HH zzz", "'zzz' (a time zone name) is not supported"),
+    ("HH ZZZ", "'ZZZ' (the zone id) is not supported"),
+    ("yyyy'T", "unterminated quote"),
+])
+def test_letters_that_cannot_be_printed_are_refused_naming_them(pattern, named):
+    with pytest.raises(InvalidConfigError, match="date pattern") as err:
         parse_pattern(pattern)
+    assert named in str(err.value)
+    with pytest.raises(InvalidConfigError):  # refused when the table's options are read, before a write
+        spec("EPOCHMILLISECONDS", out=pattern)
 
 
-def test_fraction_and_offset_are_input_letters_only():
-    with pytest.raises(InvalidConfigError, match="'SSS' is not supported"):
-        parse_pattern("yyyy/MM/dd/SSS")
+def test_input_formats_read_the_letters_they_know():
+    with pytest.raises(InvalidConfigError, match="'hh' is not supported for input dates"):
+        parse_pattern("yyyy-MM-dd hh", for_input=True)
     when = dt.datetime(2024, 1, 15, 10, 30, 5, 123000, tzinfo=dt.timezone(dt.timedelta(hours=5, minutes=30)))
     assert format_time(parse_pattern(ISO, for_input=True), when) == "2024-01-15T10:30:05.123+0530"
 
