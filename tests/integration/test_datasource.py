@@ -167,6 +167,14 @@ def test_sql_create_select_insert_and_what_sql_cannot_do(spark, tmp_path):
         with pytest.raises(Exception, match="CREATE TABLE ... AS SELECT and saveAsTable are not supported"):
             spark.sql(f"CREATE TABLE ds_ctas USING hudi LOCATION '{tmp_path / 'ctas'}' AS SELECT 1 AS id")
         assert tree_bytes(path) == before and not (tmp_path / "ctas" / ".hoodie").exists()
+        # INSERT OVERWRITE: Apache Hudi's SQL replaces the table's data (insert_overwrite_table), the table stays
+        spark.sql("INSERT OVERWRITE ds_trips (uuid, rider, driver, fare, city, ts) "
+                  "VALUES ('aaaa0002', 'rider-W', 'driver-W', 7.5, 'oslo', 1695516137020)")
+        table = Table.open(spark, path)
+        last = table.timeline().completed_writes.instants[-1]
+        assert table.commit_metadata(last.time).operation_type == "INSERT_OVERWRITE_TABLE"
+        assert first in {i.time for i in table.timeline().completed_writes.instants}  # history kept
+        assert [tuple(r) for r in spark.sql("SELECT uuid, city FROM ds_trips").collect()] == [("aaaa0002", "oslo")]
     finally:
         spark.sql("DROP VIEW IF EXISTS ds_trips_v1")
         spark.sql("DROP TABLE IF EXISTS ds_trips")
@@ -305,15 +313,50 @@ def test_bad_options_and_bad_input_leave_the_table_as_it_was(spark, tmp_path):
 
 
 def test_overwrite_modes_replace_the_table_or_the_input_partitions(spark, tmp_path):
+    """Save modes as Apache Hudi's `HoodieSparkSqlWriter.handleSaveModes` treats them (issue 32):
+    overwrite with insert_overwrite_table keeps the table and replaces its file groups; overwrite
+    with any other operation deletes the table and creates it again (the operation is its first
+    commit); overwrite with delete is refused."""
     path = str(tmp_path / "over")
     spark.createDataFrame(TRIPS, SCHEMA).write.format("hudi").options(**OPTIONS).mode("append").save(path)
     fresh = [("f0000001", "rider-X", "driver-X", 10.0, "chennai", 1), ("f0000002", "rider-Y", "driver-Y", 20.0, "oslo", 1)]
-    spark.createDataFrame(fresh, SCHEMA).write.format("hudi").options(**OPTIONS).mode("overwrite").save(path)
+    spark.createDataFrame(fresh, SCHEMA).write.format("hudi").options(**OPTIONS) \
+        .option("hoodie.datasource.write.operation", "insert_overwrite_table").mode("overwrite").save(path)
     assert _data(_ds_rows(spark, path)) == _rs_data(path) == sorted(fresh)
     table = Table.open(spark, path)
-    last = table.timeline().completed_writes.instants[-1]
-    assert (last.action.value, table.commit_metadata(last.time).operation_type) == (
+    writes = table.timeline().completed_writes.instants
+    assert len(writes) == 2
+    assert (writes[-1].action.value, table.commit_metadata(writes[-1].time).operation_type) == (
         "replacecommit", "INSERT_OVERWRITE_TABLE")
+
+    # mode("overwrite") with insert (Apache Hudi's quick start) or the default upsert: a new table
+    for operation in ("insert", None):
+        again = [("f0000009", "rider-Q", "driver-Q", 9.0, "lima", 3)]
+        writer = spark.createDataFrame(again, SCHEMA).write.format("hudi").options(**OPTIONS)
+        if operation:
+            writer = writer.option("hoodie.datasource.write.operation", operation)
+        writer.mode("overwrite").save(path)
+        assert last_write(spark)["replaced_table"] is True
+        assert _data(_ds_rows(spark, path)) == _rs_data(path) == sorted(again)
+        table = Table.open(spark, path)
+        (only,) = table.timeline().instants
+        assert (only.action.value, table.commit_metadata(only.time).operation_type) == (
+            "commit", (operation or "upsert").upper())
+        assert sorted(p.name for p in Path(path).iterdir()) == [".hoodie", "lima"]
+    with pytest.raises(Exception, match="Append is the only save mode applicable for delete"):
+        spark.createDataFrame(again, SCHEMA).write.format("hudi").options(**OPTIONS) \
+            .option("hoodie.datasource.write.operation", "delete").mode("overwrite").save(path)
+    # a batch without record keys is refused before the table is deleted
+    before = tree_bytes(path)
+    nulls = spark.createDataFrame([(None, "r", "d", 1.0, "rome", 1)], SCHEMA)
+    with pytest.raises(Exception, match="null or empty record key"):
+        nulls.write.format("hudi").options(**OPTIONS).mode("overwrite").save(path)
+    assert tree_bytes(path) == before
+    # overwrite may redefine the table (another record key): Apache Hudi creates it from the options
+    spark.createDataFrame(fresh, SCHEMA).write.format("hudi").options(**{
+        **OPTIONS, "hoodie.datasource.write.recordkey.field": "rider"}).mode("overwrite").save(path)
+    assert Table.open(spark, path).meta.config.record_key_fields == ("rider",)
+    assert _data(_ds_rows(spark, path)) == _rs_data(path) == sorted(fresh)
 
     # insert_overwrite: only the partitions of the input are replaced
     oslo = [("f0000003", "rider-Z", "driver-Z", 30.0, "oslo", 2)]

@@ -242,6 +242,30 @@ class WriteOptions:
         return out
 
 
+def save_mode_operation(operation: str, overwrite: bool, sql: bool = False) -> tuple[str, bool]:
+    """(the operation to run, whether the table is replaced first) for a write of `operation` in
+    save mode overwrite or append, as Apache Hudi's `HoodieSparkSqlWriter.handleSaveModes` decides:
+
+    - append: the operation, on the table (created by the first write);
+    - overwrite with insert_overwrite_table: the table stays, the operation replaces every file group;
+    - overwrite with any other operation but a delete: the existing table is deleted and created
+      again from the write's options, and the operation is its first commit (`fs.delete(basePath)`);
+    - overwrite with delete: refused ("Append is the only save mode applicable for DELETE");
+    - a catalog table's `INSERT OVERWRITE` (`sql`): insert_overwrite_table, as Apache Hudi's SQL runs it.
+
+    Spark itself refuses the modes `errorifexists` (its default) and `ignore` for Python data
+    sources (UNSUPPORTED_DATA_SOURCE_SAVE_MODE) before a source sees the write."""
+    if not overwrite:
+        return operation, False
+    if operation == "delete":
+        raise InvalidConfigError(
+            "Append is the only save mode applicable for delete (Apache Hudi refuses mode('overwrite') with it): "
+            "use mode('append')")
+    if sql or operation == "insert_overwrite_table":
+        return "insert_overwrite_table", False
+    return operation, True
+
+
 def _choice(opts: Mapping[str, str], key: str, default: str, choices: tuple[str, ...]) -> str:
     value = opts.get(key, default).strip().lower()
     if value not in choices:

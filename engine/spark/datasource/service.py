@@ -22,7 +22,7 @@ from typing import Any
 from pyspark.sql import DataFrame, SparkSession
 
 from engine.errors import EngineError, InvalidConfigError, TableExistsError, TableNotFoundError
-from engine.spark.datasource.options import WriteOptions
+from engine.spark.datasource.options import WriteOptions, save_mode_operation
 from engine.spark.datasource.writer import STAGING_PREFIX, Service
 
 log = logging.getLogger(__name__)
@@ -94,13 +94,15 @@ def run_write(spark: SparkSession, request: dict[str, Any]) -> dict[str, Any]:
     if any(not f.startswith(stage + "/") for f in files):
         raise InvalidConfigError("staged files outside the write's staging folder")
     write = WriteOptions.parse(request.get("options") or {})
-    overwrite = bool(request.get("overwrite"))
+    op, replace_table = save_mode_operation(write.operation, bool(request.get("overwrite")), bool(request.get("sql")))
+    _check_operation(op)
     if not files:  # nothing to write: the table (or the path) stays as it is, as for an empty Table write
-        return {"instant": None, "operation": _operation(write, overwrite).upper()}
+        return {"instant": None, "operation": op.upper()}
     # the staging folder is the writer's: its commit() removes it whatever the reply
+    if replace_table:
+        replaced = _delete_table_for_overwrite(path, storage_options, write, files, stage)
     table, created = _open_or_create(spark, path, storage_options, write, files)
     try:
-        op = _operation(write, overwrite)
         df = _staged_frame(spark, table, files)
         result = getattr(table, op)(df, options=write.engine_options or None)
     except BaseException:
@@ -109,19 +111,96 @@ def run_write(spark: SparkSession, request: dict[str, Any]) -> dict[str, Any]:
         raise
     out = asdict(result)
     out["operation"] = str(result.operation)
+    if replace_table:
+        out["replaced_table"] = replaced
     return json.loads(json.dumps(out, default=str))
 
 
-def _operation(write: WriteOptions, overwrite: bool) -> str:
-    op = write.operation
-    if overwrite and op not in ("insert_overwrite_table", "insert_overwrite"):
-        op = "insert_overwrite_table"  # mode("overwrite"), as Apache Hudi's data source maps it
+def _check_operation(op: str) -> None:
     from engine.api import Table
 
     if not hasattr(Table, op):
         raise InvalidConfigError(f"operation {op} is not available through the data source yet; "
                                  "use engine.api.Table's operations")
-    return op
+
+
+def _delete_table_for_overwrite(path: str, storage_options: dict[str, str], write: WriteOptions,
+                                files: list[str], stage: str) -> bool:
+    """mode("overwrite") with an operation other than insert_overwrite_table: the existing table is
+    deleted, as Apache Hudi's `handleSaveModes` deletes the base path, and the write creates it again
+    from its options. Returns whether there was a table to delete.
+
+    Before anything goes: the options must describe the new table and the staged rows must carry
+    record keys (a refused write leaves the table as it was); then under the table lock, with no
+    live writer on it, `hoodie.properties` goes first (no one opens the table from then on), then
+    every other file but this write's staged rows."""
+    from engine.config.write_config import WriteConfig
+    from engine.errors import ConcurrentWriteError
+    from engine.services.repair import is_writer_gone
+    from engine.storage import storage_for
+    from engine.table.lock import TableLock
+    from engine.table.meta_client import PROPERTIES_PATH, MetaClient
+
+    storage = storage_for(path, storage_options or None)
+    if not storage.exists(PROPERTIES_PATH):
+        return False  # a new path: the first write creates the table
+    problem = write.creation_problem()
+    if problem is not None:
+        raise InvalidConfigError(f"mode('overwrite') deletes the table at {path} and creates it again: {problem}")
+    _check_staged_keys(storage, files, write.record_key)
+    cfg = WriteConfig.from_options(write.engine_options)
+    lock = TableLock(storage, "overwrite (save mode)", lease=cfg.lock_lease_ms / 1000, wait=cfg.lock_wait_seconds)
+    lock.acquire()
+    try:
+        meta = MetaClient.open(storage)
+        live = [i.time for i in meta.timeline().pending.instants if not is_writer_gone(
+            storage, i.time, cfg.heartbeat_interval_ms, cfg.heartbeat_tolerable_misses)]
+        if live:
+            raise ConcurrentWriteError(
+                f"mode('overwrite') would delete the table at {path}, but instant(s) {', '.join(live)} are being "
+                "written by a live writer: nothing was deleted; retry once it has finished")
+        lock.check()
+        storage.delete(PROPERTIES_PATH)
+        keep = (f"{stage}/", ".hoodie/.lock/")
+        for info in storage.list_files_recursive(""):
+            if not info.path.startswith(keep):
+                storage.delete(info.path)
+    finally:
+        locks = [f.path for f in storage.list_files_recursive(".hoodie/.lock")]
+        lock.release()
+    if not storage.exists(PROPERTIES_PATH):
+        for rel in locks:
+            storage.delete(rel)
+        storage.remove_empty_dirs("")
+    log.warning("mode('overwrite'): deleted the table at %s to create it again (as Apache Hudi does)", path)
+    return True
+
+
+def _check_staged_keys(storage, files: list[str], fields: tuple[str, ...]) -> None:
+    """InvalidInputError when a staged row has no record key (a simple key null or empty; every
+    part of a complex key null or empty): checked before mode("overwrite") deletes anything."""
+    import pyarrow.compute as pc
+    import pyarrow.parquet as pq
+
+    from engine.errors import InvalidInputError
+
+    for rel in files:
+        with storage.open_input_file(rel) as f:
+            parquet = pq.ParquetFile(f)
+            missing = [k for k in fields if k not in parquet.schema_arrow.names]
+            if missing:
+                raise InvalidInputError(f"the input has no record key column(s) {', '.join(missing)}")
+            table = parquet.read(columns=list(fields))
+        absent = None
+        for name in fields:
+            text = pc.cast(table.column(name), "string")
+            empty = pc.fill_null(pc.equal(text, ""), True)
+            absent = empty if absent is None else pc.and_(absent, empty)
+        bad = pc.sum(pc.cast(absent, "int64")).as_py() if absent is not None else 0
+        if bad:
+            raise InvalidInputError(
+                f"{bad} record(s) have a null or empty record key ({', '.join(fields)}): nothing was written and "
+                "the table was not deleted")
 
 
 def _open_or_create(spark: SparkSession, path: str, storage_options: dict[str, str], write: WriteOptions, files):

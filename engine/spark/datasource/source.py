@@ -27,6 +27,7 @@ from engine.spark.datasource.options import (
     ReadOptions,
     WriteOptions,
     pack_catalog_options,
+    save_mode_operation,
     storage_options,
     table_path,
     unpack_catalog_options,
@@ -95,10 +96,9 @@ class HudiDataSource(DataSource):
         # absolute here, on the driver: tasks and the commit service may run in other folders
         path = storage_for(self._path(opts), storage_options(opts) or None).base_uri
         write = WriteOptions.parse(opts)  # bad options fail here, before any task runs
-        if overwrite and write.operation not in ("insert_overwrite_table", "insert_overwrite", "upsert"):
-            raise InvalidConfigError(
-                f"mode('overwrite') replaces the table (insert_overwrite_table); it does not combine with "
-                f"{write.operation}: use mode('append')")
+        # a catalog table's INSERT OVERWRITE (its options come from the schema, not save(path))
+        sql = table_path({str(k).lower(): str(v) for k, v in self.options.items()}) is None
+        _op, replaces_table = save_mode_operation(write.operation, overwrite, sql)  # Apache Hudi's save-mode rules
         WriteConfig.from_options(write.engine_options)  # unknown or bad engine options, too
         try:
             meta = MetaClient.open(path, storage_options(opts) or None)
@@ -109,9 +109,10 @@ class HudiDataSource(DataSource):
         else:
             from engine.spark.datasource.service import check_conflicts
 
-            check_conflicts(write, meta.config, path)
+            if not replaces_table:  # a table mode("overwrite") replaces may be created otherwise
+                check_conflicts(write, meta.config, path)
         hoodie_opts = {k: v for k, v in opts.items() if k.startswith("hoodie.")}
-        return HudiWriter(path, storage_options(opts), hoodie_opts, overwrite, self.service)
+        return HudiWriter(path, storage_options(opts), hoodie_opts, overwrite, self.service, sql=sql)
 
 
 class HoodieDataSource(HudiDataSource):

@@ -58,12 +58,13 @@ def staging_dir(write_id: str) -> str:
 class HudiWriter(DataSourceArrowWriter):
     def __init__(
         self, path: str, storage_options: dict[str, str], options: dict[str, str], overwrite: bool,
-        service: Service | None,
+        service: Service | None, sql: bool = False,
     ) -> None:
         self.path = path
         self.storage_options = storage_options
         self.options = options
         self.overwrite = overwrite
+        self.sql = sql  # a catalog table's INSERT OVERWRITE, not save(path)
         self.service = service
         self.write_id = uuid.uuid4().hex
         self.stage = staging_dir(self.write_id)
@@ -100,7 +101,7 @@ class HudiWriter(DataSourceArrowWriter):
     def commit(self, messages: list[WriterCommitMessage | None]) -> None:
         staged = [m.path for m in messages if isinstance(m, StagedFile) and m.path]
         request = {"path": self.path, "storage_options": self.storage_options, "options": self.options,
-                   "overwrite": self.overwrite, "stage": self.stage, "files": staged}
+                   "overwrite": self.overwrite, "sql": self.sql, "stage": self.stage, "files": staged}
         try:
             reply = call_service(self.service, request)
         finally:
