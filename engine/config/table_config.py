@@ -117,6 +117,9 @@ class TableConfig:
     record_key_fields: tuple[str, ...]
     table_type: TableType = TableType.COPY_ON_WRITE
     partition_fields: tuple[str, ...] = ()
+    # a CustomKeyGenerator's part types, one per partition field ("SIMPLE"/"TIMESTAMP" as the
+    # table states them; "" where it states none: version 6 tables keep the names only)
+    partition_types: tuple[str, ...] = ()
     precombine_field: str | None = None
     hive_style: bool = False
     url_encode: bool = False
@@ -187,7 +190,11 @@ class TableConfig:
         if self.record_key_fields:  # none: auto-generated keys (Apache Hudi writes no such property)
             props[RECORD_KEY_FIELDS] = ",".join(self.record_key_fields)
         if self.partition_fields:
-            props[PARTITION_FIELDS] = ",".join(self.partition_fields)
+            typed = self.version >= 8 and any(self.partition_types)
+            props[PARTITION_FIELDS] = ",".join(
+                f"{f}:{t}" if typed and t else f
+                for f, t in zip(self.partition_fields, self.partition_types or ("",) * len(self.partition_fields),
+                                strict=True))
         # versions 8 and 9 name the key generator by type, version 9 the ordering field(s)
         # instead of the precombine field (Apache Hudi 1.x's HoodieTableConfig)
         if self.version < 8:
@@ -255,8 +262,13 @@ class TableConfig:
         if not keygen and props.get(KEYGEN_TYPE):
             kind = props[KEYGEN_TYPE].strip().upper()
             keygen = _KEYGEN_TYPES.get(kind) or (None if kind == "USER_PROVIDED" else f"type:{kind}")
-        # CUSTOM key generators store partition fields as `field:TYPE` (SIMPLE or TIMESTAMP)
-        partition_fields = tuple(f.partition(":")[0] for f in _split(props.get(PARTITION_FIELDS)))
+        # CUSTOM key generators of versions 8 and 9 store partition fields as `field:TYPE` (SIMPLE or
+        # TIMESTAMP); version 6 ones the names alone (Apache Hudi 0.x strips the types)
+        specs = _split(props.get(PARTITION_FIELDS))
+        partition_fields = tuple(f.partition(":")[0].strip() for f in specs)
+        partition_types = tuple(f.partition(":")[2].strip() for f in specs)
+        if not any(partition_types):
+            partition_types = ()
         ordering = _split(props.get(ORDERING_FIELDS))
         precombine = props.get(PRECOMBINE_FIELD) or (ordering[0] if ordering else None)
         modelled = set(_ORDER) | {CHECKSUM}
@@ -270,6 +282,7 @@ class TableConfig:
             timeline_layout_version=int(layout),
             record_key_fields=record_keys,
             partition_fields=partition_fields,
+            partition_types=partition_types,
             precombine_field=precombine,
             keygen_class=keygen if keygen in _KNOWN_KEYGENS else (keygen or None),
             hive_style=_bool(props.get(HIVE_STYLE), False),

@@ -36,8 +36,11 @@ HUDI_TABLE_KEYS = frozenset({
 })
 # the timestamp key generator's settings, which Apache Hudi persists in the table's properties
 HUDI_TABLE_KEY_PREFIXES = ("hoodie.keygen.timebased.", "hoodie.deltastreamer.keygen.timebased.")
-# what this engine adds: the index it writes with, and the RECORD index's fixed layout
-OWN_KEYS = frozenset({"hoodie.index.type", "hoodie.record.index.buckets", "hoodie.record.index.hash.function"})
+# what this engine adds: the index it writes with, the RECORD index's fixed layout, and a version 6
+# CustomKeyGenerator table's typed partition fields (Apache Hudi 0.x keeps the names only; its
+# writers give the types with every write, under this write option's name)
+OWN_KEYS = frozenset({"hoodie.index.type", "hoodie.record.index.buckets", "hoodie.record.index.hash.function",
+                      "hoodie.datasource.write.partitionpath.field"})
 
 
 def unknown_properties(props: Mapping[str, str]) -> list[str]:

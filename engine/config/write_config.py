@@ -12,6 +12,13 @@ INDEX_OPTION_PREFIXES = ("hoodie.index.hbase.", "hoodie.record.index.")
 # the timestamp-based key generator's options (engine.write.timestamp_keys): they complete what a
 # table's hoodie.properties lacks (Apache Hudi 0.x keeps only some of them there)
 KEYGEN_OPTION_PREFIX = "hoodie.keygen.timebased."
+# key generator options a write may give (engine.write.keygen.KeySpec): a CustomKeyGenerator table of
+# version 6 keeps its partition fields without their types, so its writers name them; the rendering
+# of timestamp key values
+KEYGEN_WRITE_OPTIONS = frozenset({
+    "hoodie.datasource.write.partitionpath.field",
+    "hoodie.datasource.write.keygenerator.consistent.logical.timestamp.enabled",
+})
 
 # option key -> (attribute, parser)
 _KEYS: dict[str, tuple[str, type]] = {
@@ -168,7 +175,8 @@ class WriteConfig:
 
     # settings of the index itself, passed through untouched (hoodie.index.hbase.*, hoodie.record.index.*)
     index_options: tuple[tuple[str, str], ...] = ()
-    keygen_options: tuple[tuple[str, str], ...] = ()  # hoodie.keygen.timebased.* given with the write
+    # hoodie.keygen.timebased.* and KEYGEN_WRITE_OPTIONS given with the write
+    keygen_options: tuple[tuple[str, str], ...] = ()
 
     def __post_init__(self) -> None:
         if self.max_file_size <= 0:
@@ -284,7 +292,7 @@ class WriteConfig:
             if key.startswith(INDEX_OPTION_PREFIXES) and key not in _KEYS:
                 passthrough.append((key, str(raw)))
                 continue
-            if key.startswith(KEYGEN_OPTION_PREFIX):
+            if key.startswith(KEYGEN_OPTION_PREFIX) or key in KEYGEN_WRITE_OPTIONS:
                 keygen.append((key, str(raw)))
                 continue
             if key in _KEYS:

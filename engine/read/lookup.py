@@ -79,8 +79,8 @@ def filter_exists(spark: SparkSession, meta: MetaClient, index: Index, df: DataF
     columns = [c for c in df.columns if c not in META_COLUMNS]
     keyed = df.select(
         *[F.col(f"`{c}`") for c in columns],
-        record_key_expr(spec).alias(KEY_COL),
-        partition_path_expr(spec).alias(PART_COL),
+        record_key_expr(spec, df.schema).alias(KEY_COL),
+        partition_path_expr(spec, df.schema).alias(PART_COL),
     )
     summary = summarize(keyed)
     if summary.bad:

@@ -13,6 +13,7 @@ import pyarrow as pa
 from engine.config.table_config import (
     COMPLEX_KEYGEN,
     CREATE_VERSIONS,
+    CUSTOM_KEYGEN,
     NONPARTITIONED_KEYGEN,
     SIMPLE_KEYGEN,
     TIMESTAMP_KEYGEN,
@@ -52,6 +53,9 @@ AVAILABLE_INDEXES = frozenset(
 VIRTUAL_KEY_INDEXES = frozenset({IndexType.SIMPLE, IndexType.GLOBAL_SIMPLE})
 
 
+PARTITION_PATH_OPTION = "hoodie.datasource.write.partitionpath.field"
+
+
 def split_fields(value: str | Sequence[str] | None) -> tuple[str, ...]:
     """"a,b" or ["a", "b"] -> ("a", "b")."""
     if value is None:
@@ -72,7 +76,7 @@ def require_index_available(index: str | IndexType) -> IndexType:
 def new_table_config(
     *,
     name: str,
-    record_key: str | Sequence[str],
+    record_key: str | Sequence[str] | None,
     partition_fields: str | Sequence[str] | None = None,
     precombine_field: str | None = None,
     table_type: str | TableType = TableType.COPY_ON_WRITE,
@@ -85,6 +89,7 @@ def new_table_config(
     key_generator: str | None = None,
     key_generator_options: Mapping[str, str] | None = None,
     populate_meta_fields: bool = True,
+    url_encode: bool = False,
 ) -> TableConfig:
     """Validate the creation arguments and return the table's config (typed errors otherwise).
 
@@ -121,7 +126,11 @@ def new_table_config(
     elif record_index_buckets is not None or record_index_hash is not None:
         raise InvalidConfigError("record index buckets and hash function apply to index RECORD only")
     keys = split_fields(record_key)
-    parts = split_fields(partition_fields)
+    if not keys and not populate_meta_fields:
+        raise InvalidConfigError("a table without meta fields needs record key fields (its keys are computed from them)")
+    specs = split_fields(partition_fields)
+    parts = tuple(p.partition(":")[0].strip() for p in specs)
+    types = tuple(p.partition(":")[2].strip().upper() for p in specs)
     if not name or not name.replace("_", "a").isalnum():
         raise InvalidConfigError(f"table name {name!r} must be letters, digits and underscores")
     create_schema = None
@@ -131,14 +140,21 @@ def new_table_config(
         if missing:
             raise InvalidInputError(f"schema lacks field(s) {', '.join(missing)}")
         create_schema = avro_to_json(arrow_to_create_schema(normalize_for_write(schema), name))
-    keygen_class, keygen_props = _key_generator(key_generator, key_generator_options, keys, parts)
+    keygen_class, keygen_props = _key_generator(key_generator, key_generator_options, keys, parts, types)
+    custom = keygen_class == CUSTOM_KEYGEN
+    if custom and table_version < 8:
+        # Apache Hudi 0.x keeps a custom generator's partition fields without their types; its
+        # writers name them, as this option (kept beside them here: Hudi ignores it)
+        keygen_props = (*keygen_props, (PARTITION_PATH_OPTION, ",".join(f"{p}:{t}" for p, t in zip(parts, types, strict=True))))
     return TableConfig(
         extra=(*version_properties(table_version, bool(precombine_field)), *index_props, *keygen_props),
         keygen_class=keygen_class,
         name=name,
         record_key_fields=keys,
         partition_fields=parts,
+        partition_types=types if custom else (),
         precombine_field=precombine_field or None,
+        url_encode=url_encode,
         table_type=ttype,
         hive_style=hive_style,
         index_type=itype,
@@ -150,17 +166,25 @@ def new_table_config(
 
 
 def _key_generator(
-    kind: str | None, options: Mapping[str, str] | None, keys: tuple[str, ...], parts: tuple[str, ...]
+    kind: str | None, options: Mapping[str, str] | None, keys: tuple[str, ...], parts: tuple[str, ...],
+    types: tuple[str, ...] = (),
 ) -> tuple[str | None, tuple[tuple[str, str], ...]]:
     """The key generator class a new table names (None: the default for its fields) and the
     options it keeps in hoodie.properties."""
-    if kind is None:
+    chosen = kind.strip().upper() if kind else None
+    if chosen in (CUSTOM_KEYGEN.upper(), "CUSTOM"):
+        chosen = "CUSTOM"
+    elif chosen in (TIMESTAMP_KEYGEN.upper(), "TIMESTAMP"):
+        chosen = "TIMESTAMP"
+    if any(types) and chosen != "CUSTOM":
+        raise InvalidConfigError("partition fields with types (`field:SIMPLE`, `field:TIMESTAMP`) need key_generator='CUSTOM'")
+    if chosen is None:
         if options:
-            raise InvalidConfigError("key generator options need key_generator='TIMESTAMP'")
+            raise InvalidConfigError("key generator options need key_generator='TIMESTAMP' or 'CUSTOM'")
         return None, ()
-    if kind.strip().upper() not in ("TIMESTAMP", TIMESTAMP_KEYGEN.upper()):
+    if chosen not in ("TIMESTAMP", "CUSTOM"):
         raise InvalidConfigError(
-            f"key generator {kind!r} cannot be chosen at creation: use 'TIMESTAMP' (the others follow from the fields)"
+            f"key generator {kind!r} cannot be chosen at creation: use 'TIMESTAMP' or 'CUSTOM' (the others follow from the fields)"
         )
     from engine.write.timestamp_keys import TimestampKeySpec
 
@@ -168,7 +192,20 @@ def _key_generator(
     other = sorted(k for k in props if not k.startswith("hoodie.keygen.timebased."))
     if other:
         raise InvalidConfigError(f"key generator options take only hoodie.keygen.timebased.* keys, not {other}")
-    if len(keys) != 1 or len(parts) != 1:
+    if chosen == "CUSTOM":
+        if parts and not all(types):
+            raise InvalidConfigError(
+                "the custom key generator takes each partition field with its type: "
+                + ",".join(f"{p}:SIMPLE|TIMESTAMP" for p in parts))
+        bad = sorted({t for t in types if t not in ("SIMPLE", "TIMESTAMP")})
+        if bad:
+            raise InvalidConfigError(f"custom key generator part type(s) {', '.join(bad)}: use SIMPLE or TIMESTAMP")
+        if "TIMESTAMP" in types:
+            TimestampKeySpec.from_properties(props)  # refuse what a write could not use, before the table exists
+        elif props:
+            raise InvalidConfigError("hoodie.keygen.timebased.* options need a TIMESTAMP partition field")
+        return CUSTOM_KEYGEN, tuple(sorted((k, str(v)) for k, v in props.items()))
+    if len(keys) > 1 or len(parts) != 1:
         raise InvalidConfigError("the timestamp-based key generator takes one record key field and one partition field")
     TimestampKeySpec.from_properties(props)  # refuse what a write could not use, before the table exists
     return TIMESTAMP_KEYGEN, tuple(sorted((k, str(v)) for k, v in props.items()))
@@ -240,14 +277,12 @@ def require_writable(config: TableConfig, where: str | None = None) -> None:
     problems = []
     if config.table_type not in WRITABLE_TABLE_TYPES:
         problems.append(f"table type {config.table_type.value}")
-    if config.url_encode:
-        problems.append("URL-encoded partition paths (hoodie.datasource.write.partitionpath.urlencode=true)")
     if config.drop_partition_columns:
         problems.append("dropped partition columns (hoodie.datasource.write.drop.partition.columns=true)")
     if not config.populate_meta_fields and config.table_type is TableType.MERGE_ON_READ:
         # copy-on-write computes stored keys from the key fields; log blocks would need it too
         problems.append("merge-on-read tables without meta fields (hoodie.populate.meta.fields=false; they are read)")
-    if config.keygen_class not in (SIMPLE_KEYGEN, COMPLEX_KEYGEN, NONPARTITIONED_KEYGEN, TIMESTAMP_KEYGEN):
+    if config.keygen_class not in (SIMPLE_KEYGEN, COMPLEX_KEYGEN, NONPARTITIONED_KEYGEN, TIMESTAMP_KEYGEN, CUSTOM_KEYGEN):
         problems.append(f"key generator {config.keygen_class}")
     problems.extend(format_problems(config))
     if problems:

@@ -21,6 +21,7 @@ from engine.data.columns import KEY_COL, OP_COL, OP_DELETE, PART_COL
 from engine.table.file_names import bulk_file_id
 from engine.table.meta_client import write_partition_metadata
 from engine.write.file_writer import BucketWrite, WriteContext, write_bucket
+from engine.write.keygen import AUTO_KEY
 from engine.write.local_batch import with_ops
 
 
@@ -58,6 +59,19 @@ def split_files(rows: pa.Table, rows_per_file: int, by_key: bool = False) -> Ite
             yield partition, ordered.slice(lo, min(end, lo + step) - lo)
 
 
+def with_auto_keys(rows: pa.Table, instant: str, task_partition: int) -> pa.Table:
+    """New records of a table with auto-generated keys (KEY_COL = AUTO_KEY) named as Apache Hudi's
+    `AutoRecordGenWrapperKeyGenerator` names them: `<instant>_<Spark partition id>_<row number in
+    the task>` (`HoodieRecord.generateSequenceId`), in arrival order."""
+    keys = rows.column(KEY_COL)
+    auto = pc.equal(keys, AUTO_KEY)
+    if not pc.any(auto).as_py():
+        return rows
+    generated = pa.array([f"{instant}_{task_partition}_{i}" for i in range(rows.num_rows)], pa.string())
+    index = rows.schema.get_field_index(KEY_COL)
+    return rows.set_column(index, rows.schema.field(index), pc.if_else(auto, generated, keys))
+
+
 def write_task_files(
     ctx: WriteContext, prefix: str, token: str, task_partition: int, rows: pa.Table, rows_per_file: int
 ) -> list[dict]:
@@ -70,6 +84,7 @@ def write_task_files(
     bad = rows.column(KEY_COL).null_count
     if bad:
         return [{"path": None, "file_id": None, "partition": None, "num_bad_keys": bad, "num_absent": 0}]
+    rows = with_auto_keys(rows, ctx.instant, task_partition)
     rows = with_ops(rows, False)
     deleted = pc.equal(rows.column(OP_COL), OP_DELETE)  # delete markers delete nothing a bulk insert sees
     absent = pc.sum(deleted.cast(pa.int64())).as_py() or 0
@@ -90,4 +105,4 @@ def write_task_files(
     return out
 
 
-__all__ = ["split_files", "write_task_files"]
+__all__ = ["split_files", "with_auto_keys", "write_task_files"]

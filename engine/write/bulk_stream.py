@@ -59,10 +59,13 @@ BULK_OUTCOME_SCHEMA = OUTCOME_SCHEMA.append(pa.field("num_bad_keys", pa.int64())
 
 
 def eligible(job: WriteJob) -> bool:
-    """Whether `job` is a bulk_insert this module writes (see the module docstring)."""
+    """Whether `job` is a bulk_insert this module writes (see the module docstring); on a table
+    with auto-generated keys, an insert too (its records are new by construction: their tasks name
+    them, so nothing is looked up or de-duplicated)."""
+    auto_insert = job.operation is Operation.INSERT and job.meta.config.auto_keys
     return (
-        job.operation is Operation.BULK_INSERT
-        and not job.config.combine_before_insert
+        (job.operation is Operation.BULK_INSERT or auto_insert)
+        and not (job.config.combine_before_insert and not job.meta.config.auto_keys)
         and not job.index.wants_locations
     )
 

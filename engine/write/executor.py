@@ -56,7 +56,7 @@ from engine.write.bucket_column import bucket_column, needs_numbering
 from engine.write.existing import existing_files
 from engine.write.file_writer import BucketWrite, WriteContext
 from engine.write.index_rows import located_rows, replaced_key_rows
-from engine.write.keygen import KeySpec
+from engine.write.keygen import KeySpec, check_auto_key_write
 from engine.write.log_writer import AppendContext
 from engine.write.operation import Operation, WriteResult
 from engine.write.planner import (
@@ -162,6 +162,9 @@ class WriteJob:
         started = time.monotonic()
         require_writable(self.meta.config, self.meta.properties_uri)
         self.index.check_available()
+        if self.meta.config.auto_keys:
+            check_auto_key_write(self.meta.storage.base_uri, self.operation.value, df.columns, self.index.name,
+                                 self.index.wants_locations)
         cached: list[DataFrame] = []
         try:
             if bulk_stream.eligible(self):
@@ -215,7 +218,7 @@ class WriteJob:
         """The input's written columns with the record key, partition path (and arrival order)."""
         self.progress("preparing keys")
         cols = [F.col(c) for c in (data_cols if not self.is_delete else delete_columns(spec, pc_field))]
-        cols += [record_key_expr(spec).alias(KEY_COL), partition_path_expr(spec).alias(PART_COL)]
+        cols += [record_key_expr(spec, df.schema).alias(KEY_COL), partition_path_expr(spec, df.schema).alias(PART_COL)]
         if order:
             cols.append(F.monotonically_increasing_id().alias(ORDER_COL))
         return df.select(*cols)
@@ -409,6 +412,8 @@ class WriteJob:
 
     # ------------------------------------------------------------------------------------
     def _combine(self) -> bool:
+        if self.meta.config.auto_keys and self.operation not in (Operation.UPSERT, Operation.DELETE):
+            return False  # new records of auto-generated keys are unique: nothing to combine
         return {
             Operation.UPSERT: self.config.combine_before_upsert,
             Operation.INSERT: self.config.combine_before_insert,

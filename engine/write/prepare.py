@@ -12,27 +12,57 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
+from pyspark.sql.types import BinaryType, DataType, DecimalType, StructType, TimestampType
 
-from engine.constants import DEFAULT_PARTITION_PATH, EMPTY_RECORD_KEY_PLACEHOLDER, NULL_RECORD_KEY_PLACEHOLDER
+from engine.constants import (
+    DEFAULT_PARTITION_PATH,
+    EMPTY_RECORD_KEY_PLACEHOLDER,
+    NULL_RECORD_KEY_PLACEHOLDER,
+    RECORD_KEY_COL,
+)
 from engine.data.columns import KEY_COL, OP_DELETE, OP_UPSERT, PART_COL
 from engine.data.slice_reader import IS_DELETED_COL
-from engine.write.keygen import KeySpec
-from engine.write.timestamp_keys import TimestampKeySpec, partition_paths
+from engine.write.key_values import texts
+from engine.write.keygen import AUTO_KEY, TIMESTAMP_PART, KeySpec, partition_paths
 
 # batches up to this many records ship their keys to the driver and the index scan tasks (a few MB per million)
 BROADCAST_KEYS_LIMIT = 2_000_000
 ORDER_COL = "__hoodie_order"  # arrival order of the input rows (in-batch ties: the later row wins)
 
 
-def record_key_expr(spec: KeySpec) -> Column:
-    """The record key column; null where the key is invalid (null/empty)."""
+def value_text_expr(name: str, kind: DataType, consistent_timestamps: bool = False) -> Column:
+    """Column `name` (of Spark type `kind`) as text, as Apache Hudi renders key and partition
+    values (`engine.write.key_values`): Spark's cast where it prints the same (strings, integers,
+    booleans, floats, doubles, dates), else the rendering itself."""
+    col = F.col(name)
+    if isinstance(kind, TimestampType) and not consistent_timestamps:
+        return F.unix_micros(col).cast("string")
+    if isinstance(kind, BinaryType):
+        return F.lower(F.hex(col))
+    if isinstance(kind, DecimalType | TimestampType):
+        def render(values: pa.Array) -> pa.Array:
+            return texts(values, consistent_timestamps)
+
+        return F.arrow_udf(render, "string")(col)  # type: ignore[call-overload]
+    return col.cast("string")
+
+
+def record_key_expr(spec: KeySpec, schema: StructType) -> Column:
+    """The record key column of input rows of `schema`; null where the key is invalid (null/empty).
+    Auto-generated keys: the rows' `_hoodie_record_key` (an update or delete of rows read from the
+    table), else AUTO_KEY, which the writing task replaces (`engine.write.bulk_files`)."""
+    if spec.auto:
+        if RECORD_KEY_COL in schema.fieldNames():
+            value = F.col(RECORD_KEY_COL).cast("string")
+            return F.when(value.isNull() | (value == ""), F.lit(None)).otherwise(value)
+        return F.lit(AUTO_KEY)
     if not spec.complex_keys:
         (field,) = spec.record_key_fields
-        value = F.col(field).cast("string")
+        value = value_text_expr(field, schema[field].dataType, spec.consistent_timestamps)
         return F.when(value.isNull() | (value == ""), F.lit(None)).otherwise(value)
     parts, missing = [], []
     for field in spec.record_key_fields:
-        value = F.col(field).cast("string")
+        value = value_text_expr(field, schema[field].dataType, spec.consistent_timestamps)
         shown = (
             F.when(value.isNull(), F.lit(NULL_RECORD_KEY_PLACEHOLDER))
             .when(value == "", F.lit(EMPTY_RECORD_KEY_PLACEHOLDER))
@@ -46,26 +76,23 @@ def record_key_expr(spec: KeySpec) -> Column:
     return F.when(all_missing, F.lit(None)).otherwise(F.concat_ws(",", *parts))
 
 
-def timestamp_partition_expr(spec: TimestampKeySpec, field: str, hive_style: bool) -> Column:
-    """The timestamp-based key generator's partition path, computed on Arrow batches (pyarrow
-    compute for numbers; DATE_STRING values are parsed one by one within the batch)."""
-    prefix = field if hive_style else None
-
-    def paths(values: pa.Array) -> pa.Array:
-        return partition_paths(spec, values, prefix)
-
-    return F.arrow_udf(paths, "string")(F.col(field))  # type: ignore[call-overload]
-
-
-def partition_path_expr(spec: KeySpec) -> Column:
-    """The partition path column of the table's key generator."""
+def partition_path_expr(spec: KeySpec, schema: StructType) -> Column:
+    """The partition path column of the table's key generator, for input rows of `schema`: Spark
+    expressions for simple parts, the engine's own rendering (`engine.write.keygen.partition_paths`,
+    on Arrow batches) where a part is a time (timestamp-based or custom generators) or values are
+    URL-encoded."""
     if not spec.partition_fields:
         return F.lit("")
-    if spec.timestamp is not None:
-        return timestamp_partition_expr(spec.timestamp, spec.partition_fields[0], spec.hive_style)
+    if TIMESTAMP_PART in spec.partition_kinds or spec.url_encode:
+        fields = list(spec.partition_fields)
+
+        def paths(*values: pa.Array) -> pa.Array:
+            return partition_paths(spec, dict(zip(fields, values, strict=True)))
+
+        return F.arrow_udf(paths, "string")(*[F.col(f) for f in fields])  # type: ignore[call-overload]
     segments = []
     for field in spec.partition_fields:
-        value = F.col(field).cast("string")
+        value = value_text_expr(field, schema[field].dataType, spec.consistent_timestamps)
         value = F.when(value.isNull() | (value == ""), F.lit(DEFAULT_PARTITION_PATH)).otherwise(value)
         segments.append(F.concat(F.lit(f"{field}="), value) if spec.hive_style else value)
     return F.concat_ws("/", *segments)
@@ -177,5 +204,5 @@ __all__ = [
     "partition_path_expr",
     "record_key_expr",
     "summarize",
-    "timestamp_partition_expr",
+    "value_text_expr",
 ]

@@ -64,17 +64,23 @@ def write_bucket_task(ctx: WriteContext, buckets: dict[int, BucketWrite], actx: 
     a merge-on-read table, a new log file of the group's slice."""
 
     def run(table: pa.Table) -> pa.Table:
-        bucket = buckets[table.column(BUCKET_COL)[0].as_py()]
-        outcome = _write_one(ctx, actx, bucket, table, task_context())
+        index = table.column(BUCKET_COL)[0].as_py()
+        outcome = _write_one(ctx, actx, buckets[index], table, task_context(), index)
         return pa.Table.from_pylist([outcome.as_row()], schema=OUTCOME_SCHEMA)
 
     return run
 
 
 def _write_one(
-    ctx: WriteContext, actx: AppendContext | None, bucket: BucketWrite, table: pa.Table, tc: TaskContext
+    ctx: WriteContext, actx: AppendContext | None, bucket: BucketWrite, table: pa.Table, tc: TaskContext,
+    index: int,
 ) -> WriteOutcome:
-    """One bucket written by the current task: a new base file, or a log file (APPEND buckets)."""
+    """One bucket written by the current task: a new base file, or a log file (APPEND buckets).
+    New records of a table with auto-generated keys are named `<instant>_<bucket index>_<row>`
+    (unique in the write: a bucket is written once)."""
+    from engine.write.bulk_files import with_auto_keys
+
+    table = with_auto_keys(table, ctx.instant, index)
     token = write_token(tc.partitionId(), tc.stageId(), tc.taskAttemptId())
     if bucket.append:
         assert actx is not None
@@ -92,7 +98,7 @@ def write_groups_task(ctx: WriteContext, buckets: dict[int, BucketWrite], actx: 
         tc = task_context()
         for group in groups:
             for index, data in group:
-                yield _write_one(ctx, actx, buckets[index], from_ipc(data), tc).as_row()
+                yield _write_one(ctx, actx, buckets[index], from_ipc(data), tc, index).as_row()
 
     return run
 

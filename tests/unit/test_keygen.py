@@ -223,14 +223,90 @@ def test_stored_keys_are_computed_from_the_key_fields_as_the_write_renders_them(
     assert key_array(complex_keys, rows).to_pylist()[0] == record_key(complex_keys, {"id": 3, "city": "paris"})
 
 
-def test_stored_keys_of_other_types_are_refused():
+def test_stored_keys_of_other_types_render_as_hudi_renders_them():
+    import datetime as dt
+    from decimal import Decimal
+
     import pyarrow as pa
 
-    from engine.errors import InvalidConfigError
     from engine.write.keygen import key_array
 
-    with pytest.raises(InvalidConfigError, match="take string, integer or boolean fields"):
-        key_array(KeySpec(("price",)), pa.table({"price": [1.5]}))
+    assert key_array(KeySpec(("price",)), pa.table({"price": [1.5, 1e7]})).to_pylist() == ["1.5", "1.0E7"]
+    assert key_array(KeySpec(("amount",)), pa.table({"amount": pa.array([Decimal("0.00")], pa.decimal128(5, 2))})).to_pylist() == ["0.00"]
+    stamps = pa.table({"at": pa.array([dt.datetime(2024, 1, 15, 10, 0)], pa.timestamp("us", tz="UTC"))})
+    assert key_array(KeySpec(("at",)), stamps).to_pylist() == ["1705312800000000"]  # Avro's timestamp-micros
+    assert key_array(KeySpec(("at",), consistent_timestamps=True), stamps).to_pylist() == ["2024-01-15 10:00:00.0"]
+
+
+# ---- custom key generator, URL encoding, auto-generated keys (issue 32) --------------------------------
+def _custom(**extra):
+    from engine.config.table_config import CUSTOM_KEYGEN, TableConfig
+
+    base = {"name": "t", "record_key_fields": ("id",), "partition_fields": ("country", "day"),
+            "keygen_class": CUSTOM_KEYGEN, "version": 9, "partition_types": ("SIMPLE", "TIMESTAMP"),
+            "extra": (("hoodie.keygen.timebased.timestamp.type", "EPOCHMILLISECONDS"),
+                      ("hoodie.keygen.timebased.output.dateformat", "yyyy-MM-dd hh a"))}
+    return TableConfig(**{**base, **extra})
+
+
+def test_custom_key_generator_partition_paths_and_keys():
+    from engine.write.keygen import partition_path, record_key
+
+    spec = KeySpec.from_config(_custom())
+    assert spec.partition_kinds == ("SIMPLE", "TIMESTAMP") and not spec.complex_keys
+    row = {"id": 7, "country": "fr", "day": 1705311000123}
+    assert record_key(spec, row) == "7"  # one key field: the value alone, as CustomKeyGenerator's simple part
+    assert partition_path(spec, row) == "fr/2024-01-15 09 AM"
+    assert partition_path(spec, {**row, "country": None}) == "__HIVE_DEFAULT_PARTITION__/2024-01-15 09 AM"
+    hive = KeySpec.from_config(_custom(hive_style=True))
+    assert partition_path(hive, row) == "country=fr/day=2024-01-15 09 AM"
+    two_keys = KeySpec.from_config(_custom(record_key_fields=("id", "country")))
+    assert record_key(two_keys, row) == "id:7,country:fr"
+
+
+def test_a_version_6_custom_table_takes_its_types_from_the_writer():
+    from engine.config.table_config import CUSTOM_KEYGEN, TableConfig
+    from engine.errors import InvalidConfigError
+
+    v6 = TableConfig(name="t", record_key_fields=("id",), partition_fields=("country", "day"), keygen_class=CUSTOM_KEYGEN,
+                     extra=(("hoodie.keygen.timebased.output.dateformat", "yyyy/MM/dd"),))
+    with pytest.raises(InvalidConfigError, match="write with hoodie.datasource.write.partitionpath.field=country:SIMPLE"):
+        KeySpec.from_config(v6)
+    options = (("hoodie.datasource.write.partitionpath.field", "country:simple,day:timestamp"),
+               ("hoodie.keygen.timebased.timestamp.type", "UNIX_TIMESTAMP"))
+    assert KeySpec.from_config(v6, options).partition_kinds == ("SIMPLE", "TIMESTAMP")
+    with pytest.raises(InvalidConfigError, match="names other partition fields"):
+        KeySpec.from_config(v6, (("hoodie.datasource.write.partitionpath.field", "day:simple,country:timestamp"),))
+    with pytest.raises(InvalidConfigError, match="use SIMPLE or TIMESTAMP"):
+        KeySpec.from_config(v6, (("hoodie.datasource.write.partitionpath.field", "country:simple,day:date"),))
+
+
+def test_url_encoded_partition_values_escape_as_hudi_does():
+    from engine.config.table_config import TableConfig
+    from engine.write.keygen import escape_path_name, partition_path
+
+    # PartitionPathEncodeUtils.escapePathName: control characters, "#%'*/:=?\ DEL {[]^ as %XX (upper case)
+    assert escape_path_name('a b:c/d%e=f?g#h"i\'j*k\\l{m[n]o^p\x7fq\x01r}s&t+u,v') == (
+        "a b%3Ac%2Fd%25e%3Df%3Fg%23h%22i%27j%2Ak%5Cl%7Bm%5Bn%5Do%5Ep%7Fq%01r}s&t+u,v")
+    spec = KeySpec.from_config(TableConfig(name="t", record_key_fields=("id",), partition_fields=("at", "city"),
+                                           url_encode=True, hive_style=True))
+    assert partition_path(spec, {"at": "2024-01-15 10:00:00", "city": "a/b"}) == "at=2024-01-15 10%3A00%3A00/city=a%2Fb"
+    assert partition_path(spec, {"at": None, "city": ""}) == "at=__HIVE_DEFAULT_PARTITION__/city=__HIVE_DEFAULT_PARTITION__"
+
+
+def test_auto_generated_keys_need_the_meta_key_to_update():
+    from engine.config.table_config import TableConfig
+    from engine.errors import InvalidConfigError, InvalidInputError
+    from engine.write.keygen import check_auto_key_write
+
+    spec = KeySpec.from_config(TableConfig(name="t", record_key_fields=(), partition_fields=("city",)))
+    assert spec.auto and spec.fields == ("city",)
+    check_auto_key_write("t", "INSERT", ["city"], "BLOOM", False)
+    check_auto_key_write("t", "UPSERT", ["_hoodie_record_key", "city"], "BLOOM", False)
+    with pytest.raises(InvalidInputError, match="names the records it changes by their _hoodie_record_key"):
+        check_auto_key_write("t", "DELETE", ["city"], "BLOOM", False)
+    with pytest.raises(InvalidConfigError, match="index RECORD is not kept"):
+        check_auto_key_write("t", "INSERT", ["city"], "RECORD", True)
 
 
 def test_a_table_without_meta_fields_writes_with_simple_indexes_only():
@@ -251,3 +327,18 @@ def test_a_table_without_meta_fields_writes_with_simple_indexes_only():
         new_table_config(name="t", record_key="id", populate_meta_fields=False)
     with pytest.raises(InvalidConfigError, match="COPY_ON_WRITE only"):
         new_table_config(name="t", record_key="id", index="SIMPLE", table_type="MERGE_ON_READ", populate_meta_fields=False)
+
+
+def test_a_task_names_new_records_of_auto_generated_keys():
+    import pyarrow as pa
+
+    from engine.data.columns import KEY_COL
+    from engine.write.bulk_files import with_auto_keys
+    from engine.write.keygen import AUTO_KEY
+
+    rows = pa.table({KEY_COL: [AUTO_KEY, AUTO_KEY, "20240101000000000_3_9"], "v": [1, 2, 3]})
+    named = with_auto_keys(rows, "20260101000000000", 4)
+    # HoodieRecord.generateSequenceId(instant, partition, row): new records only
+    assert named.column(KEY_COL).to_pylist() == ["20260101000000000_4_0", "20260101000000000_4_1", "20240101000000000_3_9"]
+    keyed = pa.table({KEY_COL: ["a"], "v": [1]})
+    assert with_auto_keys(keyed, "20260101000000000", 4) is keyed

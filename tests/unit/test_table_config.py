@@ -300,13 +300,24 @@ def test_renamed_table_fails_checksum() -> None:
         TableConfig.from_text(text)
 
 
-@pytest.mark.parametrize("version", ["5", "7", "10", "0"])
-def test_another_table_version_is_refused_naming_it(version: str) -> None:
+@pytest.mark.parametrize(("version", "way"), [
+    ("7", "it was written by an Apache Hudi newer than this engine knows"),
+    ("10", "it was written by an Apache Hudi newer than this engine knows"),
+    ("3", "upgrade it with Apache Hudi 0.11 or later first (its first write upgrades the table), then this engine reads it"),
+    ("0", "upgrade it with Apache Hudi 0.11 or later first (its first write upgrades the table), then this engine reads it"),
+])
+def test_another_table_version_is_refused_naming_it(version: str, way: str) -> None:
     with pytest.raises(UnsupportedTableVersionError) as refused:
         TableConfig.from_properties(_props(hoodie_table_version=version))
     assert refused.value.version == int(version)
     assert str(refused.value) == (
-        f"table version {version} is not supported (this engine reads and writes versions 6, 8 and 9)")
+        f"table version {version} is not supported: this engine reads versions 4, 5, 6, 8 and 9 and writes "
+        f"6, 8 and 9 (4 and 5 after upgrading them to 6); {way}")
+
+
+@pytest.mark.parametrize("version", ["4", "5"])
+def test_versions_4_and_5_are_read(version: str) -> None:
+    assert TableConfig.from_properties(_props(hoodie_table_version=version)).version == int(version)
 
 
 def test_versions_8_and_9_name_their_key_generator_by_type_and_9_its_ordering_fields() -> None:
@@ -319,6 +330,11 @@ def test_versions_8_and_9_name_their_key_generator_by_type_and_9_its_ordering_fi
         "hoodie.table.keygenerator.type": "CUSTOM", "hoodie.table.ordering.fields": "ts,seq"})
     assert v9.keygen_class == "org.apache.hudi.keygen.CustomKeyGenerator"
     assert v9.partition_fields == ("city", "day")  # the :TYPE suffixes of a custom key generator
+    assert v9.partition_types == ("SIMPLE", "TIMESTAMP")
+    assert v9.to_properties()["hoodie.table.partition.fields"] == "city:SIMPLE,day:TIMESTAMP"  # kept
+    assert "hoodie.table.partition.fields=city\\:SIMPLE,day\\:TIMESTAMP" in v9.to_text()  # Java's escaping
+    v6 = v9.with_updates(version=6)
+    assert v6.to_properties()["hoodie.table.partition.fields"] == "city,day"  # Apache Hudi 0.x strips them
     assert v9.precombine_field == "ts"
 
 
@@ -332,8 +348,12 @@ def test_missing_version_name_or_keys_is_corrupt() -> None:
         TableConfig.from_properties(_props(hoodie_table_version=None))
     with pytest.raises(CorruptTableError):
         TableConfig.from_properties(_props(hoodie_table_name=None))
-    with pytest.raises(CorruptTableError):
-        TableConfig.from_properties(_props(hoodie_table_recordkey_fields=None))
+    # no record key fields: Apache Hudi 0.14's auto-generated keys, unless the table has no meta fields
+    auto = TableConfig.from_properties(_props(hoodie_table_recordkey_fields=None))
+    assert auto.auto_keys and auto.record_key_fields == ()
+    assert "hoodie.table.recordkey.fields" not in auto.to_properties()
+    with pytest.raises(CorruptTableError, match="a table without meta fields needs them"):
+        TableConfig.from_properties(_props(hoodie_table_recordkey_fields=None, hoodie_populate_meta_fields="false"))
 
 
 def test_unknown_table_type_is_invalid_config() -> None:
@@ -363,7 +383,8 @@ def test_constructor_validation() -> None:
     with pytest.raises(InvalidConfigError):
         TableConfig(name="", record_key_fields=("id",))
     with pytest.raises(InvalidConfigError):
-        TableConfig(name="t", record_key_fields=())
+        TableConfig(name="t", record_key_fields=(), populate_meta_fields=False)
+    assert TableConfig(name="t", record_key_fields=()).auto_keys
 
 
 # ---- WriteConfig -----------------------------------------------------------------------------------
