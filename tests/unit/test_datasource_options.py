@@ -79,9 +79,11 @@ def test_write_options():
     # what the engine's WriteConfig takes: hoodie.* options not consumed, ignored or storage settings
     assert w.engine_options == {"hoodie.index.type": "RECORD", "hoodie.upsert.shuffle.parallelism": "4"}
     assert w.creation_problem() is None
-    assert WriteOptions.parse({"hoodie.table.name": "t"}).creation_problem() == (
-        "the first write to a path creates its table: set hoodie.datasource.write.recordkey.field "
-        "(the record key field)")
+    # no record key: generated keys (Apache Hudi 0.14+), unless the first write is an upsert or delete
+    assert WriteOptions.parse({"hoodie.table.name": "t"}).creation_problem() is None
+    assert WriteOptions.parse({"hoodie.table.name": "t", "hoodie.datasource.write.operation": "delete"}).creation_problem() == (
+        "the first write to a path creates its table: set hoodie.datasource.write.recordkey.field (the record key "
+        "field), or insert without one (the keys are then generated, as Apache Hudi 0.14+ does)")
     assert "set hoodie.table.name" in str(WriteOptions.parse({}).creation_problem())
     assert w.conflicts({"hoodie.datasource.write.recordkey.field": ("a", "b"),
                         "hoodie.datasource.write.precombine.field": "ts2"}) == [
@@ -172,3 +174,37 @@ def test_beside_apache_hudis_jvm_source_only_hoodie_is_registered():
 
     assert [c.name() for c in sources_for(False)] == ["hudi", "hoodie"]
     assert [c.name() for c in sources_for(True)] == ["hoodie"]
+
+
+# ---- issue 32: save modes, custom key generators, auto keys, payload classes ---------------------
+def test_save_modes_as_hoodie_spark_sql_writer_handles_them():
+    from engine.spark.datasource.options import save_mode_operation
+
+    assert save_mode_operation("upsert", False) == ("upsert", False)
+    assert save_mode_operation("insert", True) == ("insert", True)  # the table is deleted and created again
+    assert save_mode_operation("bulk_insert", True) == ("bulk_insert", True)
+    assert save_mode_operation("insert_overwrite", True) == ("insert_overwrite", True)
+    assert save_mode_operation("insert_overwrite_table", True) == ("insert_overwrite_table", False)
+    assert save_mode_operation("upsert", True, sql=True) == ("insert_overwrite_table", False)  # SQL INSERT OVERWRITE
+    with pytest.raises(InvalidConfigError, match="Append is the only save mode applicable for delete"):
+        save_mode_operation("delete", True)
+
+
+def test_write_options_for_custom_keys_url_encoding_and_auto_keys():
+    w = WriteOptions.parse({"hoodie.table.name": "t", "hoodie.datasource.write.recordkey.field": "id",
+                            "hoodie.datasource.write.partitionpath.field": "country:SIMPLE,day:TIMESTAMP",
+                            "hoodie.datasource.write.keygenerator.class": "org.apache.hudi.keygen.CustomKeyGenerator",
+                            "hoodie.datasource.write.partitionpath.urlencode": "true"})
+    assert (w.key_generator, w.partition_fields, w.url_encode) == ("CUSTOM", ("country", "day"), True)
+    assert w.engine_options["hoodie.datasource.write.partitionpath.field"] == "country:SIMPLE,day:TIMESTAMP"
+    auto = WriteOptions.parse({"hoodie.table.name": "t", "hoodie.datasource.write.partitionpath.field": "city"})
+    assert auto.creation_problem() is None and not auto.operation_given  # keys generated (Hudi 0.14+)
+    upsert = WriteOptions.parse({"hoodie.table.name": "t", "hoodie.datasource.write.operation": "upsert"})
+    assert "set hoodie.datasource.write.recordkey.field" in upsert.creation_problem()
+
+
+def test_a_payload_class_this_engine_does_not_merge_with_is_refused():
+    ok = {"hoodie.datasource.write.payload.class": "org.apache.hudi.common.model.DefaultHoodieRecordPayload"}
+    WriteOptions.parse(ok)
+    with pytest.raises(InvalidConfigError, match="com.payloads.CustomMergeIntoConnector: this engine merges records as"):
+        WriteOptions.parse({"hoodie.datasource.write.payload.class": "com.payloads.CustomMergeIntoConnector"})

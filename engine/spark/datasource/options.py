@@ -46,7 +46,7 @@ OPERATIONS = ("upsert", "insert", "bulk_insert", "delete", "insert_overwrite_tab
 # accepted for Apache Hudi compatibility, without effect here (Spark's partitions set the parallelism)
 IGNORED = frozenset({
     "hoodie.insert.shuffle.parallelism", "hoodie.bulkinsert.shuffle.parallelism",
-    "hoodie.delete.shuffle.parallelism", "hoodie.datasource.write.payload.class",
+    "hoodie.delete.shuffle.parallelism",
     "hoodie.datasource.write.drop.partition.columns", "hoodie.datasource.write.row.writer.enable",
     "hoodie.datasource.hive_sync.enable",
     "hoodie.embed.timeline.server",
@@ -59,8 +59,18 @@ _KEYGENS = {
     "org.apache.hudi.keygen.complexkeygenerator": "COMPLEX",
     "org.apache.hudi.keygen.nonpartitionedkeygenerator": "NON_PARTITION",
     "org.apache.hudi.keygen.timestampbasedkeygenerator": "TIMESTAMP",
+    "org.apache.hudi.keygen.customkeygenerator": "CUSTOM",
+    "org.apache.hudi.keygen.customavrokeygenerator": "CUSTOM",
+    "org.apache.hudi.keygen.timestampbasedavrokeygenerator": "TIMESTAMP",
 }
+URL_ENCODE = "hoodie.datasource.write.partitionpath.urlencode"
 META_KEY = "hoodie.datasource"  # StructField metadata key carrying a catalog table's options
+PAYLOAD_CLASS = "hoodie.datasource.write.payload.class"
+# the payloads whose merge this engine does (the latest record wins, or the larger ordering value)
+KNOWN_PAYLOADS = frozenset({
+    "org.apache.hudi.common.model.OverwriteWithLatestAvroPayload",
+    "org.apache.hudi.common.model.DefaultHoodieRecordPayload",
+})
 
 
 def _lower(options: Mapping[str, str]) -> dict[str, str]:
@@ -172,14 +182,18 @@ class WriteOptions:
     key_generator: str | None = None
     index_type: str | None = None
     engine_options: dict[str, str] = field(default_factory=dict)
+    operation_given: bool = False  # hoodie.datasource.write.operation was set (else upsert, or deduced)
+    url_encode: bool | None = None
+    partition_specs: tuple[str, ...] = ()  # the partition field option as given (`field:TYPE` for CUSTOM)
 
     @classmethod
     def parse(cls, options: Mapping[str, str]) -> WriteOptions:
         opts = _lower(options)
         op = _choice(opts, OPERATION, "upsert", OPERATIONS)
+        specs = _fields(opts.get(PARTITION_FIELD))
         fields = {
             "record_key": _fields(opts.get(RECORD_KEY)),
-            "partition_fields": _fields(opts.get(PARTITION_FIELD)),
+            "partition_fields": tuple(f.partition(":")[0].strip() for f in specs),
         }
         precombine = opts.get(PRECOMBINE) or opts.get(ORDERING_FIELDS) or None
         if precombine is not None and "," in precombine:
@@ -194,15 +208,24 @@ class WriteOptions:
                 raise InvalidConfigError(f"{KEYGEN_CLASS}={opts[KEYGEN_CLASS]!r} is not a key generator this engine has")
         elif opts.get(KEYGEN_TYPE):
             keygen = opts[KEYGEN_TYPE].strip().upper()
+        payload = opts.get(PAYLOAD_CLASS, "").strip()
+        if payload and payload not in KNOWN_PAYLOADS:
+            raise InvalidConfigError(
+                f"{PAYLOAD_CLASS}={payload}: this engine merges records as "
+                f"{' or '.join(sorted(p.rsplit('.', 1)[1] for p in KNOWN_PAYLOADS))} do, not with another payload class")
         consumed = {OPERATION, RECORD_KEY, PARTITION_FIELD, PRECOMBINE, ORDERING_FIELDS, TABLE_NAME,
                     LEGACY_TABLE_NAME, TABLE_TYPE, LEGACY_TABLE_TYPE, HIVE_STYLE, TABLE_VERSION, KEYGEN_CLASS,
-                    KEYGEN_TYPE, QUERY_TYPE, AS_OF}
+                    KEYGEN_TYPE, QUERY_TYPE, AS_OF, URL_ENCODE, PAYLOAD_CLASS}
         engine = {k: v for k, v in opts.items()
                   if k.startswith("hoodie.") and k not in consumed and k not in IGNORED
                   and not k.startswith(STORAGE_OPTION_PREFIX)}
+        if any(":" in f for f in specs):
+            # a custom key generator's typed fields go to the write too (version 6 tables keep the names only)
+            engine["hoodie.datasource.write.partitionpath.field"] = ",".join(specs)
         try:
             table_version = int(version) if version else None
             hive_style = _bool(hive, HIVE_STYLE) if hive is not None else None
+            url_encode = _bool(opts[URL_ENCODE], URL_ENCODE) if opts.get(URL_ENCODE) else None
         except ValueError as exc:
             raise InvalidConfigError(f"bad value: {exc}") from exc
         return cls(
@@ -215,15 +238,20 @@ class WriteOptions:
             key_generator=keygen,
             index_type=engine.get("hoodie.index.type"),
             engine_options=engine,
+            operation_given=bool(opts.get(OPERATION)),
+            url_encode=url_encode,
+            partition_specs=specs,
             **fields,
         )
 
     def creation_problem(self) -> str | None:
-        """Why these options cannot create a table (None when they can)."""
+        """Why these options cannot create a table (None when they can). No record key field:
+        the table's keys are generated (Apache Hudi 0.14's auto keys), for inserts only."""
         if not self.table_name:
             return f"the first write to a path creates its table: set {TABLE_NAME}"
-        if not self.record_key:
-            return f"the first write to a path creates its table: set {RECORD_KEY} (the record key field)"
+        if not self.record_key and self.operation_given and self.operation not in ("insert", "bulk_insert"):
+            return (f"the first write to a path creates its table: set {RECORD_KEY} (the record key field), or "
+                    f"insert without one (the keys are then generated, as Apache Hudi 0.14+ does)")
         return None
 
     def conflicts(self, table: Mapping[str, Any]) -> list[str]:

@@ -95,6 +95,8 @@ def run_write(spark: SparkSession, request: dict[str, Any]) -> dict[str, Any]:
         raise InvalidConfigError("staged files outside the write's staging folder")
     write = WriteOptions.parse(request.get("options") or {})
     op, replace_table = save_mode_operation(write.operation, bool(request.get("overwrite")), bool(request.get("sql")))
+    if files and _auto_keyed_insert(path, storage_options, write, files[0], replace_table):
+        op = "bulk_insert"  # Apache Hudi's deduceOperation: no key anywhere, so new records with generated keys
     _check_operation(op)
     if not files:  # nothing to write: the table (or the path) stays as it is, as for an empty Table write
         return {"instant": None, "operation": op.upper()}
@@ -114,6 +116,30 @@ def run_write(spark: SparkSession, request: dict[str, Any]) -> dict[str, Any]:
     if replace_table:
         out["replaced_table"] = replaced
     return json.loads(json.dumps(out, default=str))
+
+
+def _auto_keyed_insert(path: str, storage_options: dict[str, str], write: WriteOptions, first_file: str,
+                       replace_table: bool) -> bool:
+    """Apache Hudi's `deduceOperation`: with no operation option, no record key (the table's, or the
+    options' for a table the write creates) and no `_hoodie_record_key` column in the rows, the
+    write is a bulk_insert whose keys are generated (its quick start's first write)."""
+    if write.operation_given or write.record_key:
+        return False
+    import pyarrow.parquet as pq
+
+    from engine.constants import RECORD_KEY_COL
+    from engine.storage import storage_for
+    from engine.table.meta_client import MetaClient
+
+    storage = storage_for(path, storage_options or None)
+    if not replace_table:
+        try:
+            if not MetaClient.open(storage).config.auto_keys:
+                return False
+        except TableNotFoundError:
+            pass
+    with storage.open_input_file(first_file) as f:
+        return RECORD_KEY_COL not in pq.read_schema(f).names
 
 
 def _check_operation(op: str) -> None:
@@ -217,14 +243,19 @@ def _open_or_create(spark: SparkSession, path: str, storage_options: dict[str, s
         kwargs: dict[str, Any] = {}
         if write.table_version is not None:
             kwargs["table_version"] = write.table_version
-        if write.key_generator == "TIMESTAMP":
-            kwargs["key_generator"] = "TIMESTAMP"
+        partitions = list(write.partition_fields) or None
+        if write.key_generator in ("TIMESTAMP", "CUSTOM"):
+            kwargs["key_generator"] = write.key_generator
             kwargs["key_generator_options"] = {
                 k: v for k, v in write.engine_options.items() if k.startswith("hoodie.keygen.timebased.")}
+            if write.key_generator == "CUSTOM":
+                partitions = [p for p in write.partition_specs if p] or None
+        if write.url_encode is not None:
+            kwargs["url_encode"] = write.url_encode
         try:
             table = Table.create(
-                spark, path, name=str(write.table_name), record_key=list(write.record_key),
-                partition_fields=list(write.partition_fields) or None, precombine_field=write.precombine,
+                spark, path, name=str(write.table_name), record_key=list(write.record_key) or None,
+                partition_fields=partitions, precombine_field=write.precombine,
                 table_type=write.table_type or "COPY_ON_WRITE", index=write.index_type or "BLOOM",
                 hive_style=bool(write.hive_style), storage_options=storage_options or None, **kwargs,
             )

@@ -27,7 +27,7 @@ import pyarrow.parquet as pq
 from pyspark.sql.datasource import DataSourceArrowWriter, WriterCommitMessage
 
 from engine import errors
-from engine.constants import META_COLUMNS
+from engine.constants import META_COLUMNS, RECORD_KEY_COL
 from engine.storage import storage_for
 
 STAGING_PREFIX = ".hoodie/.temp/datasource-"
@@ -81,7 +81,9 @@ class HudiWriter(DataSourceArrowWriter):
         sink = None
         try:
             for batch in iterator:
-                keep = [i for i, name in enumerate(batch.schema.names) if name not in META_COLUMNS]
+                # meta columns are dropped, as Apache Hudi drops them, but for the record key: the
+                # key of an update to a table with auto-generated keys (Hudi's prepped writes)
+                keep = [i for i, name in enumerate(batch.schema.names) if name not in META_COLUMNS or name == RECORD_KEY_COL]
                 if len(keep) != batch.num_columns:
                     batch = pa.RecordBatch.from_arrays([batch.column(i) for i in keep],
                                                        schema=pa.schema([batch.schema.field(i) for i in keep]))
