@@ -10,11 +10,11 @@ from __future__ import annotations
 
 import javaproperties
 import pytest
-from pyspark.sql import functions as F
 
 from engine import Table
 from engine.errors import InvalidConfigError, UnsupportedTableVersionError
 from engine.table.meta_client import MetaClient
+from tests.integration.test_hudi1x_fixtures import MARK, _changed_and_added, _rows
 from tests.support import hudi_rs, legacy_tables
 from tests.support.samples import sample_table
 from tests.support.tables import tree_bytes
@@ -29,13 +29,17 @@ def _props(table) -> dict[str, str]:
     return javaproperties.loads((table / ".hoodie" / "hoodie.properties").read_text(encoding="utf-8"))
 
 
-def _data(t: Table) -> list[tuple]:
-    cols = [c for c in t.read().columns if not c.startswith("_hoodie_")]
-    return sorted(tuple(r) for r in t.read().select(*cols).collect())
+def _data(t: Table) -> list[str]:
+    ours = t.read().toArrow()
+    return _rows(ours, [c for c in ours.column_names if not c.startswith("_hoodie_")])
 
 
-def _oracle(path, cols: list[str]) -> list[tuple]:
-    return sorted(tuple(r[c] for c in cols) for r in hudi_rs.snapshot(str(path)))
+def _oracle(path, ours: Table) -> list[str]:
+    """hudi-rs's snapshot, in our types (as the version 8/9 fixture tests compare them)."""
+    mine = ours.read().toArrow()
+    cols = [c for c in mine.column_names if not c.startswith("_hoodie_")]
+    theirs = hudi_rs.arrow_snapshot(str(path))
+    return _rows(theirs.select(cols).cast(mine.select(cols).schema), cols)
 
 
 @pytest.mark.parametrize("name", [COW, MOR])
@@ -60,12 +64,8 @@ def test_a_legacy_table_reads_as_it_was_and_the_first_write_upgrades_it(spark, t
         assert (table_dir / ".hoodie" / ".aux" / f"{plan.instant}.compaction.requested").is_file()
         assert t.read(read_optimized=True).count() == Table.open(spark, str(original)).read(read_optimized=True).count()
 
-    cols = [c for c in t.read().columns if not c.startswith("_hoodie_")]
-    key = t.meta.config.record_key_fields[0]
-    row = t.read().orderBy(key).limit(1)
-    changed = row.withColumn("stringField", F.lit("changed by hoodie")) if "stringField" in cols else row
-    added = row.withColumn(key, F.concat(F.col(key).cast("string"), F.lit("-new")).cast(t.read().schema[key].dataType))
-    result = t.upsert(changed.unionByName(added).select(*[c for c in cols]))
+    batch, column, _original, _again = _changed_and_added(spark, t)  # one value changed, one record added
+    result = t.upsert(batch)
     assert result.repaired is not None and result.repaired.upgraded == f"table version {version} -> 6"
     after = _props(table_dir)
     assert after["hoodie.table.version"] == "6"
@@ -73,9 +73,15 @@ def test_a_legacy_table_reads_as_it_was_and_the_first_write_upgrades_it(spark, t
         k: v for k, v in before.items() if k != "hoodie.table.version"}  # nothing else changed
     if name == MOR:
         assert not (table_dir / ".hoodie" / ".aux" / f"{plan.instant}.compaction.requested").exists()
-    ours = _data(Table.open(spark, str(table_dir)))
-    assert ours == _oracle(table_dir, cols)
+    again = Table.open(spark, str(table_dir))
+    ours = _data(again)
+    if name == MOR:  # hudi-rs 0.5 does not read log files written after a pending compaction: run it first
+        again.maintenance.run_compaction(plan.instant, spark=spark)
+        assert _data(again) == ours
+    assert ours == _oracle(table_dir, again)
     assert len(ours) == len(expected) + 1
+    mark = MARK[again.read().schema[column].dataType.typeName()]
+    assert sum(1 for r in again.read().select(column).collect() if r[0] == mark) == 1
 
 
 def test_auto_upgrade_false_refuses_the_write_and_leaves_the_table(spark, tmp_path):
