@@ -1,4 +1,4 @@
-"""hoodie engine: Apache Hudi (table version 6) tables from Python on PySpark.
+"""hoodie engine: Apache Hudi tables (table versions 4 to 9) from Python on PySpark.
 
 Public API: `Table`, `WriteResult`, `Operation`, `TableLock`, the config enums and the errors.
 """

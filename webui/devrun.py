@@ -2,7 +2,9 @@
 
 Migrates the SQLite database, creates the admin (password kept in the instance folder so that
 every `make run` can print it), seeds the demo table, starts gunicorn and the job runner, prints
-the URL and the login, and stops both on Ctrl-C.
+the URL and the login, and stops both on Ctrl-C or SIGTERM within STOP_S seconds: gunicorn
+finishes its requests (its graceful timeout), the job runner cancels a running job or marks it
+interrupted (`webui.jobs.runner`), and whatever is left after that is killed.
 """
 
 from __future__ import annotations
@@ -14,6 +16,8 @@ import signal
 import subprocess
 import sys
 import time
+
+STOP_S = 4.0  # seconds Ctrl-C waits for gunicorn and the job runner before killing what is left
 
 
 def _dev_password(instance: str) -> str:
@@ -58,9 +62,12 @@ def run(host: str, port: int | None) -> int:
 
     signal.signal(signal.SIGTERM, _terminate)
     gunicorn = shutil.which("gunicorn", path=os.path.dirname(sys.executable)) or "gunicorn"
+    # each child in a process group of its own: Ctrl-C reaches this process only, which stops them
+    # in order (a terminal's SIGINT to every process at once had gunicorn, its workers, the job
+    # runner and its JVM all shutting down over each other)
     web = subprocess.Popen([gunicorn, "-b", f"{host}:{port}", "-w", "2", "--threads", "4", "--access-logfile", "-",
-                            "webui:create_app()"])
-    worker = subprocess.Popen([sys.executable, "-m", "webui.cli", "worker"])
+                            "--graceful-timeout", str(int(STOP_S)), "webui:create_app()"], start_new_session=True)
+    worker = subprocess.Popen([sys.executable, "-m", "webui.cli", "worker"], start_new_session=True)
     time.sleep(1.5)
     print("\n" + "=" * 64)
     print(f"  hoodie console:  http://{host}:{port}/")
@@ -75,12 +82,31 @@ def run(host: str, port: int | None) -> int:
             time.sleep(0.5)
     except KeyboardInterrupt:
         pass
-    for proc in (web, worker):
-        if proc.poll() is None:
-            proc.send_signal(signal.SIGTERM)
-    for proc in (web, worker):
-        try:
-            proc.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            proc.kill()
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # a second Ctrl-C does not cut the shutdown short
+    stop_children((web, worker), STOP_S)
+    print("hoodie console stopped", flush=True)
     return 0
+
+
+def stop_children(procs: tuple[subprocess.Popen, ...], grace: float) -> None:
+    """SIGTERM each child's process group (gunicorn and its workers; the job runner and its JVM),
+    wait up to `grace` seconds in all, then SIGKILL what is left."""
+    for proc in procs:
+        if proc.poll() is None:
+            _signal_group(proc, signal.SIGTERM)
+    deadline = time.monotonic() + grace
+    for proc in procs:
+        try:
+            proc.wait(timeout=max(0.1, deadline - time.monotonic()))
+        except subprocess.TimeoutExpired:
+            _signal_group(proc, signal.SIGKILL)
+            proc.wait()
+    for proc in procs:  # whatever the children left in their groups (Spark's Python workers)
+        _signal_group(proc, signal.SIGKILL)
+
+
+def _signal_group(proc: subprocess.Popen, sig: int) -> None:
+    try:
+        os.killpg(proc.pid, sig)
+    except (ProcessLookupError, PermissionError):
+        pass

@@ -46,10 +46,13 @@ class JobState(enum.StrEnum):
     SUCCEEDED = "succeeded"
     FAILED = "failed"
     CANCELLED = "cancelled"
+    # the job runner was stopped (Ctrl-C, SIGTERM) while it ran: the table is left for the next
+    # write's repair, which rolls back what the job had started (the job is not retried)
+    INTERRUPTED = "interrupted"
 
     @property
     def finished(self) -> bool:
-        return self in (JobState.SUCCEEDED, JobState.FAILED, JobState.CANCELLED)
+        return self in (JobState.SUCCEEDED, JobState.FAILED, JobState.CANCELLED, JobState.INTERRUPTED)
 
 
 class User(UserMixin, db.Model):

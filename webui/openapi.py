@@ -42,7 +42,7 @@ def document() -> dict[str, Any]:
     job_schema = _obj(
         id={"type": "integer"}, table={"type": ["string", "null"]}, operation={"type": "string"},
         params={"type": "object"},
-        state={"type": "string", "enum": ["queued", "running", "succeeded", "failed", "cancelled"]},
+        state={"type": "string", "enum": ["queued", "running", "succeeded", "failed", "cancelled", "interrupted"]},
         progress={"type": "object"}, log_tail={"type": "string"}, result={"type": ["object", "null"]},
         error={"type": ["string", "null"]}, created_by={"type": ["string", "null"]},
         created_at={"type": ["string", "null"]}, started_at={"type": ["string", "null"]},

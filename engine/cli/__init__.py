@@ -65,7 +65,7 @@ from engine.table.create import AVAILABLE_INDEXES, DEFAULT_INDEX
 # ---- parser ------------------------------------------------------------------------------
 def build_parser() -> argparse.ArgumentParser:
     """The `hoodie` argument parser (one sub-command per action)."""
-    parser = Parser(prog=PROG, description="Apache Hudi (table version 6) tables on PySpark.")
+    parser = Parser(prog=PROG, description="Apache Hudi tables (table versions 4 to 9: reads all, writes 6, 8 and 9, upgrading 4 and 5) on PySpark.")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     def command(name: str, help_text: str, handler: Callable[[argparse.Namespace], int], spark: bool = False):

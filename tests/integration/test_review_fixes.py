@@ -67,12 +67,14 @@ def test_hoodie_is_deleted_rows_delete(spark, tmp_path):
 
 
 def test_layout_options_we_cannot_write_are_refused(spark, tmp_path):
+    # URL-encoded partition paths are written since issue 32 (tests/integration/test_partition_values.py);
+    # dropped partition columns are still refused
     t = make(spark, tmp_path)
     props = Path(t.path, ".hoodie", "hoodie.properties")
-    props.write_text(props.read_text().replace("partitionpath.urlencode=false", "partitionpath.urlencode=true"))
+    props.write_text(props.read_text().replace("drop.partition.columns=false", "drop.partition.columns=true"))
     t2 = Table.open(spark, t.path)
     before = tree_bytes(t.path)
-    with pytest.raises(InvalidConfigError, match="URL-encoded partition paths"):
+    with pytest.raises(InvalidConfigError, match="dropped partition columns"):
         t2.upsert(spark.createDataFrame([(1, "a", "paris", 1)], SCHEMA))
     assert tree_bytes(t.path) == before
 

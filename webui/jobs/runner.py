@@ -6,7 +6,10 @@ At start it registers itself (table `workers`, heartbeat every 2 s) and fails th
 dead runner left `running`; queued jobs stay queued. It then claims jobs one at a time
 (`webui.jobs.claim`), runs them (`webui.jobs.operations`) with live progress
 (`webui.jobs.progress`), and records the outcome on the job row and in the audit log.
-SIGTERM/SIGINT cancel the running job (the engine aborts it cleanly) and stop the runner.
+SIGTERM/SIGINT stop the runner within `STOP_GRACE_S`: the running job is cancelled (the engine
+aborts it cleanly between steps); a job that does not stop in time is marked `interrupted` and the
+process exits, leaving its instant to the next write's repair, which rolls it back at once (the
+runner is proven dead), so the table stays consistent either way.
 """
 
 from __future__ import annotations
@@ -36,6 +39,7 @@ from webui.services import audit
 log = logging.getLogger("webui.worker")
 HEARTBEAT_S = 2.0
 ORPHAN_SWEEP_S = 10.0
+STOP_GRACE_S = 3.0  # a stop request waits this long for the running job to end before exiting
 
 
 class Runner:
@@ -46,6 +50,7 @@ class Runner:
         self._spark: Any = None
         self._stop = threading.Event()
         self._current: JobReporter | None = None
+        self._stopping_job: int | None = None  # the job a stop request interrupted
         mode = app.config.get("CONSOLE_CONCURRENCY_MODE") or "SINGLE_WRITER"
         self.operations = Operations(self._get_spark, {"hoodie.write.concurrency.mode": mode})
 
@@ -92,9 +97,37 @@ class Runner:
             return db.engine
 
     def stop(self, *_args: object) -> None:
+        """Stop: cancel the running job, and if it has not ended after STOP_GRACE_S (a Spark stage
+        that does not check for cancellation), mark it interrupted and exit the process."""
         self._stop.set()
-        if self._current is not None:
-            self._current.cancel.set()
+        current = self._current
+        if current is not None:
+            self._stopping_job = current.job_id
+            current.cancel.set()
+            if self._spark is not None:
+                try:
+                    self._spark.sparkContext.cancelAllJobs()
+                except Exception:  # noqa: BLE001 - the session may be stopping already
+                    pass
+            threading.Thread(target=self._exit_unless_done, args=(current.job_id,), daemon=True).start()
+
+    def _exit_unless_done(self, job_id: int) -> None:
+        deadline = time.monotonic() + STOP_GRACE_S
+        while time.monotonic() < deadline:
+            if self._current is None or self._current.job_id != job_id:
+                return
+            time.sleep(0.05)
+        self._mark(job_id, JobState.INTERRUPTED, INTERRUPTED_ERROR)
+        log.warning("job %s interrupted: the runner stopped while it ran", job_id)
+        os._exit(0)  # the JVM goes with us; the next write's repair rolls the job's instant back
+
+    def _mark(self, job_id: int, state: JobState, error: str) -> None:
+        with self.app.app_context():
+            db.session.execute(sa.update(Job).where(Job.id == job_id).values(
+                state=state.value, error=error, finished_at=utcnow()))
+            db.session.execute(sa.update(Worker).where(Worker.id == self.worker_id).values(stopped=True))
+            db.session.commit()
+            self._audit_outcome(job_id)
 
     def run(self, max_jobs: int | None = None, once: bool = False, poll_s: float = 1.0,
             install_signals: bool = True) -> int:
@@ -154,16 +187,22 @@ class Runner:
             state = JobState.SUCCEEDED
         except JobCancelled:
             state, error = JobState.CANCELLED, "cancelled on request; the table is as it was before the job"
+            if self._stopping_job == job_id:
+                state, error = JobState.INTERRUPTED, INTERRUPTED_ERROR
         except (JobRefused, EngineError) as exc:
             cancelled = reporter.cancel.is_set()
             state = JobState.CANCELLED if cancelled else JobState.FAILED
             error = f"{type(exc).__name__}: {exc}"
             if cancelled:
                 error = "cancelled on request: " + error
+            if self._stopping_job == job_id:
+                state, error = JobState.INTERRUPTED, f"{INTERRUPTED_ERROR} ({type(exc).__name__}: {exc})"
         except Exception as exc:
             cancelled = reporter.cancel.is_set()
             state = JobState.CANCELLED if cancelled else JobState.FAILED
             error = f"unexpected {type(exc).__name__}: {_first_line(str(exc))}"
+            if self._stopping_job == job_id:
+                state, error = JobState.INTERRUPTED, INTERRUPTED_ERROR
             reporter.log(traceback.format_exc(limit=5).strip().splitlines()[-1])
         finally:
             reporter.log(f"job {state.value}" + (f": {error}" if error else ""))
@@ -195,6 +234,10 @@ class Runner:
                      params={k: v for k, v in (job.params or {}).items()
                              if k not in ("upload", "fingerprint", "plan_hash", "user")},
                      plan_hash=(job.params or {}).get("plan_hash"), job_id=job.id)
+
+
+INTERRUPTED_ERROR = ("interrupted: the job runner was stopped (Ctrl-C or SIGTERM) while the job ran; what it "
+                     "had started is rolled back by the next write to the table (the job is not retried)")
 
 
 def _first_line(text: str) -> str:
