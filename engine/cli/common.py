@@ -11,7 +11,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from engine.errors import InvalidInputError
-from engine.services.serial import to_doc
+from engine.serial import to_doc
 from engine.table.meta_client import MetaClient
 from engine.timeline.instant import is_valid_instant_time
 

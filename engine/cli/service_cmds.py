@@ -13,7 +13,7 @@ from engine.cli.common import (
     print_table,
     report,
 )
-from engine.services.serial import to_doc
+from engine.serial import to_doc
 
 
 def cmd_rollback(args: argparse.Namespace) -> int:

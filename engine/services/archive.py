@@ -35,10 +35,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from engine import failpoints
+from engine.serial import Documented
 from engine.services import archive_lsm
 from engine.services.archive_store import SERVICE_MODELS, LsmArchive, store_for
 from engine.services.retention import last_earliest_retained
-from engine.services.serial import Documented
 from engine.storage.base import FileInfo
 from engine.table import failed_writes
 from engine.table.meta_client import MetaClient, instant_file_names

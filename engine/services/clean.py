@@ -25,9 +25,9 @@ from dataclasses import dataclass, field
 from datetime import datetime
 
 from engine import failpoints
+from engine.serial import Documented
 from engine.services.retention import CLEAN_METADATA_MODEL
 from engine.services.savepoint import savepointed_files
-from engine.services.serial import Documented
 from engine.table.file_group import FileGroup
 from engine.table.meta_client import MetaClient
 from engine.table.ownership import FileOwnership

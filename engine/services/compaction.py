@@ -37,7 +37,7 @@ from engine.data.log_block import BlockType
 from engine.data.log_file import read_log_blocks
 from engine.data.slice_reader import SliceFiles, merge_mode_for, read_slice
 from engine.errors import InstantNotFoundError, InvalidInputError
-from engine.services.serial import Documented
+from engine.serial import Documented
 from engine.table import internal_schema
 from engine.table.commit_metadata import CommitMetadata, WriteStat
 from engine.table.compaction_plan import (
@@ -412,7 +412,7 @@ def _run_all(job: _Job, ops: Sequence[CompactionOperation], spark: Any) -> list[
     if spark is None or len(ops) <= 1:
         return [_run_operation(job, op, f"{i}-0-0") for i, op in enumerate(ops)]
     from engine.read.scan import scan_parallelism
-    from engine.spark.jobs import job_group
+    from engine.runtime.jobs import job_group
 
     def task(index_and_op):
         from pyspark.taskcontext import TaskContext

@@ -29,12 +29,12 @@ from dataclasses import dataclass, field
 from engine.constants import HEARTBEAT_FOLDER, METAFOLDER
 from engine.errors import ConcurrentWriteError
 from engine.index.base import Index
+from engine.serial import Documented
 from engine.services import archive as archive_service
 from engine.services import clean as clean_service
 from engine.services import restore as restore_service
 from engine.services import rollback as rollback_service
 from engine.services.savepoint import remove_savepoint_files
-from engine.services.serial import Documented
 from engine.storage.base import Storage
 from engine.table import metadata_table, upgrade
 from engine.table.heartbeat import Heartbeat, heartbeat_file

@@ -36,8 +36,8 @@ from engine import failpoints
 from engine.constants import COMMIT_TIME_COL, METAFOLDER, PARTITION_METADATA_FILE, RECORD_KEY_COL
 from engine.errors import InstantNotFoundError, InvalidInputError
 from engine.index.base import Index, RollbackChange
+from engine.serial import Documented
 from engine.services.rollback_checks import check_rollback_allowed, read_keys
-from engine.services.serial import Documented
 from engine.table import schema_history
 from engine.table.file_names import file_instant, parse_base_file_name, parse_log_file_name
 from engine.table.meta_client import MetaClient

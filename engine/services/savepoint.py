@@ -12,8 +12,8 @@ import time as _time
 from dataclasses import dataclass
 
 from engine.errors import InstantNotFoundError, InvalidInputError
+from engine.serial import Documented
 from engine.services.retention import last_earliest_retained
-from engine.services.serial import Documented
 from engine.table.meta_client import MetaClient
 from engine.timeline.instant import Action, Instant, State
 from engine.timeline.lifecycle import ensure_file, read_avro, write_avro

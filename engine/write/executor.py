@@ -34,8 +34,8 @@ from engine.errors import EngineError, InvalidInputError
 from engine.index.base import Index, TagContext
 from engine.read.reader import slice_merge
 from engine.read.scan import scan_parallelism
-from engine.spark.errors import translate
-from engine.spark.jobs import job_group
+from engine.runtime.errors import translate
+from engine.runtime.jobs import job_group
 from engine.table import internal_schema
 from engine.table.create import require_writable
 from engine.table.file_names import new_file_id

@@ -13,8 +13,8 @@ from typing import TYPE_CHECKING, Any, NoReturn
 
 from engine import failpoints
 from engine.errors import ConcurrentWriteError, StorageError, WriteConflictError
-from engine.spark.errors import task_error_message, translate
-from engine.spark.jobs import job_group, stop_tasks
+from engine.runtime.errors import task_error_message, translate
+from engine.runtime.jobs import job_group, stop_tasks
 from engine.timeline.timeline import Timeline
 from engine.write import commit as commit_protocol
 

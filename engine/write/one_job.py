@@ -33,7 +33,7 @@ from engine.data.columns import FILE_ID_COL, KEY_COL, OP_COL, PART_COL, PREV_FIL
 from engine.index.base import Index, TagContext
 from engine.read.reader import slice_merge
 from engine.read.scan import scan_parallelism
-from engine.spark.jobs import job_group
+from engine.runtime.jobs import job_group
 from engine.write import local_batch as lb
 from engine.write.assign import assign_buckets
 from engine.write.operation import Operation, WriteResult

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from enum import StrEnum
 
-from engine.services.serial import Documented
+from engine.serial import Documented
 
 
 class Operation(StrEnum):

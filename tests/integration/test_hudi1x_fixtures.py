@@ -24,7 +24,7 @@ import pytest
 
 from engine import Table
 from engine.errors import UnsupportedFeatureError
-from engine.spark.errors import translate
+from engine.runtime.errors import translate
 from engine.table.meta_client import MetaClient
 from tests.support import hudi1x, hudi_rs
 from tests.support.tables import tree_bytes

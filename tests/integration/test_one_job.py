@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from engine import Table
-from engine.spark.jobs import job_group
+from engine.runtime.jobs import job_group
 from tests.support import hudi_rs
 from tests.support.tables import rows
 

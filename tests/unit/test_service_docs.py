@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import json
 
+from engine.serial import to_doc
 from engine.services.archive import ArchivePlan
 from engine.services.clean import CleanPlan, CleanResult
 from engine.services.repair import RepairReport
 from engine.services.restore import RestorePlan, RestoreResult
 from engine.services.rollback import IndexRevert, RollbackPlan, RollbackResult
 from engine.services.savepoint import Savepoint
-from engine.services.serial import to_doc
 from engine.timeline.instant import Action, Instant, State
 from engine.write.operation import Operation, WriteResult
 

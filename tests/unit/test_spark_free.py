@@ -30,9 +30,9 @@ SPARK_MODULES = {
     "engine.spark.datasource.service",
     "engine.spark.datasource.source",
     "engine.spark.datasource.writer",
-    "engine.spark.errors",
+    "engine.runtime.errors",
     "engine.spark.jvm_noise",  # pure itself, but its package `engine.spark` imports the session
-    "engine.spark.jobs",
+    "engine.runtime.jobs",
     "engine.spark.session",
     "engine.write.bucket_column",
     "engine.write.executor",

@@ -55,7 +55,7 @@ class StalePlanError(PlanError):
 def to_doc(value: Any) -> Any:
     """An engine plan or result as JSON-friendly data: its `to_dict()` (issue 10, step 0), or the
     engine's own conversion for plain values (lists of instants, a savepoint's time)."""
-    from engine.services.serial import to_doc as engine_doc
+    from engine.serial import to_doc as engine_doc
 
     to_dict = getattr(value, "to_dict", None)
     if callable(to_dict) and not isinstance(value, dict):
