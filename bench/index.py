@@ -284,7 +284,7 @@ def prepare_records(spark, table, path: str):
     from pyspark import StorageLevel
 
     from engine.data.columns import KEY_COL, PART_COL
-    from engine.write.keygen import KeySpec
+    from engine.keygen.keys import KeySpec
     from engine.write.prepare import partition_path_expr, record_key_expr
 
     spec = KeySpec.from_config(table.meta.config)

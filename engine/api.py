@@ -13,6 +13,7 @@ from engine.config.write_config import WriteConfig
 from engine.constants import TABLE_VERSION
 from engine.errors import InvalidConfigError, InvalidInputError, UnsupportedFeatureError
 from engine.index import index_for
+from engine.keygen.keys import KeySpec
 from engine.read import reader
 from engine.services.alter import AlterResult
 from engine.services.maintenance import Maintenance
@@ -26,7 +27,6 @@ from engine.table.meta_client import MetaClient
 from engine.table.schema_changes import Change
 from engine.timeline.timeline import Timeline
 from engine.write.executor import WriteJob
-from engine.write.keygen import KeySpec
 from engine.write.operation import Operation, WriteResult
 
 Progress = Callable[[str], None]

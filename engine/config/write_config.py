@@ -9,10 +9,10 @@ from engine.errors import InvalidConfigError
 
 MB = 1024 * 1024
 INDEX_OPTION_PREFIXES = ("hoodie.index.hbase.", "hoodie.record.index.")
-# the timestamp-based key generator's options (engine.write.timestamp_keys): they complete what a
+# the timestamp-based key generator's options (engine.keygen.timestamp): they complete what a
 # table's hoodie.properties lacks (Apache Hudi 0.x keeps only some of them there)
 KEYGEN_OPTION_PREFIX = "hoodie.keygen.timebased."
-# key generator options a write may give (engine.write.keygen.KeySpec): a CustomKeyGenerator table of
+# key generator options a write may give (engine.keygen.keys.KeySpec): a CustomKeyGenerator table of
 # version 6 keeps its partition fields without their types, so its writers name them; the rendering
 # of timestamp key values
 KEYGEN_WRITE_OPTIONS = frozenset({

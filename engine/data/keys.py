@@ -23,7 +23,7 @@ from engine.data.slice_reader import MergeMode, SliceFiles, slice_keys, slice_or
 from engine.storage import Storage
 
 if TYPE_CHECKING:
-    from engine.write.keygen import KeySpec
+    from engine.keygen.keys import KeySpec
 
 KEYS_SCHEMA = pa.schema(
     [
@@ -82,7 +82,7 @@ def _base_keys(storage: Storage, path: str, merge: SliceMerge | None, extra: pa.
     if merge is None or merge.virtual is None:
         fields = [pa.field(RECORD_KEY_COL, pa.string())] + ([extra] if extra is not None else [])
         return read_columns(storage, path, pa.schema(fields))
-    from engine.write.keygen import key_array
+    from engine.keygen.keys import key_array
 
     keys = key_array(merge.virtual, read_base_file(storage, path, columns=list(merge.virtual.record_key_fields)))
     if extra is None:

@@ -34,7 +34,7 @@ def slice_merge(meta: MetaClient, timeline, view) -> SliceMerge | None:
     and, for a table without meta fields, compute its keys (None when neither is needed)."""
     virtual = None
     if not meta.config.populate_meta_fields:  # no meta fields: keys come from the key fields
-        from engine.write.keygen import KeySpec
+        from engine.keygen.keys import KeySpec
 
         virtual = KeySpec.from_config(meta.config)
     elif not any(s.log_files for s in view.latest_slices()):

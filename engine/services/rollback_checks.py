@@ -222,8 +222,8 @@ def read_keys(meta: MetaClient, rel: str) -> pa.Table:
     if meta.config.populate_meta_fields:
         with meta.storage.open_input_file(rel) as f:
             return pq.read_table(f, columns=[RECORD_KEY_COL, PARTITION_PATH_COL, COMMIT_TIME_COL])
+    from engine.keygen.keys import KeySpec, key_array
     from engine.table.file_names import parse_base_file_name
-    from engine.write.keygen import KeySpec, key_array
 
     spec = KeySpec.from_config(meta.config)
     with meta.storage.open_input_file(rel) as f:

@@ -186,7 +186,7 @@ def _key_generator(
         raise InvalidConfigError(
             f"key generator {kind!r} cannot be chosen at creation: use 'TIMESTAMP' or 'CUSTOM' (the others follow from the fields)"
         )
-    from engine.write.timestamp_keys import TimestampKeySpec
+    from engine.keygen.timestamp import TimestampKeySpec
 
     props = dict(options or {})
     other = sorted(k for k in props if not k.startswith("hoodie.keygen.timebased."))

@@ -32,6 +32,7 @@ from engine.data.columns import FILE_ID_COL, KEY_COL, OP_COL, OP_UPSERT, PART_CO
 from engine.data.slice_reader import SliceFiles, merge_mode_for
 from engine.errors import EngineError, InvalidInputError
 from engine.index.base import Index, TagContext
+from engine.keygen.keys import KeySpec, check_auto_key_write
 from engine.read.reader import slice_merge
 from engine.read.scan import scan_parallelism
 from engine.runtime.errors import translate
@@ -56,7 +57,6 @@ from engine.write.bucket_column import bucket_column, needs_numbering
 from engine.write.existing import existing_files
 from engine.write.file_writer import BucketWrite, WriteContext
 from engine.write.index_rows import located_rows, replaced_key_rows
-from engine.write.keygen import KeySpec, check_auto_key_write
 from engine.write.log_writer import AppendContext
 from engine.write.operation import Operation, WriteResult
 from engine.write.planner import (

@@ -40,7 +40,7 @@ from engine.table.file_names import base_file_name, join_path
 from engine.table.internal_schema import without_versions
 
 if TYPE_CHECKING:
-    from engine.write.keygen import KeySpec
+    from engine.keygen.keys import KeySpec
 
 # what a table without meta fields leaves null in its files (Apache Hudi fills only the file name)
 VIRTUAL_NULL_COLUMNS = (COMMIT_TIME_COL, COMMIT_SEQNO_COL, RECORD_KEY_COL, PARTITION_PATH_COL)
@@ -159,7 +159,7 @@ def _stored(ctx: WriteContext, path: str) -> tuple[pa.Table, dict[bytes, bytes]]
     rows = conform(raw, ctx.schema, base_file_instant(path))
     if ctx.virtual is None:
         return rows, footer
-    from engine.write.keygen import key_array
+    from engine.keygen.keys import key_array
 
     index = rows.schema.get_field_index(RECORD_KEY_COL)
     return rows.set_column(index, rows.schema.field(index), key_array(ctx.virtual, rows)), footer

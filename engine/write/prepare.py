@@ -22,8 +22,8 @@ from engine.constants import (
 )
 from engine.data.columns import KEY_COL, OP_DELETE, OP_UPSERT, PART_COL
 from engine.data.slice_reader import IS_DELETED_COL
-from engine.write.key_values import texts
-from engine.write.keygen import AUTO_KEY, TIMESTAMP_PART, KeySpec, partition_paths
+from engine.keygen.keys import AUTO_KEY, TIMESTAMP_PART, KeySpec, partition_paths
+from engine.keygen.values import texts
 
 # batches up to this many records ship their keys to the driver and the index scan tasks (a few MB per million)
 BROADCAST_KEYS_LIMIT = 2_000_000
@@ -32,7 +32,7 @@ ORDER_COL = "__hoodie_order"  # arrival order of the input rows (in-batch ties: 
 
 def value_text_expr(name: str, kind: DataType, consistent_timestamps: bool = False) -> Column:
     """Column `name` (of Spark type `kind`) as text, as Apache Hudi renders key and partition
-    values (`engine.write.key_values`): Spark's cast where it prints the same (strings, integers,
+    values (`engine.keygen.values`): Spark's cast where it prints the same (strings, integers,
     booleans, floats, doubles, dates), else the rendering itself."""
     col = F.col(name)
     if isinstance(kind, TimestampType) and not consistent_timestamps:
@@ -78,7 +78,7 @@ def record_key_expr(spec: KeySpec, schema: StructType) -> Column:
 
 def partition_path_expr(spec: KeySpec, schema: StructType) -> Column:
     """The partition path column of the table's key generator, for input rows of `schema`: Spark
-    expressions for simple parts, the engine's own rendering (`engine.write.keygen.partition_paths`,
+    expressions for simple parts, the engine's own rendering (`engine.keygen.keys.partition_paths`,
     on Arrow batches) where a part is a time (timestamp-based or custom generators) or values are
     URL-encoded."""
     if not spec.partition_fields:

@@ -16,8 +16,8 @@ import pyarrow as pa
 from engine.constants import META_COLUMNS
 from engine.data.columns import INTERNAL_PREFIX
 from engine.errors import InvalidInputError, SchemaMismatchError
+from engine.keygen.keys import KeySpec
 from engine.table.schema import normalize_for_write
-from engine.write.keygen import KeySpec
 
 # Avro's promotions (Apache Hudi's schema compatibility): a value of the first type is read, without
 # loss of its meaning, as any of the second

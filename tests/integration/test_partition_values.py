@@ -1,5 +1,5 @@
 """Partition folders of typed, spaced and URL-encoded values (issue 32): named as Apache Hudi's
-upsert path names them (`engine.write.key_values`, `PartitionPathEncodeUtils`), so that an upsert
+upsert path names them (`engine.keygen.values`, `PartitionPathEncodeUtils`), so that an upsert
 of an existing key and a new key into an existing partition writes into that partition's folder,
 never a new folder spelled differently; and Hudi-written tables with typed partitions keep their
 folders through our upsert."""

@@ -1,4 +1,4 @@
-"""engine.write.key_values: key and partition values rendered as Apache Hudi renders them, against
+"""engine.keygen.values: key and partition values rendered as Apache Hudi renders them, against
 Java's output recorded from JDK 17 (`Double.toString`, `Float.toString`, `BigDecimal.toString`,
 `java.sql.Timestamp.toString` in UTC)."""
 
@@ -11,7 +11,7 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
-from engine.write.key_values import java_double, java_float, java_timestamp, texts
+from engine.keygen.values import java_double, java_float, java_timestamp, texts
 
 # value -> (Double.toString, Float.toString((float) value)), JDK 17
 JAVA_DOUBLES = {

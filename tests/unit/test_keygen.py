@@ -1,4 +1,4 @@
-"""engine.write.keygen: record keys and partition paths, checked against what Spark + Hudi wrote."""
+"""engine.keygen.keys: record keys and partition paths, checked against what Spark + Hudi wrote."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from engine.config.table_config import (
     TableConfig,
 )
 from engine.errors import InvalidInputError
-from engine.write.keygen import KeySpec, partition_path, record_key, value_to_string
+from engine.keygen.keys import KeySpec, partition_path, record_key, value_to_string
 from tests.support.samples import base_files, sample_table
 
 SIMPLE = KeySpec(record_key_fields=("id",), partition_fields=("city",))
@@ -214,7 +214,7 @@ def test_keys_match_what_hudi_wrote(name: str, unpacked: Path) -> None:
 def test_stored_keys_are_computed_from_the_key_fields_as_the_write_renders_them():
     import pyarrow as pa
 
-    from engine.write.keygen import key_array
+    from engine.keygen.keys import key_array
 
     rows = pa.table({"id": pa.array([3, None, 10], pa.int32()), "city": ["paris", "", None]})
     assert key_array(KeySpec(("id",), ("city",)), rows).to_pylist() == ["3", None, "10"]
@@ -229,7 +229,7 @@ def test_stored_keys_of_other_types_render_as_hudi_renders_them():
 
     import pyarrow as pa
 
-    from engine.write.keygen import key_array
+    from engine.keygen.keys import key_array
 
     assert key_array(KeySpec(("price",)), pa.table({"price": [1.5, 1e7]})).to_pylist() == ["1.5", "1.0E7"]
     assert key_array(KeySpec(("amount",)), pa.table({"amount": pa.array([Decimal("0.00")], pa.decimal128(5, 2))})).to_pylist() == ["0.00"]
@@ -250,7 +250,7 @@ def _custom(**extra):
 
 
 def test_custom_key_generator_partition_paths_and_keys():
-    from engine.write.keygen import partition_path, record_key
+    from engine.keygen.keys import partition_path, record_key
 
     spec = KeySpec.from_config(_custom())
     assert spec.partition_kinds == ("SIMPLE", "TIMESTAMP") and not spec.complex_keys
@@ -283,7 +283,7 @@ def test_a_version_6_custom_table_takes_its_types_from_the_writer():
 
 def test_url_encoded_partition_values_escape_as_hudi_does():
     from engine.config.table_config import TableConfig
-    from engine.write.keygen import escape_path_name, partition_path
+    from engine.keygen.keys import escape_path_name, partition_path
 
     # PartitionPathEncodeUtils.escapePathName: control characters, "#%'*/:=?\ DEL {[]^ as %XX (upper case)
     assert escape_path_name('a b:c/d%e=f?g#h"i\'j*k\\l{m[n]o^p\x7fq\x01r}s&t+u,v') == (
@@ -297,7 +297,7 @@ def test_url_encoded_partition_values_escape_as_hudi_does():
 def test_auto_generated_keys_need_the_meta_key_to_update():
     from engine.config.table_config import TableConfig
     from engine.errors import InvalidConfigError, InvalidInputError
-    from engine.write.keygen import check_auto_key_write
+    from engine.keygen.keys import check_auto_key_write
 
     spec = KeySpec.from_config(TableConfig(name="t", record_key_fields=(), partition_fields=("city",)))
     assert spec.auto and spec.fields == ("city",)
@@ -333,8 +333,8 @@ def test_a_task_names_new_records_of_auto_generated_keys():
     import pyarrow as pa
 
     from engine.data.columns import KEY_COL
+    from engine.keygen.keys import AUTO_KEY
     from engine.write.bulk_files import with_auto_keys
-    from engine.write.keygen import AUTO_KEY
 
     rows = pa.table({KEY_COL: [AUTO_KEY, AUTO_KEY, "20240101000000000_3_9"], "v": [1, 2, 3]})
     named = with_auto_keys(rows, "20260101000000000", 4)

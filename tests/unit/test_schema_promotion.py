@@ -7,7 +7,7 @@ import pyarrow as pa
 import pytest
 
 from engine.errors import SchemaMismatchError
-from engine.write.keygen import KeySpec
+from engine.keygen.keys import KeySpec
 from engine.write.schema_check import is_written_as, promote, resolve_write_schema
 
 SPEC = KeySpec(record_key_fields=("id",), partition_fields=("city",))

@@ -15,8 +15,8 @@ import pytest
 
 from engine.config.table_config import TIMESTAMP_KEYGEN, TableConfig
 from engine.errors import InvalidConfigError, InvalidInputError
-from engine.write.keygen import KeySpec, partition_path, record_key
-from engine.write.timestamp_keys import (
+from engine.keygen.keys import KeySpec, partition_path, record_key
+from engine.keygen.timestamp import (
     TimestampKeySpec,
     TimestampType,
     Token,

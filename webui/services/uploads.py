@@ -2,7 +2,7 @@
 table before any job exists, keep them as Parquet for the job runner.
 
 The checks are the engine's own (`engine.write.schema_check.resolve_write_schema`, the key
-rules of `engine.write.keygen`), run here on the Arrow schema so that a bad batch is refused
+rules of `engine.keygen.keys`), run here on the Arrow schema so that a bad batch is refused
 with a clear message at upload time and never becomes a job or a commit.
 """
 
@@ -22,10 +22,10 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from engine.errors import InvalidInputError, SchemaMismatchError
+from engine.keygen.keys import KeySpec
 from engine.table import internal_schema
 from engine.table.meta_client import MetaClient
 from engine.table.schema import without_meta_fields
-from engine.write.keygen import KeySpec
 from engine.write.schema_check import canonical_type, resolve_write_schema
 from webui.extensions import db
 from webui.models import TableEntry, Upload, User

@@ -1,6 +1,6 @@
 """Record keys and partition paths (pure), following Apache Hudi's key generators.
 
-- Simple key (one field): the value as text (`engine.write.key_values`); null or empty is an error.
+- Simple key (one field): the value as text (`engine.keygen.values`); null or empty is an error.
 - Complex key (`ComplexKeyGenerator`): `f1:v1,f2:v2`; a null part is `__null__`, an empty one
   `__empty__`; all parts null/empty is an error.
 - Auto-generated keys (a table naming no record key field, Apache Hudi 0.14+): the writer names
@@ -11,7 +11,7 @@
   `PartitionPathEncodeUtils.escapePathName` escapes it (before the `field=` prefix, after the
   default). Non-partitioned: "".
 - Timestamp-based (`TimestampBasedKeyGenerator`): a simple record key; the one partition field's
-  value read as a time and printed with the table's output date format (`engine.write.timestamp_keys`).
+  value read as a time and printed with the table's output date format (`engine.keygen.timestamp`).
 - Custom (`CustomKeyGenerator`): each partition field is SIMPLE or TIMESTAMP (`field:TYPE`), the
   TIMESTAMP ones printed as the timestamp-based generator prints them; the record key is simple
   for one key field, complex for more.
@@ -34,9 +34,9 @@ from engine.constants import (
     RECORD_KEY_COL,
 )
 from engine.errors import InvalidConfigError, InvalidInputError
-from engine.write import timestamp_keys
-from engine.write.key_values import CONSISTENT_TIMESTAMPS, texts
-from engine.write.timestamp_keys import TimestampKeySpec
+from engine.keygen import timestamp as timestamp_keys
+from engine.keygen.timestamp import TimestampKeySpec
+from engine.keygen.values import CONSISTENT_TIMESTAMPS, texts
 
 AUTO_KEY = "__hoodie_auto_key__"  # a new record of a table with auto-generated keys, before its task names it
 SIMPLE_PART = "SIMPLE"
@@ -173,7 +173,7 @@ def escape_path_names(values: pa.Array) -> pa.Array:
 
 
 def value_to_string(value: Any) -> str | None:
-    """How one key or partition value renders as text (`engine.write.key_values`)."""
+    """How one key or partition value renders as text (`engine.keygen.values`)."""
     if value is None:
         return None
     return str(texts(pa.array([value]))[0].as_py())

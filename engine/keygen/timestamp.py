@@ -18,7 +18,7 @@ UTC (the zone Hudi's docs and every fixture use). A null value is Hudi's default
 after the epoch (DATE_STRING: 1 ms after it, printed with the first input format and parsed back).
 Values that do not parse are an `InvalidInputError` (Hudi fails the write the same way).
 
-Patterns are Joda-Time's, as Hudi's (`engine.write.joda`): output formats print every Joda letter
+Patterns are Joda-Time's, as Hudi's (`engine.keygen.joda`): output formats print every Joda letter
 with a fixed rendering (`h`, `K`, `k`, `a`, `E`, `D`, `w`, `S`... with their widths); input
 formats read `yyyy yy MM dd HH mm ss SSS Z ZZ`. Quoted text (`'T'`, `''` for a quote) and any other
 non-letter is literal. Other letters are refused with `InvalidConfigError` naming them, when the
@@ -38,7 +38,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from engine.errors import InvalidConfigError, InvalidInputError
-from engine.write.joda import Token, finest_unit, format_time, parse_pattern, prints_offset
+from engine.keygen.joda import Token, finest_unit, format_time, parse_pattern, prints_offset
 
 PREFIX = "hoodie.keygen.timebased."
 OLD_PREFIX = "hoodie.deltastreamer.keygen.timebased."  # Hudi still reads the deprecated spelling
@@ -79,7 +79,7 @@ _TYPE_UNITS = {
     TimestampType.UNIX_TIMESTAMP: "SECONDS",
 }
 
-# ---- Joda patterns (engine.write.joda) -----------------------------------------------------------
+# ---- Joda patterns (engine.keygen.joda) -----------------------------------------------------------
 
 # (letter, count) -> regex for parsing input dates
 _INPUT_REGEX = {

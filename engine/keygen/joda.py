@@ -35,7 +35,7 @@ _DAYS = ("Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Su
 # every letter Joda's DateTimeFormat.parsePatternTo knows
 _JODA_LETTERS = frozenset("GCxyYMdahHkKmsSeEDwzZ")
 _PRINTED = _JODA_LETTERS - {"z"}
-# parsing: (letter, count) pairs (engine.write.timestamp_keys builds the regex)
+# parsing: (letter, count) pairs (engine.keygen.timestamp builds the regex)
 INPUT_FIELDS = frozenset({("y", 4), ("y", 2), ("M", 2), ("d", 2), ("H", 2), ("m", 2), ("s", 2), ("S", 3),
                           ("Z", 1), ("Z", 2)})
 
