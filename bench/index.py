@@ -283,7 +283,7 @@ def prepare_records(spark, table, path: str):
     """The batch as the executor prepares it: data columns + record key + partition path, cached."""
     from pyspark import StorageLevel
 
-    from engine.data.columns import KEY_COL, PART_COL
+    from engine.columns import KEY_COL, PART_COL
     from engine.keygen.keys import KeySpec
     from engine.write.prepare import partition_path_expr, record_key_expr
 

@@ -179,7 +179,7 @@ def table_cases(spark, rows: int, kind: str, batch_size: int, runs: int, compare
                 seed: int, progress: bool) -> dict:
     from pyspark.sql import functions as F
 
-    from engine.data.columns import KEY_COL
+    from engine.columns import KEY_COL
     from engine.index.record import RecordIndex, load_state
 
     layout = Layout(rows, DAYS, None, seed)

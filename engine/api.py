@@ -15,6 +15,7 @@ from engine.errors import InvalidConfigError, InvalidInputError, UnsupportedFeat
 from engine.index import index_for
 from engine.keygen.keys import KeySpec
 from engine.read import reader
+from engine.schema.changes import Change
 from engine.services.alter import AlterResult
 from engine.services.maintenance import Maintenance
 from engine.services.transaction import Transaction
@@ -24,7 +25,6 @@ from engine.table.commit_metadata import CommitMetadata
 from engine.table.create import DEFAULT_INDEX, new_table_config, require_writable, write_index
 from engine.table.fs_view import FileSystemView
 from engine.table.meta_client import MetaClient
-from engine.table.schema_changes import Change
 from engine.timeline.timeline import Timeline
 from engine.write.executor import WriteJob
 from engine.write.operation import Operation, WriteResult
@@ -128,7 +128,7 @@ class Table:
 
     def schema(self) -> pa.Schema | None:
         """The table's data schema (None before the first write)."""
-        from engine.table.internal_schema import without_versions
+        from engine.schema.internal import without_versions
 
         schema = self.meta.latest_schema()
         return without_versions(schema) if schema is not None else None
@@ -174,7 +174,7 @@ class Table:
         `rename={"fare": "amount"}`, `drop=["tip"]`, `types={"val": "long"}` (widening only), and
         `schema_changes.Move("amount", after="id")` style changes, applied in that order after any
         positional `changes`. Older files are read by column id. See the README, "Schema on read"."""
-        from engine.table.schema_changes import ChangeType, Drop, Rename, parse_type
+        from engine.schema.changes import ChangeType, Drop, Rename, parse_type
 
         todo: list[Change] = list(changes)
         todo += [Rename(old, new) for old, new in (rename or {}).items()]

@@ -68,7 +68,7 @@ class OrderedChanges(argparse.Action):
 
 
 def _change(kind: str, value: str):
-    from engine.table.schema_changes import ChangeType, Drop, Move, Rename, parse_type
+    from engine.schema.changes import ChangeType, Drop, Move, Rename, parse_type
 
     if kind == "drop":
         return Drop(value)

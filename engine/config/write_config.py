@@ -71,7 +71,7 @@ _KEYS: dict[str, tuple[str, type]] = {
     "hoodie.write.set.null.for.missing.columns": ("set_null_for_missing_columns", bool),
     "hoodie.datasource.write.reconcile.schema": ("reconcile_schema", bool),
     # schema on read: a write to a table without an internal schema starts one (ids for its
-    # columns, engine.table.internal_schema); tables that have one keep it up to date regardless
+    # columns, engine.schema.internal); tables that have one keep it up to date regardless
     "hoodie.schema.on.read.enable": ("schema_on_read", bool),
     # ours: plan a batch the driver can hold there and write it in one Spark job
     # (engine.write.one_job): auto (by Spark's size estimate of the input) | always | never

@@ -15,9 +15,9 @@ import pyarrow.parquet as pq
 
 from engine.constants import RECORD_KEY_COL
 from engine.errors import CorruptTableError, StorageError
+from engine.schema.internal import FILE_COLUMNS_KEY, file_columns, without_versions
 from engine.storage import Storage
 from engine.table.file_names import parse_base_file_name
-from engine.table.internal_schema import FILE_COLUMNS_KEY, file_columns, without_versions
 
 _T = TypeVar("_T")
 
@@ -26,7 +26,7 @@ def conform(table: pa.Table, schema: pa.Schema, instant: str | None = None) -> p
     """Select/cast `table` to `schema` by column name; absent columns become nulls. When `schema`
     carries the table's internal schema versions and the rows were written at `instant`, columns
     are matched by id instead (a renamed column is read under its old name; one dropped and added
-    again reads as nulls): :func:`engine.table.internal_schema.file_columns`."""
+    again reads as nulls): :func:`engine.schema.internal.file_columns`."""
     sources = file_columns(schema, instant)
     arrays = []
     for f in schema:

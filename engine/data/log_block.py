@@ -34,8 +34,8 @@ from engine.constants import META_COLUMNS
 from engine.data.base_file import conform
 from engine.data.delete_records import decode_delete_records, encode_delete_records
 from engine.errors import CorruptTableError, InvalidInputError, SchemaMismatchError
-from engine.table.internal_schema import file_columns, without_versions
-from engine.table.schema import avro_to_arrow
+from engine.schema.avro import avro_to_arrow
+from engine.schema.internal import file_columns, without_versions
 
 MAGIC = b"#HUDI#"
 

@@ -9,8 +9,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
+from engine.columns import FILE_ID_COL  # the column `tag_location` adds (re-exported)
 from engine.config.table_config import IndexType
-from engine.data.columns import FILE_ID_COL  # the column `tag_location` adds (re-exported)
 from engine.table.create import require_index_available
 
 if TYPE_CHECKING:

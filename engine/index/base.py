@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from engine.data.columns import EXISTING_PART_COL, FILE_ID_COL, PREV_FILE_ID_COL  # noqa: F401  (re-exported)
+from engine.columns import EXISTING_PART_COL, FILE_ID_COL, PREV_FILE_ID_COL  # noqa: F401  (re-exported)
 from engine.data.keys import ANY_PARTITION, ScanFile, SliceMerge
 from engine.table.fs_view import FileSystemView
 from engine.table.meta_client import MetaClient

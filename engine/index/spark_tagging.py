@@ -7,7 +7,7 @@ from pyspark.accumulators import AccumulatorParam
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
-from engine.data.columns import EXISTING_PART_COL, FILE_ID_COL, KEY_COL, PART_COL
+from engine.columns import EXISTING_PART_COL, FILE_ID_COL, KEY_COL, PART_COL
 from engine.data.keys import KEYS_SCHEMA
 
 

@@ -13,8 +13,8 @@ import pyarrow as pa
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
+from engine.columns import EXISTING_PART_COL, FILE_ID_COL, KEY_COL, PART_COL
 from engine.constants import META_COLUMNS
-from engine.data.columns import EXISTING_PART_COL, FILE_ID_COL, KEY_COL, PART_COL
 from engine.data.keys import ANY_PARTITION
 from engine.errors import IndexChangedError, InvalidInputError
 from engine.index.base import Index, TagContext

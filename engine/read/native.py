@@ -38,10 +38,10 @@ from engine.constants import COMMIT_TIME_COL
 from engine.data.base_file import base_file_instant
 from engine.data.keys import ScanFile
 from engine.errors import EngineError
+from engine.schema.avro import avro_to_arrow, with_meta_fields
+from engine.schema.internal import file_columns
 from engine.storage import Storage
-from engine.table.internal_schema import file_columns
 from engine.table.meta_client import MetaClient
-from engine.table.schema import avro_to_arrow, with_meta_fields
 from engine.timeline.timeline import Timeline
 
 _PLAIN_PATH = re.compile(r"/[A-Za-z0-9._\-=][A-Za-z0-9._\-=/]*")

@@ -16,9 +16,9 @@ import pyarrow.compute as pc
 from engine.constants import COMMIT_TIME_COL
 from engine.data.slice_reader import MergeMode, merge_mode_for
 from engine.errors import InstantNotFoundError, InvalidInputError, UnsupportedFeatureError
+from engine.schema.avro import with_meta_fields
 from engine.table.file_group import FileSlice
 from engine.table.meta_client import MetaClient
-from engine.table.schema import with_meta_fields
 from engine.timeline.instant import Instant, is_valid_instant_time
 from engine.timeline.timeline import CommittedInstants, Timeline
 

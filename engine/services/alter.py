@@ -6,10 +6,10 @@ COLUMN / DROP COLUMN / ALTER COLUMN ... TYPE / ... AFTER``) claims a ``commit`` 
 schema history to ``.hoodie/.schema/<instant>.schemacommit``, and completes the instant with
 ``extraMetadata`` {``schema``: the new Avro schema, ``latestSchema``: the new internal schema}.
 No data file is rewritten: files keep their columns and are read by column id
-(:mod:`engine.table.internal_schema`). The first alteration of a table records its schema before
+(:mod:`engine.schema.internal`). The first alteration of a table records its schema before
 the change as version 0 (covering every earlier file), as Apache Hudi does.
 
-Refused before anything is written (`SchemaChangeError`): see :mod:`engine.table.schema_changes`;
+Refused before anything is written (`SchemaChangeError`): see :mod:`engine.schema.changes`;
 also while a compaction or clustering is pending (its plan was made, and its files would be
 written, under the old names) and on table versions 8 and 9 (not built).
 """
@@ -23,11 +23,12 @@ import pyarrow as pa
 
 from engine.config.table_config import TableType
 from engine.errors import InvalidInputError, SchemaChangeError, SchemaMismatchError, UnsupportedFeatureError
-from engine.table import internal_schema, schema_history
+from engine.schema import internal as internal_schema
+from engine.schema.avro import arrow_to_avro, avro_to_json, without_meta_fields
+from engine.schema.changes import Change, apply_changes
+from engine.table import schema_history
 from engine.table.commit_metadata import CommitMetadata
 from engine.table.meta_client import MetaClient
-from engine.table.schema import arrow_to_avro, avro_to_json, without_meta_fields
-from engine.table.schema_changes import Change, apply_changes
 from engine.timeline.instant import Action, Instant, State
 from engine.timeline.lifecycle import claim_instant, complete_instant, transition_to_inflight
 from engine.write.conflicts import ALTER_SCHEMA  # the commit's operationType (Hudi's WriteOperationType)

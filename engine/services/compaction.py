@@ -37,8 +37,9 @@ from engine.data.log_block import BlockType
 from engine.data.log_file import read_log_blocks
 from engine.data.slice_reader import SliceFiles, merge_mode_for, read_slice
 from engine.errors import InstantNotFoundError, InvalidInputError
+from engine.schema import internal as internal_schema
+from engine.schema.avro import arrow_to_avro, avro_to_json, with_meta_fields
 from engine.serial import Documented
-from engine.table import internal_schema
 from engine.table.commit_metadata import CommitMetadata, WriteStat
 from engine.table.compaction_plan import (
     PLAN_MODEL,
@@ -51,7 +52,6 @@ from engine.table.file_names import base_file_name, join_path, parse_base_file_n
 from engine.table.heartbeat import Heartbeat, heartbeat_file
 from engine.table.meta_client import MetaClient
 from engine.table.ownership import FileOwnership
-from engine.table.schema import arrow_to_avro, avro_to_json, with_meta_fields
 from engine.timeline.instant import Action, Instant, State
 from engine.timeline.lifecycle import claim_instant, complete_instant
 from engine.timeline.timeline import CommittedInstants, Timeline

@@ -31,10 +31,10 @@ if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
 
     from engine.index.base import Index
+    from engine.schema.changes import Change
     from engine.services.alter import AlterResult
     from engine.services.compaction import CompactionResult
     from engine.table.compaction_plan import CompactionPlan
-    from engine.table.schema_changes import Change
 
 
 class Maintenance:

@@ -20,10 +20,10 @@ import pyarrow as pa
 
 from engine.constants import META_COLUMNS
 from engine.errors import ConcurrentWriteError, CorruptTableError, InstantNotFoundError, WriteConflictError
+from engine.schema.avro import avro_to_arrow
 from engine.table.clustering import pending_clustering
 from engine.table.compaction_plan import read_plan
 from engine.table.meta_client import MetaClient
-from engine.table.schema import avro_to_arrow
 from engine.timeline.instant import Action, Instant, State
 from engine.timeline.lifecycle import read_avro
 from engine.timeline.timeline import Timeline

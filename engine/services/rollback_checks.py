@@ -202,7 +202,7 @@ def _slice_keys(meta: MetaClient, timeline: Timeline, sl, keys: pa.Array) -> pa.
     """(record key, partition path, commit time) of the live records of a merge-on-read slice
     among `keys`, merged as readers merge it."""
     from engine.data.slice_reader import SliceFiles, merge_mode_for, read_slice
-    from engine.table.schema import with_meta_fields
+    from engine.schema.avro import with_meta_fields
     from engine.timeline.timeline import CommittedInstants
 
     schema = with_meta_fields(meta.latest_schema(timeline) or pa.schema([]))

@@ -143,8 +143,8 @@ class WriteGuard:
 def table_write_schema(meta: MetaClient, avro: str, instant: str, write_schema: pa.Schema) -> pa.Schema:
     """The table's schema `avro` as a write schema of `instant`: with the column ids of the table's
     internal schema when the write found one (schema on read), as `WriteJob._schema` makes it."""
-    from engine.table import internal_schema
-    from engine.table.schema import avro_to_arrow
+    from engine.schema import internal as internal_schema
+    from engine.schema.avro import avro_to_arrow
 
     schema = avro_to_arrow(avro)
     if internal_schema.FILE_COLUMNS_KEY in (write_schema.metadata or {}):

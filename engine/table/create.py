@@ -24,7 +24,7 @@ from engine.config.table_config import (
 from engine.config.table_features import write_problems
 from engine.constants import TABLE_VERSION
 from engine.errors import InvalidConfigError, InvalidInputError
-from engine.table.schema import arrow_to_create_schema, avro_to_json, normalize_for_write
+from engine.schema.avro import arrow_to_create_schema, avro_to_json, normalize_for_write
 
 PAYLOAD_CLASS = "hoodie.compaction.payload.class"
 DEFAULT_PAYLOAD = "org.apache.hudi.common.model.DefaultHoodieRecordPayload"  # event-time ordering

@@ -23,14 +23,15 @@ from engine.errors import (
     TableNotFoundError,
     UnsupportedTableVersionError,
 )
+from engine.schema import internal as internal_schema
+from engine.schema.avro import avro_to_arrow
 from engine.storage import Storage, storage_for
 from engine.storage.base import FileInfo
-from engine.table import internal_schema, schema_history
+from engine.table import schema_history
 from engine.table.commit_metadata import CommitMetadata
 from engine.table.file_names import partition_metadata
 from engine.table.fs_view import DataFile, FileSystemView
 from engine.table.ownership import is_below, nested_table_roots
-from engine.table.schema import avro_to_arrow
 from engine.timeline.instant import Action, Instant, State, next_instant_time
 from engine.timeline.layout import TimelineLayout, layout_for
 from engine.timeline.timeline import Timeline

@@ -4,13 +4,13 @@ Apache Hudi's ``FileBasedInternalSchemaStorageManager`` writes, for each commit 
 an internal schema, ``.hoodie/.schema/<instant>.schemacommit`` (after a ``.requested`` and an
 ``.inflight`` file) holding every version so far; a reader takes the newest such file whose
 instant is a completed commit (files of failed or rolled-back commits are ignored, and removed by
-the next commit). See :mod:`engine.table.internal_schema` for the content.
+the next commit). See :mod:`engine.schema.internal` for the content.
 """
 
 from __future__ import annotations
 
 from engine.errors import CorruptTableError
-from engine.table.internal_schema import (
+from engine.schema.internal import (
     SCHEMA_COMMIT,
     SCHEMA_FOLDER,
     InternalSchema,

@@ -19,7 +19,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from engine.data.columns import FILE_ID_COL, KEY_COL, PART_COL
+from engine.columns import FILE_ID_COL, KEY_COL, PART_COL
 from engine.write.planner import InsertRange
 
 PAIR_SEP = "\x00"  # file ids never contain it, so "partition \x00 file id" names one pair

@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from pyspark.sql import Column
 from pyspark.sql import functions as F
 
-from engine.data.columns import FILE_ID_COL, PART_COL
+from engine.columns import FILE_ID_COL, PART_COL
 from engine.write.assign import PAIR_SEP
 from engine.write.planner import InsertRange
 

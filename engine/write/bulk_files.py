@@ -17,7 +17,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from engine.data.columns import KEY_COL, OP_COL, OP_DELETE, PART_COL
+from engine.columns import KEY_COL, OP_COL, OP_DELETE, PART_COL
 from engine.keygen.keys import AUTO_KEY
 from engine.table.file_names import bulk_file_id
 from engine.table.meta_client import write_partition_metadata

@@ -39,7 +39,7 @@ from pyspark.sql import DataFrame
 from pyspark.sql.pandas.types import from_arrow_schema
 
 from engine import failpoints
-from engine.data.columns import PART_COL
+from engine.columns import PART_COL
 from engine.runtime.jobs import job_group
 from engine.table.file_names import new_file_id_stem, task_file_id_prefix, write_token
 from engine.timeline.instant import Action

@@ -15,7 +15,9 @@ import pyarrow as pa
 
 from engine import failpoints
 from engine.data.log_file import next_log_version
-from engine.table import failed_writes, internal_schema, schema_history
+from engine.schema import internal as internal_schema
+from engine.schema.avro import arrow_to_avro, avro_to_json, without_meta_fields
+from engine.table import failed_writes, schema_history
 from engine.table.clustering import REQUESTED_MODEL
 from engine.table.commit_metadata import CommitMetadata, WriteStat
 from engine.table.file_names import (
@@ -26,7 +28,6 @@ from engine.table.file_names import (
 )
 from engine.table.meta_client import MetaClient
 from engine.table.ownership import FileOwnership
-from engine.table.schema import arrow_to_avro, avro_to_json, without_meta_fields
 from engine.timeline.instant import Action, Instant, State
 from engine.timeline.lifecycle import (
     claim_instant,

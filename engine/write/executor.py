@@ -26,9 +26,9 @@ from pyspark.sql import functions as F
 from pyspark.sql.pandas.types import from_arrow_schema, to_arrow_schema
 
 from engine import failpoints
+from engine.columns import FILE_ID_COL, KEY_COL, OP_COL, OP_UPSERT, PART_COL
 from engine.config.table_config import TableType
 from engine.config.write_config import WriteConfig
-from engine.data.columns import FILE_ID_COL, KEY_COL, OP_COL, OP_UPSERT, PART_COL
 from engine.data.slice_reader import SliceFiles, merge_mode_for
 from engine.errors import EngineError, InvalidInputError
 from engine.index.base import Index, TagContext
@@ -37,18 +37,19 @@ from engine.read.reader import slice_merge
 from engine.read.scan import scan_parallelism
 from engine.runtime.errors import translate
 from engine.runtime.jobs import job_group
-from engine.table import internal_schema
-from engine.table.create import require_writable
-from engine.table.file_names import new_file_id
-from engine.table.fs_view import FileSystemView
-from engine.table.meta_client import MetaClient
-from engine.table.schema import (
+from engine.schema import internal as internal_schema
+from engine.schema.avro import (
     arrow_to_avro,
     avro_to_arrow,
     avro_to_json,
     avro_with_meta_fields,
     with_meta_fields,
 )
+from engine.schema.evolution import resolve_write_schema
+from engine.table.create import require_writable
+from engine.table.file_names import new_file_id
+from engine.table.fs_view import FileSystemView
+from engine.table.meta_client import MetaClient
 from engine.timeline.instant import Action
 from engine.timeline.timeline import CommittedInstants, Timeline
 from engine.write import bulk_stream, guarded, occ_keys, one_job
@@ -78,7 +79,6 @@ from engine.write.prepare import (
     record_key_expr,
     summarize,
 )
-from engine.write.schema_check import resolve_write_schema
 from engine.write.tagging import (
     MOVED_COL,
     STALE_COL,

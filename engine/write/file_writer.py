@@ -17,6 +17,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from engine import failpoints
+from engine.columns import KEY_COL, OP_COL, OP_DELETE, OP_UPSERT, PART_COL
 from engine.constants import (
     COMMIT_SEQNO_COL,
     COMMIT_TIME_COL,
@@ -28,16 +29,15 @@ from engine.constants import (
     RECORD_KEY_COL,
 )
 from engine.data.base_file import base_file_instant, conform, read_base_file
-from engine.data.columns import KEY_COL, OP_COL, OP_DELETE, OP_UPSERT, PART_COL
 from engine.index.bloom_filter import (
     bloom_filter_from_footer,
     build_for_keys,
     extended_for_keys,
     footer_entries,
 )
+from engine.schema.internal import without_versions
 from engine.storage import Storage
 from engine.table.file_names import base_file_name, join_path
-from engine.table.internal_schema import without_versions
 
 if TYPE_CHECKING:
     from engine.keygen.keys import KeySpec

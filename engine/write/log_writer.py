@@ -26,10 +26,10 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from engine import failpoints
+from engine.columns import KEY_COL, OP_COL, OP_DELETE, OP_UPSERT, PART_COL
 from engine.constants import (
     RECORD_KEY_COL,
 )
-from engine.data.columns import KEY_COL, OP_COL, OP_DELETE, OP_UPSERT, PART_COL
 from engine.data.log_block import encode_avro_data_block, encode_delete_block, encode_parquet_block
 from engine.data.log_file import next_log_version, write_log_file
 from engine.data.slice_reader import MergeMode, slice_keys, slice_ordering

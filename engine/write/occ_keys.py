@@ -18,7 +18,7 @@ import pyarrow.compute as pc
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
-from engine.data.columns import FILE_ID_COL, KEY_COL, OP_COL, OP_DELETE, PART_COL, PREV_FILE_ID_COL
+from engine.columns import FILE_ID_COL, KEY_COL, OP_COL, OP_DELETE, PART_COL, PREV_FILE_ID_COL
 from engine.errors import WriteConflictError
 from engine.index.base import Index, TagContext
 

@@ -14,13 +14,13 @@ from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 from pyspark.sql.types import BinaryType, DataType, DecimalType, StructType, TimestampType
 
+from engine.columns import KEY_COL, OP_DELETE, OP_UPSERT, PART_COL
 from engine.constants import (
     DEFAULT_PARTITION_PATH,
     EMPTY_RECORD_KEY_PLACEHOLDER,
     NULL_RECORD_KEY_PLACEHOLDER,
     RECORD_KEY_COL,
 )
-from engine.data.columns import KEY_COL, OP_DELETE, OP_UPSERT, PART_COL
 from engine.data.slice_reader import IS_DELETED_COL
 from engine.keygen.keys import AUTO_KEY, TIMESTAMP_PART, KeySpec, partition_paths
 from engine.keygen.values import texts

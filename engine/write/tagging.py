@@ -10,7 +10,7 @@ import pyarrow.compute as pc
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
-from engine.data.columns import (
+from engine.columns import (
     EXISTING_PART_COL,
     FILE_ID_COL,
     KEY_COL,

@@ -10,7 +10,7 @@ import pytest
 from pyspark.errors import PySparkException
 from pyspark.sql.utils import CapturedException
 
-from engine.data.columns import FILE_ID_COL, KEY_COL, PART_COL
+from engine.columns import FILE_ID_COL, KEY_COL, PART_COL
 from engine.write.assign import assign_buckets
 from engine.write.bucket_column import bucket_column, needs_numbering
 from engine.write.planner import InsertRange

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 import happybase
 import pytest
 
-from engine.data.columns import EXISTING_PART_COL, FILE_ID_COL, KEY_COL, OP_COL, PART_COL
+from engine.columns import EXISTING_PART_COL, FILE_ID_COL, KEY_COL, OP_COL, PART_COL
 from engine.errors import InvalidConfigError, StorageError
 from engine.index.base import TagContext
 from engine.index.hbase import (

@@ -14,7 +14,7 @@ import pytest
 
 from engine import Table
 from engine.errors import SchemaChangeError, SchemaMismatchError, UnsupportedFeatureError
-from engine.table.schema_changes import Move
+from engine.schema.changes import Move
 from tests.integration.test_schema_evolution import by_id, log_files, oracle, ours
 from tests.support.tables import tree_bytes, tree_dirs
 

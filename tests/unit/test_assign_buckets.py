@@ -8,7 +8,7 @@ import random
 import pyarrow as pa
 import pytest
 
-from engine.data.columns import FILE_ID_COL, KEY_COL, PART_COL
+from engine.columns import FILE_ID_COL, KEY_COL, PART_COL
 from engine.write.assign import assign_buckets
 from engine.write.planner import InsertRange, bucket_for_insert
 

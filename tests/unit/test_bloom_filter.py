@@ -19,13 +19,13 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
+from engine.columns import KEY_COL, OP_COL, PART_COL
 from engine.constants import (
     FOOTER_BLOOM_FILTER,
     FOOTER_BLOOM_FILTER_TYPE,
     META_COLUMNS,
     RECORD_KEY_COL,
 )
-from engine.data.columns import KEY_COL, OP_COL, PART_COL
 from engine.errors import CorruptTableError, InvalidInputError
 from engine.index.bloom_filter import (
     DynamicBloomFilter,

@@ -8,8 +8,8 @@ import pyarrow as pa
 import pytest
 
 from engine.errors import SchemaChangeError, SchemaMismatchError
-from engine.table import internal_schema as ins
-from engine.table.schema_changes import ChangeType, Drop, Move, Rename, apply_changes, parse_type
+from engine.schema import internal as ins
+from engine.schema.changes import ChangeType, Drop, Move, Rename, apply_changes, parse_type
 
 NESTED = pa.schema([
     ("a", pa.int32()), ("s", pa.struct([("x", pa.int32()), ("y", pa.string())])), ("l", pa.list_(pa.int64())),

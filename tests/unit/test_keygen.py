@@ -332,7 +332,7 @@ def test_a_table_without_meta_fields_writes_with_simple_indexes_only():
 def test_a_task_names_new_records_of_auto_generated_keys():
     import pyarrow as pa
 
-    from engine.data.columns import KEY_COL
+    from engine.columns import KEY_COL
     from engine.keygen.keys import AUTO_KEY
     from engine.write.bulk_files import with_auto_keys
 

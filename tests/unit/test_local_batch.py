@@ -11,7 +11,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from engine.data.columns import FILE_ID_COL, KEY_COL, OP_COL, OP_DELETE, OP_UPSERT, PART_COL
+from engine.columns import FILE_ID_COL, KEY_COL, OP_COL, OP_DELETE, OP_UPSERT, PART_COL
 from engine.data.keys import KEYS_SCHEMA
 from engine.index.bloom_filter import build_for_keys, extended_for_keys, footer_entries
 from engine.write import local_batch as lb

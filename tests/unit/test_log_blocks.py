@@ -19,8 +19,8 @@ from engine.constants import META_COLUMNS
 from engine.data import log_block as lb
 from engine.data.delete_records import KIND_TYPES, encode_delete_records
 from engine.errors import CorruptTableError, InvalidInputError
+from engine.schema.avro import arrow_to_avro, avro_to_json, avro_with_meta_fields, with_meta_fields
 from engine.table.meta_client import MetaClient
-from engine.table.schema import arrow_to_avro, avro_to_json, avro_with_meta_fields, with_meta_fields
 from tests.support import hudi_rs
 from tests.support.samples import sample_table
 

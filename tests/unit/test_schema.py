@@ -1,4 +1,4 @@
-"""engine.table.schema: Arrow <-> Avro, checked character for character against Spark + Hudi samples."""
+"""engine.schema.avro: Arrow <-> Avro, checked character for character against Spark + Hudi samples."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from engine.errors import SchemaMismatchError
-from engine.table.schema import (
+from engine.schema.avro import (
     META_FIELDS,
     arrow_to_avro,
     arrow_to_create_schema,

@@ -1,5 +1,5 @@
 """The pure rules of schema evolution on write: which input types are written as the table's type,
-which promote the table's column, and which are refused (engine.write.schema_check)."""
+which promote the table's column, and which are refused (engine.schema.evolution)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import pytest
 
 from engine.errors import SchemaMismatchError
 from engine.keygen.keys import KeySpec
-from engine.write.schema_check import is_written_as, promote, resolve_write_schema
+from engine.schema.evolution import is_written_as, promote, resolve_write_schema
 
 SPEC = KeySpec(record_key_fields=("id",), partition_fields=("city",))
 TABLE = pa.schema([("id", pa.string()), ("city", pa.string()), ("ts", pa.int64()), ("val", pa.int32())])

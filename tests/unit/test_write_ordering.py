@@ -8,8 +8,8 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from engine.columns import KEY_COL, OP_COL, PART_COL
 from engine.constants import META_COLUMNS, RECORD_KEY_COL
-from engine.data.columns import KEY_COL, OP_COL, PART_COL
 from engine.storage import storage_for
 from engine.write.file_writer import BucketWrite, WriteContext, write_bucket
 

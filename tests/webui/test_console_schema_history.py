@@ -7,8 +7,8 @@ import re
 
 import pyarrow as pa
 
+from engine.schema.changes import Move, Rename
 from engine.services.maintenance import Maintenance
-from engine.table.schema_changes import Move, Rename
 from tests.support import handmade
 from webui.services.schema_log import diff
 

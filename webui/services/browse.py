@@ -332,7 +332,7 @@ def commit_detail(snap: TableSnapshot, time: str) -> dict[str, Any]:
     doc["replaced"] = cm.partition_to_replace_file_ids or {}
     doc["extra"] = {k: v for k, v in cm.extra_metadata.items() if k != "schema"}
     if cm.schema:
-        from engine.table.schema import avro_to_arrow
+        from engine.schema.avro import avro_to_arrow
 
         try:
             doc["schema"] = [{"name": f.name, "type": str(f.type), "nullable": f.nullable} for f in avro_to_arrow(cm.schema)]

@@ -13,8 +13,8 @@ from typing import Any
 import pyarrow as pa
 
 from engine.errors import EngineError
-from engine.table.internal_schema import LATEST_SCHEMA_KEY, InternalSchema, search
-from engine.table.schema import META_FIELDS, avro_to_arrow
+from engine.schema.avro import META_FIELDS, avro_to_arrow
+from engine.schema.internal import LATEST_SCHEMA_KEY, InternalSchema, search
 from webui.services.snapshot import TableSnapshot
 
 __all__ = ["diff", "history"]

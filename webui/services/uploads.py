@@ -1,7 +1,7 @@
 """Uploaded batches: parse (CSV, JSON lines, Parquet) with pyarrow, check them against the
 table before any job exists, keep them as Parquet for the job runner.
 
-The checks are the engine's own (`engine.write.schema_check.resolve_write_schema`, the key
+The checks are the engine's own (`engine.schema.evolution.resolve_write_schema`, the key
 rules of `engine.keygen.keys`), run here on the Arrow schema so that a bad batch is refused
 with a clear message at upload time and never becomes a job or a commit.
 """
@@ -23,10 +23,10 @@ import pyarrow.parquet as pq
 
 from engine.errors import InvalidInputError, SchemaMismatchError
 from engine.keygen.keys import KeySpec
-from engine.table import internal_schema
+from engine.schema import internal as internal_schema
+from engine.schema.avro import without_meta_fields
+from engine.schema.evolution import canonical_type, resolve_write_schema
 from engine.table.meta_client import MetaClient
-from engine.table.schema import without_meta_fields
-from engine.write.schema_check import canonical_type, resolve_write_schema
 from webui.extensions import db
 from webui.models import TableEntry, Upload, User
 from webui.services.batch_files import UploadError, UploadLimits, read_batch, split_name

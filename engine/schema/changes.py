@@ -13,15 +13,14 @@ Pure: no Spark, no I/O.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 import pyarrow as pa
 
 from engine.errors import SchemaChangeError, SchemaMismatchError
-from engine.table.schema import META_FIELDS, normalize_for_write
-from engine.write.schema_check import promote
+from engine.schema.avro import META_FIELDS, normalize_for_write, type_from_name
+from engine.schema.evolution import promote
 
 __all__ = ["ChangeType", "Drop", "Move", "Rename", "apply_changes", "parse_type"]
 
@@ -75,24 +74,15 @@ Change = Rename | Drop | ChangeType | Move
 DELETE_MARKER = "_hoodie_is_deleted"  # a record with true here is a delete (older log blocks too)
 RESERVED_PREFIX = "__hoodie_"  # writes refuse input columns named so
 
-_TYPES = {
-    "int": pa.int32(), "integer": pa.int32(), "long": pa.int64(), "bigint": pa.int64(),
-    "float": pa.float32(), "double": pa.float64(), "string": pa.string(), "boolean": pa.bool_(),
-    "date": pa.date32(), "binary": pa.binary(),
-}
-_DECIMAL = re.compile(r"decimal\(\s*(\d+)\s*,\s*(\d+)\s*\)\Z")
-
-
 def parse_type(text: str) -> pa.DataType:
     """A column type as written on the command line: int, long, float, double, string, boolean,
-    date, binary, decimal(p,s)."""
-    t = text.strip().lower()
-    if t in _TYPES:
-        return _TYPES[t]
-    m = _DECIMAL.match(t)
-    if m:
-        return pa.decimal128(int(m[1]), int(m[2]))
-    raise SchemaChangeError(f"unknown column type {text!r} (int, long, float, double, string, boolean, date, binary, decimal(p,s))")
+    date, binary, decimal(p,s) (`engine.schema.avro.type_from_name`)."""
+    try:
+        return type_from_name(text)
+    except ValueError:
+        raise SchemaChangeError(
+            f"unknown column type {text!r} (int, long, float, double, string, boolean, date, binary, decimal(p,s))"
+        ) from None
 
 
 def apply_changes(

@@ -13,11 +13,11 @@ from __future__ import annotations
 
 import pyarrow as pa
 
+from engine.columns import INTERNAL_PREFIX
 from engine.constants import META_COLUMNS
-from engine.data.columns import INTERNAL_PREFIX
 from engine.errors import InvalidInputError, SchemaMismatchError
 from engine.keygen.keys import KeySpec
-from engine.table.schema import normalize_for_write
+from engine.schema.avro import normalize_for_write
 
 # Avro's promotions (Apache Hudi's schema compatibility): a value of the first type is read, without
 # loss of its meaning, as any of the second

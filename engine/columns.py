@@ -1,6 +1,6 @@
 """Internal column names the pipelines add to records (never written to files).
 
-Incoming data may not use the `__hoodie_` prefix (checked by `engine.write.schema_check`).
+Incoming data may not use the `__hoodie_` prefix (checked by `engine.schema.evolution`).
 """
 
 from __future__ import annotations

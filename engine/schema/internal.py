@@ -29,7 +29,7 @@ from typing import Any
 import pyarrow as pa
 
 from engine.errors import SchemaMismatchError
-from engine.table.schema import META_FIELDS, with_meta_fields
+from engine.schema.avro import META_FIELDS, type_name, with_meta_fields
 
 __all__ = [
     "FILE_COLUMNS_KEY",
@@ -111,29 +111,10 @@ class _Ids:
 
 def type_string(t: pa.DataType) -> str:
     """The JSON form of a primitive Arrow type as Apache Hudi's ``Type.toString`` writes it."""
-    if pa.types.is_boolean(t):
-        return "boolean"
-    if pa.types.is_integer(t):
-        return "long" if t.bit_width > 32 else "int"
-    if pa.types.is_float32(t) or pa.types.is_float16(t):
-        return "float"
-    if pa.types.is_float64(t):
-        return "double"
-    if pa.types.is_decimal(t):
-        return f"decimal({t.precision}, {t.scale})"
-    if pa.types.is_date(t):
-        return "date"
-    if pa.types.is_timestamp(t):
-        return "timestamp"
-    if pa.types.is_time(t):
-        return "time"
-    if pa.types.is_fixed_size_binary(t):
-        return f"fixed[{t.byte_width}]"
-    if pa.types.is_binary(t) or pa.types.is_large_binary(t):
-        return "binary"
-    if pa.types.is_string(t) or pa.types.is_large_string(t):
-        return "string"
-    raise SchemaMismatchError(f"type {t} has no internal schema form")
+    try:
+        return type_name(t)
+    except ValueError:
+        raise SchemaMismatchError(f"type {t} has no internal schema form") from None
 
 
 def _record(fields: Sequence[pa.Field], ids: _Ids, old: Mapping[str, dict[str, Any]] | None) -> list[dict[str, Any]]:

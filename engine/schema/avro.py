@@ -578,3 +578,52 @@ def _optional_types() -> Iterator[tuple[pa.DataType, pa.DataType]]:
 
 
 _WIDENED: dict[pa.DataType, pa.DataType] = dict(_optional_types())
+
+
+# --------------------------------------------------------------------------- type names
+# the primitive types by the names Apache Hudi's internal schema gives them (`Type.toString`),
+# and the SQL aliases a user may write (`hoodie alter --type`): one table for both directions
+_NAMED_TYPES: dict[str, pa.DataType] = {
+    "boolean": pa.bool_(), "int": pa.int32(), "integer": pa.int32(), "long": pa.int64(), "bigint": pa.int64(),
+    "float": pa.float32(), "double": pa.float64(), "string": pa.string(), "date": pa.date32(),
+    "binary": pa.binary(),
+}
+_DECIMAL_NAME = re.compile(r"decimal\(\s*(\d+)\s*,\s*(\d+)\s*\)\Z")
+
+
+def type_from_name(text: str) -> pa.DataType:
+    """The Arrow type of a primitive type name (`int`, `long`, `decimal(10,2)`...); ValueError otherwise."""
+    t = text.strip().lower()
+    if t in _NAMED_TYPES:
+        return _NAMED_TYPES[t]
+    m = _DECIMAL_NAME.match(t)
+    if m:
+        return pa.decimal128(int(m[1]), int(m[2]))
+    raise ValueError(f"unknown type name {text!r}")
+
+
+def type_name(t: pa.DataType) -> str:
+    """The name Apache Hudi's internal schema gives a primitive Arrow type; ValueError for others."""
+    if pa.types.is_boolean(t):
+        return "boolean"
+    if pa.types.is_integer(t):
+        return "long" if t.bit_width > 32 else "int"
+    if pa.types.is_float32(t) or pa.types.is_float16(t):
+        return "float"
+    if pa.types.is_float64(t):
+        return "double"
+    if pa.types.is_decimal(t):
+        return f"decimal({t.precision}, {t.scale})"
+    if pa.types.is_date(t):
+        return "date"
+    if pa.types.is_timestamp(t):
+        return "timestamp"
+    if pa.types.is_time(t):
+        return "time"
+    if pa.types.is_fixed_size_binary(t):
+        return f"fixed[{t.byte_width}]"
+    if pa.types.is_binary(t) or pa.types.is_large_binary(t):
+        return "binary"
+    if pa.types.is_string(t) or pa.types.is_large_string(t):
+        return "string"
+    raise ValueError(f"type {t} has no name")
