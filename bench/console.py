@@ -95,15 +95,15 @@ MOR_URLS = [
 
 def build_mor_table(path: Path, instants: int, groups: int, partitions: int = 100) -> list[str]:
     """A MERGE_ON_READ table by hand (see the module docstring); returns its instant times."""
+    from engine.data.file_names import base_file_name, log_file_name, new_file_id
     from engine.schema.avro import arrow_to_avro, avro_to_json
     from engine.services.compaction import plan_compaction
     from engine.storage import storage_for
-    from engine.table.commit_metadata import CommitMetadata, WriteStat
     from engine.table.compaction_plan import PLAN_MODEL, CompactionPlan
     from engine.table.create import new_table_config
-    from engine.table.file_names import base_file_name, log_file_name, new_file_id
     from engine.table.meta_client import MetaClient
     from engine.timeline import avro_models
+    from engine.timeline.commit_metadata import CommitMetadata, WriteStat
     from engine.timeline.instant import format_instant_time
 
     marker = path / ".bench-complete"

@@ -67,7 +67,7 @@ from engine.index.record_files import (  # noqa: E402
     resolve_state,
     write_entries,
 )
-from engine.index.record_hash import DEFAULT_BUCKETS, buckets_of, java_hash_array  # noqa: E402
+from engine.keygen.record_hash import DEFAULT_BUCKETS, buckets_of, java_hash_array  # noqa: E402
 from engine.storage import storage_for  # noqa: E402
 
 COMMITS = 10

@@ -21,10 +21,10 @@ from engine.services.maintenance import Maintenance
 from engine.services.transaction import Transaction
 from engine.storage import Storage, storage_for
 from engine.table import upgrade
-from engine.table.commit_metadata import CommitMetadata
 from engine.table.create import DEFAULT_INDEX, new_table_config, require_writable, write_index
 from engine.table.fs_view import FileSystemView
 from engine.table.meta_client import MetaClient
+from engine.timeline.commit_metadata import CommitMetadata
 from engine.timeline.timeline import Timeline
 from engine.write.executor import WriteJob
 from engine.write.operation import Operation, WriteResult

@@ -1,4 +1,4 @@
-"""On-disk names of the Apache Hudi v6 layout, in one place."""
+"""On-disk names of Apache Hudi's table layout (and this engine's additions to it), in one place."""
 
 from __future__ import annotations
 
@@ -8,8 +8,17 @@ PARTITION_METADATA_FILE = ".hoodie_partition_metadata"
 ARCHIVED_FOLDER = "archived"
 TEMP_FOLDER = ".temp"
 HEARTBEAT_FOLDER = ".heartbeat"
-# Our single-writer table lock (engine.table.lock); Hudi readers ignore sub-folders of .hoodie.
+# Our single-writer table lock (engine.transaction.lock); Hudi readers ignore sub-folders of .hoodie.
 LOCK_FOLDER = ".lock"
+HEARTBEAT_DIR = f"{METAFOLDER}/{HEARTBEAT_FOLDER}"
+
+
+def heartbeat_file(instant: str) -> str:
+    """The heartbeat file of a write or service of `instant` (Apache Hudi's
+    `.hoodie/.heartbeat/<instant>`); ValueError for a name that is no instant."""
+    if not instant or "/" in instant:
+        raise ValueError(f"not an instant time: {instant!r}")
+    return f"{HEARTBEAT_DIR}/{instant}"
 
 COMMIT_TIME_COL = "_hoodie_commit_time"
 COMMIT_SEQNO_COL = "_hoodie_commit_seqno"

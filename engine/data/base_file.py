@@ -14,10 +14,10 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from engine.constants import RECORD_KEY_COL
+from engine.data.file_names import parse_base_file_name
 from engine.errors import CorruptTableError, StorageError
 from engine.schema.internal import FILE_COLUMNS_KEY, file_columns, without_versions
 from engine.storage import Storage
-from engine.table.file_names import parse_base_file_name
 
 _T = TypeVar("_T")
 
@@ -58,7 +58,11 @@ def read_base_file(storage: Storage, path: str, columns: list[str] | None = None
 
 
 def read_columns(
-    storage: Storage, path: str, schema: pa.Schema, keys: pa.Array | None = None, key_column: str = RECORD_KEY_COL
+    storage: Storage,
+    path: str,
+    schema: pa.Schema,
+    keys: pa.Array | None = None,
+    key_column: str = RECORD_KEY_COL,
 ) -> pa.Table:
     """The columns of `schema` from a base file, conformed to it: the file's other columns are not
     read, and a column the file lacks (written before it was added) comes back as nulls. With
@@ -67,7 +71,9 @@ def read_columns(
 
     if keys is None:
         return _read(storage, path, schema)
-    return _read(storage, path, schema, pc.field(key_column).isin(keys), {key_column}, lacking_gives_all=False)
+    return _read(
+        storage, path, schema, pc.field(key_column).isin(keys), {key_column}, lacking_gives_all=False
+    )
 
 
 def read_filtered(
@@ -80,8 +86,12 @@ def read_filtered(
 
 
 def _read(
-    storage: Storage, path: str, schema: pa.Schema, expr: pc.Expression | None = None,
-    expr_columns: set[str] | None = None, lacking_gives_all: bool = True,
+    storage: Storage,
+    path: str,
+    schema: pa.Schema,
+    expr: pc.Expression | None = None,
+    expr_columns: set[str] | None = None,
+    lacking_gives_all: bool = True,
 ) -> pa.Table:
     instant = base_file_instant(path)
     sources = file_columns(schema, instant)
@@ -96,7 +106,11 @@ def _read(
             columns = [s for c in schema.names if (s := sources.get(c, c)) is not None and s in stored]
             present = {c for c in schema.names if sources.get(c, c) == c and c in stored}
         if expr is not None and not (expr_columns or set()) <= present:
-            return pf.read(columns=columns) if lacking_gives_all else pf.schema_arrow.empty_table().select(columns)
+            return (
+                pf.read(columns=columns)
+                if lacking_gives_all
+                else pf.schema_arrow.empty_table().select(columns)
+            )
         if expr is None:
             return pf.read(columns=columns)
         return pq.read_table(f, columns=columns, filters=expr)

@@ -30,8 +30,18 @@ DELETE_BLOCK_VERSION = 3
 
 # orderingVal union branch -> kind (the wrapper's name, snake case); index 0 is the null branch
 ORDERING_KINDS: tuple[str, ...] = (
-    "null", "boolean", "int", "long", "float", "double", "bytes", "string",
-    "date", "decimal", "time_micros", "timestamp_micros",
+    "null",
+    "boolean",
+    "int",
+    "long",
+    "float",
+    "double",
+    "bytes",
+    "string",
+    "date",
+    "decimal",
+    "time_micros",
+    "timestamp_micros",
 )
 _BRANCH = {kind: i for i, kind in enumerate(ORDERING_KINDS)}
 DECIMAL_WRAPPER_SCALE = 15
@@ -205,7 +215,7 @@ class _Reader:
     def raw(self, n: int) -> bytes:
         if n < 0 or self.pos + n > self.end:
             raise ValueError(f"delete records end early at content byte {self.pos} (needs {n} bytes)")
-        chunk = self.data[self.pos:self.pos + n]
+        chunk = self.data[self.pos : self.pos + n]
         self.pos += n
         return chunk
 
@@ -306,8 +316,10 @@ def decode_delete_records(content: bytes) -> pa.Table:
         kind = present.pop()
         ordering = _typed(kind, values)
     else:
-        ordering = pa.array([None if v is None else (v.hex() if isinstance(v, bytes) else str(v)) for v in values],
-                            pa.string())
+        ordering = pa.array(
+            [None if v is None else (v.hex() if isinstance(v, bytes) else str(v)) for v in values],
+            pa.string(),
+        )
     return pa.table(
         [pa.array(keys, pa.string()), pa.array(parts, pa.string()), pa.array(kinds, pa.string()), ordering],
         names=["key", "partition", "ordering_kind", "ordering"],

@@ -80,11 +80,11 @@ def _protobuf_fields(data: bytes) -> dict[int, int | bytes]:
             length, pos = _varint(data, pos)
             if pos + length > len(data):
                 raise ValueError(f"protobuf field {number} runs past the end of the trailer")
-            fields[number], pos = data[pos:pos + length], pos + length
+            fields[number], pos = data[pos : pos + length], pos + length
         elif wire == 1:
-            fields[number], pos = int.from_bytes(data[pos:pos + 8], "little"), pos + 8
+            fields[number], pos = int.from_bytes(data[pos : pos + 8], "little"), pos + 8
         elif wire == 5:
-            fields[number], pos = int.from_bytes(data[pos:pos + 4], "little"), pos + 4
+            fields[number], pos = int.from_bytes(data[pos : pos + 4], "little"), pos + 4
         else:
             raise ValueError(f"protobuf wire type {wire} (field {number}) in the trailer")
     return fields
@@ -95,7 +95,7 @@ def read_trailer(data: bytes) -> Trailer:
     if len(data) < TRAILER_SIZE:
         raise ValueError(f"{len(data)} bytes: too short for an HFile trailer ({TRAILER_SIZE} bytes)")
     trailer = data[-TRAILER_SIZE:]
-    if trailer[:len(TRAILER_MAGIC)] != TRAILER_MAGIC:
+    if trailer[: len(TRAILER_MAGIC)] != TRAILER_MAGIC:
         raise ValueError(f"no HFile trailer magic at {len(data) - TRAILER_SIZE}")
     major = int.from_bytes(trailer[-3:], "big")
     if major != 3:
@@ -103,7 +103,7 @@ def read_trailer(data: bytes) -> Trailer:
     length, start = _varint(trailer, len(TRAILER_MAGIC))
     if start + length > TRAILER_SIZE - 4:
         raise ValueError("the HFile trailer's protobuf runs past the trailer")
-    fields = _protobuf_fields(trailer[start:start + length])
+    fields = _protobuf_fields(trailer[start : start + length])
 
     def number(n: int, default: int = 0) -> int:
         value = fields.get(n, default)
@@ -149,12 +149,14 @@ def _cells(block: bytes, offset: int) -> list[tuple[bytes, bytes]]:
         value_at = key_at + key_length
         end = value_at + value_length
         if key_length < 12 or value_length < 0 or end > len(block):
-            raise ValueError(f"HFile block at {offset}: cell at {pos} (key {key_length}, value {value_length} bytes) "
-                             f"runs past the block ({len(block)} bytes)")
+            raise ValueError(
+                f"HFile block at {offset}: cell at {pos} (key {key_length}, value {value_length} bytes) "
+                f"runs past the block ({len(block)} bytes)"
+            )
         (row_length,) = struct.unpack_from(">h", block, key_at)
         if row_length < 0 or 2 + row_length > key_length:
             raise ValueError(f"HFile block at {offset}: cell at {pos} has a row of {row_length} bytes")
-        row = block[key_at + 2:key_at + 2 + row_length]
+        row = block[key_at + 2 : key_at + 2 + row_length]
         if end >= len(block):
             raise ValueError(f"HFile block at {offset}: cell at {pos} has no memstore timestamp")
         cells.append((row, block[value_at:end]))
@@ -172,25 +174,39 @@ def read_hfile_cells(data: bytes) -> list[tuple[bytes, bytes]]:
     end_of_data = len(data) - TRAILER_SIZE
     while offset <= trailer.last_data_block_offset:
         if offset + BLOCK_HEADER_SIZE > end_of_data:
-            raise ValueError(f"HFile block at {offset}: header runs past the data section ({end_of_data} bytes)")
-        magic = data[offset:offset + 8]
+            raise ValueError(
+                f"HFile block at {offset}: header runs past the data section ({end_of_data} bytes)"
+            )
+        magic = data[offset : offset + 8]
         on_disk, uncompressed, _prev, _checksum_type, _per_checksum, data_with_header = struct.unpack_from(
-            ">iiqbii", data, offset + 8)
-        if magic in INLINE_BLOCK_MAGICS and 0 <= on_disk and offset + BLOCK_HEADER_SIZE + on_disk <= end_of_data:
+            ">iiqbii", data, offset + 8
+        )
+        if (
+            magic in INLINE_BLOCK_MAGICS
+            and 0 <= on_disk
+            and offset + BLOCK_HEADER_SIZE + on_disk <= end_of_data
+        ):
             offset += BLOCK_HEADER_SIZE + on_disk  # a leaf index or bloom chunk among the data blocks
             continue
         if magic != DATA_BLOCK_MAGIC:
             if magic == b"DATABLKE":
                 raise UnsupportedHFileError(f"HFile block at {offset}: an encoded data block (DATABLKE)")
             raise ValueError(f"HFile block at {offset}: magic {magic!r}, not a data block")
-        if on_disk < 0 or offset + BLOCK_HEADER_SIZE + on_disk > end_of_data or not (
-                BLOCK_HEADER_SIZE <= data_with_header <= BLOCK_HEADER_SIZE + on_disk):
-            raise ValueError(f"HFile block at {offset}: sizes {on_disk}/{data_with_header} do not fit the file")
-        raw = data[offset + BLOCK_HEADER_SIZE:offset + data_with_header]
+        if (
+            on_disk < 0
+            or offset + BLOCK_HEADER_SIZE + on_disk > end_of_data
+            or not (BLOCK_HEADER_SIZE <= data_with_header <= BLOCK_HEADER_SIZE + on_disk)
+        ):
+            raise ValueError(
+                f"HFile block at {offset}: sizes {on_disk}/{data_with_header} do not fit the file"
+            )
+        raw = data[offset + BLOCK_HEADER_SIZE : offset + data_with_header]
         cells.extend(_cells(_decompress(raw, trailer.compression_codec, uncompressed, offset), offset))
         offset += BLOCK_HEADER_SIZE + on_disk
     if len(cells) != trailer.entry_count:
-        raise ValueError(f"HFile has {len(cells)} cells in its data blocks, its trailer says {trailer.entry_count}")
+        raise ValueError(
+            f"HFile has {len(cells)} cells in its data blocks, its trailer says {trailer.entry_count}"
+        )
     return cells
 
 

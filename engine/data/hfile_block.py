@@ -40,7 +40,9 @@ def decode_hfile_content(block: LogBlock) -> list[dict[str, Any]]:
         try:
             record: Any = fastavro.schemaless_reader(io.BytesIO(value), writer_schema, None)
         except Exception as exc:
-            raise CorruptTableError(f"{where}: HFILE record {i} does not decode: {type(exc).__name__}: {exc}") from exc
+            raise CorruptTableError(
+                f"{where}: HFILE record {i} does not decode: {type(exc).__name__}: {exc}"
+            ) from exc
         if isinstance(record, dict) and record.get(KEY_FIELD) == "":
             try:
                 record[KEY_FIELD] = key.decode("utf-8")

@@ -2,7 +2,7 @@
 and their stored ordering values.
 
 The building block of the SIMPLE and BLOOM lookups and of the writer's event-time checks (run
-inside Spark tasks by `engine.read.scan` and `engine.index.bloom`), kept free of Spark. A
+inside Spark tasks by `engine.data.scan` and `engine.index.bloom`), kept free of Spark. A
 copy-on-write slice is its base file; a merge-on-read slice with log files is read merged
 (`engine.data.slice_reader`), so a key deleted in a log is not there and one updated in a log
 has its new ordering value.
@@ -49,7 +49,7 @@ class ScanFile:
 
     @classmethod
     def of_slice(cls, file_slice) -> ScanFile:
-        """The ScanFile of a `FileSlice` (engine.table.file_group)."""
+        """The ScanFile of a `FileSlice` (engine.data.file_group)."""
         base = file_slice.base_file
         return cls(
             base.path if base is not None else None,
@@ -76,7 +76,9 @@ class SliceMerge:
     virtual: KeySpec | None = None
 
 
-def _base_keys(storage: Storage, path: str, merge: SliceMerge | None, extra: pa.Field | None = None) -> pa.Table:
+def _base_keys(
+    storage: Storage, path: str, merge: SliceMerge | None, extra: pa.Field | None = None
+) -> pa.Table:
     """(`_hoodie_record_key`[, extra]) of a base file's rows; computed from the key fields when
     the table has no meta fields."""
     if merge is None or merge.virtual is None:
@@ -84,7 +86,9 @@ def _base_keys(storage: Storage, path: str, merge: SliceMerge | None, extra: pa.
         return read_columns(storage, path, pa.schema(fields))
     from engine.keygen.keys import key_array
 
-    keys = key_array(merge.virtual, read_base_file(storage, path, columns=list(merge.virtual.record_key_fields)))
+    keys = key_array(
+        merge.virtual, read_base_file(storage, path, columns=list(merge.virtual.record_key_fields))
+    )
     if extra is None:
         return pa.table([keys], names=[RECORD_KEY_COL])
     ordering = read_columns(storage, path, pa.schema([extra])).column(0)
@@ -131,9 +135,13 @@ def file_ordering(
     partition, file_id = file.partition, file.file_id
     if file.log_paths:
         assert merge is not None, "a slice with log files needs its merge context"
-        found = slice_ordering(storage, file.slice_files, field, mode=merge.mode, is_committed=merge.committed, keys=keys)
-        table = pa.table([found.column("key").cast(pa.string()), found.column("value").cast(field.type)],
-                         names=[RECORD_KEY_COL, field.name])
+        found = slice_ordering(
+            storage, file.slice_files, field, mode=merge.mode, is_committed=merge.committed, keys=keys
+        )
+        table = pa.table(
+            [found.column("key").cast(pa.string()), found.column("value").cast(field.type)],
+            names=[RECORD_KEY_COL, field.name],
+        )
     elif file.path is None:
         table = pa.schema([pa.field(RECORD_KEY_COL, pa.string()), field]).empty_table()
     else:
@@ -179,7 +187,11 @@ def live_keys(
     if file.log_paths:
         assert merge is not None, "a slice with log files needs its merge context"
         keys = slice_keys(
-            storage, file.slice_files, mode=merge.mode, is_committed=merge.committed, keys=candidates,
+            storage,
+            file.slice_files,
+            mode=merge.mode,
+            is_committed=merge.committed,
+            keys=candidates,
             ordering=merge.ordering,
         )
         return keys.cast(pa.string())

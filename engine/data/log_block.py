@@ -104,7 +104,9 @@ class LogBlock:
             fields = json.loads(self.header[HeaderKey.SCHEMA])["fields"]
             return [str(f["name"]) for f in fields]
         except (KeyError, TypeError, ValueError) as exc:
-            raise CorruptTableError(f"log block at offset {self.offset}: no record SCHEMA header ({exc})") from exc
+            raise CorruptTableError(
+                f"log block at offset {self.offset}: no record SCHEMA header ({exc})"
+            ) from exc
 
 
 def _metadata_bytes(entries: Mapping[int, str]) -> bytes:
@@ -116,16 +118,19 @@ def _metadata_bytes(entries: Mapping[int, str]) -> bytes:
     return b"".join(out)
 
 
-def encode_log_block(block_type: int, header: Mapping[int, str], content: bytes,
-                     footer: Mapping[int, str] | None = None) -> bytes:
+def encode_log_block(
+    block_type: int, header: Mapping[int, str], content: bytes, footer: Mapping[int, str] | None = None
+) -> bytes:
     """One log block in Hudi's format version 1 (HoodieLogFormatWriter.appendBlocks)."""
-    body = b"".join([
-        struct.pack(">ii", LOG_FORMAT_VERSION, block_type),
-        _metadata_bytes(header),
-        struct.pack(">q", len(content)),
-        content,
-        _metadata_bytes(footer or {}),
-    ])
+    body = b"".join(
+        [
+            struct.pack(">ii", LOG_FORMAT_VERSION, block_type),
+            _metadata_bytes(header),
+            struct.pack(">q", len(content)),
+            content,
+            _metadata_bytes(footer or {}),
+        ]
+    )
     rest_length = len(body) + 8  # the trailing size field is counted here...
     written = len(MAGIC) + 8 + len(body)  # ...but not in itself: it is the bytes written before it
     return MAGIC + struct.pack(">q", rest_length) + body + struct.pack(">q", written)
@@ -141,7 +146,7 @@ class _Cursor:
                 f"log block at offset {self.block_offset}: truncated {what} "
                 f"(needs {n} bytes at {self.pos}, block ends at {self.end})"
             )
-        chunk = self.data[self.pos:self.pos + n]
+        chunk = self.data[self.pos : self.pos + n]
         self.pos += n
         return chunk
 
@@ -202,7 +207,7 @@ def decode_log_blocks(data: bytes) -> list[LogBlock]:
     blocks: list[LogBlock] = []
     pos = 0
     while pos < len(data):
-        if data[pos:pos + len(MAGIC)] != MAGIC:
+        if data[pos : pos + len(MAGIC)] != MAGIC:
             raise CorruptTableError(f"log block at offset {pos}: missing {MAGIC!r} magic")
         block, pos = _decode_block(data, pos)
         blocks.append(block)
@@ -248,9 +253,9 @@ def scan_log_blocks(data: bytes) -> tuple[list[LogBlock], list[tuple[int, str]]]
     skipped: list[tuple[int, str]] = []
     pos = 0
     while len(data) - pos >= len(MAGIC):
-        if data[pos:pos + len(MAGIC)] != MAGIC:
+        if data[pos : pos + len(MAGIC)] != MAGIC:
             raise CorruptTableError(f"log block at offset {pos}: missing {MAGIC!r} magic")
-        reason = corrupt_reason(lambda n, at: data[at:at + n], len(data), pos)
+        reason = corrupt_reason(lambda n, at: data[at : at + n], len(data), pos)
         if reason is None:
             block, pos = _decode_block(data, pos)
             blocks.append(block)
@@ -269,9 +274,9 @@ def decode_block_head(data: bytes, offset: int = 0) -> tuple[int, int, dict[int,
     only names it in errors."""
     if len(data) < len(MAGIC) + 8:
         return None
-    if data[:len(MAGIC)] != MAGIC:
+    if data[: len(MAGIC)] != MAGIC:
         raise CorruptTableError(f"log block at offset {offset}: missing {MAGIC!r} magic")
-    (rest_length,) = struct.unpack(">q", data[len(MAGIC):len(MAGIC) + 8])
+    (rest_length,) = struct.unpack(">q", data[len(MAGIC) : len(MAGIC) + 8])
     if rest_length < 8:
         raise CorruptTableError(f"log block at offset {offset}: bad block length {rest_length}")
     total = len(MAGIC) + 8 + rest_length
@@ -320,7 +325,9 @@ def decode_avro_content(block: LogBlock, reader_schema: Any | None = None) -> li
     cur = _Cursor(block.content, 0, len(block.content), block.offset)
     version = cur.int32("avro block version")
     if version != AVRO_BLOCK_VERSION:
-        raise CorruptTableError(f"log block at offset {block.offset}: unsupported AVRO block version {version}")
+        raise CorruptTableError(
+            f"log block at offset {block.offset}: unsupported AVRO block version {version}"
+        )
     count = cur.int32("record count")
     records: list[dict[str, Any]] = []
     for i in range(count):
@@ -333,7 +340,9 @@ def decode_avro_content(block: LogBlock, reader_schema: Any | None = None) -> li
             ) from exc
         records.append(record)  # type: ignore[arg-type]
     if cur.pos != len(block.content):
-        raise CorruptTableError(f"log block at offset {block.offset}: {len(block.content) - cur.pos} stray content bytes")
+        raise CorruptTableError(
+            f"log block at offset {block.offset}: {len(block.content) - cur.pos} stray content bytes"
+        )
     return records
 
 
@@ -387,7 +396,9 @@ def decode_delete_block(block: LogBlock) -> pa.Table:
     every row shares one wrapper kind). Kryo blocks (versions 1, 2) raise CorruptTableError.
     """
     if block.block_type != BlockType.DELETE:
-        raise CorruptTableError(f"log block at offset {block.offset}: type {block.block_type}, not DELETE (1)")
+        raise CorruptTableError(
+            f"log block at offset {block.offset}: type {block.block_type}, not DELETE (1)"
+        )
     try:
         return decode_delete_records(block.content)
     except (ValueError, UnicodeDecodeError) as exc:
@@ -398,15 +409,17 @@ def decode_delete_block(block: LogBlock) -> pa.Table:
 
 
 def _data_header(instant: str, table: pa.Table, writer_schema_json: str) -> dict[int, str]:
-    if tuple(table.column_names[:len(META_COLUMNS)]) != META_COLUMNS:
+    if tuple(table.column_names[: len(META_COLUMNS)]) != META_COLUMNS:
         raise InvalidInputError(
             f"log block records must carry the meta columns {', '.join(META_COLUMNS)} first, "
-            f"got {table.column_names[:len(META_COLUMNS)]}"
+            f"got {table.column_names[: len(META_COLUMNS)]}"
         )
     return {HeaderKey.INSTANT_TIME: instant, HeaderKey.SCHEMA: writer_schema_json}
 
 
-def encode_parquet_block(instant: str, table: pa.Table, writer_schema_json: str, compression: str = "snappy") -> bytes:
+def encode_parquet_block(
+    instant: str, table: pa.Table, writer_schema_json: str, compression: str = "snappy"
+) -> bytes:
     """A PARQUET data block: header INSTANT_TIME + SCHEMA (the writer schema with the meta fields),
     content a complete parquet file of `table` in one row group.
 
@@ -437,7 +450,9 @@ def encode_avro_data_block(instant: str, table: pa.Table, writer_schema_json: st
     try:
         content = encode_avro_content(records, schema)
     except Exception as exc:
-        raise SchemaMismatchError(f"records do not fit the writer schema: {type(exc).__name__}: {exc}") from exc
+        raise SchemaMismatchError(
+            f"records do not fit the writer schema: {type(exc).__name__}: {exc}"
+        ) from exc
     return encode_log_block(BlockType.AVRO_DATA, header, content)
 
 
@@ -456,7 +471,9 @@ def decode_data_block(block: LogBlock, schema: pa.Schema) -> pa.Table:
             present = set(pf.schema_arrow.names)
             table = pf.read(columns=[n for n in wanted if n in present])
         except (pa.ArrowInvalid, OSError) as exc:
-            raise CorruptTableError(f"log block at offset {block.offset}: PARQUET content does not read: {exc}") from exc
+            raise CorruptTableError(
+                f"log block at offset {block.offset}: PARQUET content does not read: {exc}"
+            ) from exc
     elif block.block_type == BlockType.AVRO_DATA:
         table = _records_table(block, decode_avro_content(block), wanted)
     elif block.block_type == BlockType.HFILE_DATA:
@@ -493,7 +510,9 @@ def _records_table(block: LogBlock, records: list[dict[str, Any]], names: list[s
     try:
         return pa.Table.from_pylist(records, schema=wanted)
     except (pa.ArrowInvalid, pa.ArrowTypeError) as exc:
-        raise CorruptTableError(f"log block at offset {block.offset}: AVRO records do not convert: {exc}") from exc
+        raise CorruptTableError(
+            f"log block at offset {block.offset}: AVRO records do not convert: {exc}"
+        ) from exc
 
 
 __all__ = [

@@ -12,6 +12,7 @@ import functools
 import logging
 from collections.abc import Iterable, Sequence
 
+from engine.data.file_names import LogFileName
 from engine.data.log_block import (
     MAGIC,
     HeaderKey,
@@ -22,7 +23,6 @@ from engine.data.log_block import (
 )
 from engine.errors import CorruptTableError, InvalidInputError
 from engine.storage import Storage
-from engine.table.file_names import LogFileName
 
 _log = logging.getLogger(__name__)
 
@@ -58,11 +58,15 @@ def log_block_instants(storage: Storage, path: str) -> list[str]:
         pos = 0
         while size - pos >= len(MAGIC):
             chunk = f.read_at(min(_HEAD_READ, size - pos), pos)
-            if chunk[:len(MAGIC)] != MAGIC:
-                raise CorruptTableError(f"{storage.uri(path)}: log block at offset {pos}: missing {MAGIC!r} magic")
+            if chunk[: len(MAGIC)] != MAGIC:
+                raise CorruptTableError(
+                    f"{storage.uri(path)}: log block at offset {pos}: missing {MAGIC!r} magic"
+                )
             reason = corrupt_reason(functools.partial(_read_at, f, chunk, pos), size, pos)
             if reason is not None:
-                _log.warning("%s: skipping the corrupt log block at offset %d: %s", storage.uri(path), pos, reason)
+                _log.warning(
+                    "%s: skipping the corrupt log block at offset %d: %s", storage.uri(path), pos, reason
+                )
                 pos = _next_magic(f, pos + len(MAGIC), size)
                 continue
             want = _HEAD_READ
@@ -88,7 +92,7 @@ def log_block_instants(storage: Storage, path: str) -> list[str]:
 
 def _read_at(f, chunk: bytes, chunk_at: int, n: int, at: int) -> bytes:  # type: ignore[no-untyped-def]
     if chunk_at <= at and at + n <= chunk_at + len(chunk):
-        return chunk[at - chunk_at:at - chunk_at + n]
+        return chunk[at - chunk_at : at - chunk_at + n]
     return bytes(f.read_at(n, at))
 
 

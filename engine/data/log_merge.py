@@ -87,7 +87,9 @@ def normalize_field_ordering(values: pa.Array | pa.ChunkedArray, field_type: pa.
     return pc.cast(arr, target)
 
 
-def normalize_delete_ordering(deletes: pa.Table, field_type: pa.DataType | None) -> tuple[pa.Array, np.ndarray]:
+def normalize_delete_ordering(
+    deletes: pa.Table, field_type: pa.DataType | None
+) -> tuple[pa.Array, np.ndarray]:
     """(ordering in the field's comparison type, natural-order flags) of decoded delete entries.
 
     Natural order: the null branch, or IntWrapper holding 0 (Java `Integer(0).equals`, so a
@@ -204,10 +206,10 @@ def resolve_events(
     # one vectorised step per rank: step k folds the k-th event of every key that has one
     by_rank = np.argsort(rank, kind="stable")
     bounds = np.concatenate([[0], np.cumsum(np.bincount(rank))]) if len(rank) else np.zeros(1, dtype=np.int64)
-    first = by_rank[bounds[0]:bounds[1]] if len(bounds) > 1 else by_rank[:0]
+    first = by_rank[bounds[0] : bounds[1]] if len(bounds) > 1 else by_rank[:0]
     state[sorted_codes[first]] = order[first]
     for k in range(1, len(bounds) - 1):
-        at = by_rank[bounds[k]:bounds[k + 1]]
+        at = by_rank[bounds[k] : bounds[k + 1]]
         events = order[at]
         keys = sorted_codes[at]
         current = state[keys]

@@ -127,7 +127,9 @@ def merge_partial(
         keep[row] = False
         full = _State(False, base_ord[row], np.full(n_cols, row, dtype=np.int64), np.ones(n_cols, dtype=bool))
         merged[key] = _over(state, full)
-    emitted = [merged.get(k, s) for k, s in states.items() if not s.is_delete and (k not in matched or k in merged)]
+    emitted = [
+        merged.get(k, s) for k, s in states.items() if not s.is_delete and (k not in matched or k in merged)
+    ]
     return pa.concat_tables([base.filter(pa.array(keep)), _assemble(base, data, emitted)])
 
 

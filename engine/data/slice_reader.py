@@ -23,6 +23,7 @@ import pyarrow.compute as pc
 from engine.config.table_config import TableConfig
 from engine.constants import RECORD_KEY_COL
 from engine.data.base_file import read_columns
+from engine.data.file_group import FileSlice
 from engine.data.log_block import (
     BlockType,
     CommandBlockType,
@@ -42,7 +43,6 @@ from engine.data.log_merge import (
 from engine.data.partial_merge import merge_partial
 from engine.errors import CorruptTableError, InvalidConfigError, InvalidInputError
 from engine.storage import Storage
-from engine.table.file_group import FileSlice
 
 
 @dataclass(frozen=True)
@@ -68,8 +68,13 @@ class SliceFiles:
             key=lambda lf: (lf.name.base_instant, lf.name.version, lf.name.write_token or ""),
         )
         base = file_slice.base_file.path if file_slice.base_file is not None else None
-        return cls(file_slice.partition, file_slice.file_id, file_slice.base_instant, base,
-                   tuple(lf.path for lf in logs))
+        return cls(
+            file_slice.partition,
+            file_slice.file_id,
+            file_slice.base_instant,
+            base,
+            tuple(lf.path for lf in logs),
+        )
 
     def base_only(self) -> SliceFiles:
         """The slice as a read-optimized query sees it: the base file alone (nothing for a
@@ -118,7 +123,9 @@ def merge_mode_for(config: TableConfig) -> MergeMode:
         for mode in MergeMode:
             if stated == mode.value:
                 return mode
-        raise InvalidConfigError(f"{MERGE_MODE_KEY}={stated}: only EVENT_TIME_ORDERING and COMMIT_TIME_ORDERING are read")
+        raise InvalidConfigError(
+            f"{MERGE_MODE_KEY}={stated}: only EVENT_TIME_ORDERING and COMMIT_TIME_ORDERING are read"
+        )
     payload = next((props[k] for k in PAYLOAD_CLASS_KEYS if props.get(k)), "")
     strategy = next((props[k] for k in MERGE_STRATEGY_KEYS if props.get(k)), "")
     if payload:
@@ -126,13 +133,17 @@ def merge_mode_for(config: TableConfig) -> MergeMode:
             return MergeMode.EVENT_TIME
         if payload == COMMIT_TIME_PAYLOAD:
             return MergeMode.COMMIT_TIME
-        raise InvalidConfigError(f"payload class {payload} is a custom merger, which log files cannot be merged with")
+        raise InvalidConfigError(
+            f"payload class {payload} is a custom merger, which log files cannot be merged with"
+        )
     if strategy:
         if strategy == EVENT_TIME_STRATEGY:
             return MergeMode.EVENT_TIME
         if strategy == COMMIT_TIME_STRATEGY:
             return MergeMode.COMMIT_TIME
-        raise InvalidConfigError(f"merge strategy {strategy} is a custom merger, which log files cannot be merged with")
+        raise InvalidConfigError(
+            f"merge strategy {strategy} is a custom merger, which log files cannot be merged with"
+        )
     return MergeMode.EVENT_TIME if config.precombine_field else MergeMode.COMMIT_TIME
 
 
@@ -149,7 +160,9 @@ def active_blocks(
         for block in read_log_blocks(storage, path):
             instant = block.instant
             if instant is None:
-                raise CorruptTableError(f"{storage.uri(path)}: log block at offset {block.offset} has no INSTANT_TIME")
+                raise CorruptTableError(
+                    f"{storage.uri(path)}: log block at offset {block.offset} has no INSTANT_TIME"
+                )
             kind = block.block_type
             if kind == BlockType.COMMAND:
                 command = block.header.get(HeaderKey.COMMAND_BLOCK_TYPE)
@@ -160,13 +173,22 @@ def active_blocks(
                         f"(type {command!r}, target {target!r})"
                     )
                 queued = [(p, b) for p, b in queued if b.instant != target]
-            elif kind in (BlockType.DELETE, BlockType.AVRO_DATA, BlockType.PARQUET_DATA, BlockType.HFILE_DATA):
+            elif kind in (
+                BlockType.DELETE,
+                BlockType.AVRO_DATA,
+                BlockType.PARQUET_DATA,
+                BlockType.HFILE_DATA,
+            ):
                 if is_committed(instant) and (as_of is None or instant <= as_of):
                     queued.append((path, block))
             elif kind == BlockType.CDC_DATA:
-                raise CorruptTableError(f"{storage.uri(path)}: log block at offset {block.offset}: CDC blocks are unsupported")
+                raise CorruptTableError(
+                    f"{storage.uri(path)}: log block at offset {block.offset}: CDC blocks are unsupported"
+                )
             else:
-                raise CorruptTableError(f"{storage.uri(path)}: log block at offset {block.offset}: unknown block type {kind}")
+                raise CorruptTableError(
+                    f"{storage.uri(path)}: log block at offset {block.offset}: unknown block type {kind}"
+                )
     return queued
 
 
@@ -174,7 +196,9 @@ IS_DELETED_COL = "_hoodie_is_deleted"  # a log record with true here is a delete
 
 
 def _delete_markers(records: pa.Table) -> np.ndarray:
-    if IS_DELETED_COL not in records.column_names or not pa.types.is_boolean(records.schema.field(IS_DELETED_COL).type):
+    if IS_DELETED_COL not in records.column_names or not pa.types.is_boolean(
+        records.schema.field(IS_DELETED_COL).type
+    ):
         return np.zeros(records.num_rows, dtype=bool)
     flags = records.column(IS_DELETED_COL).combine_chunks().fill_null(False)
     return flags.to_numpy(zero_copy_only=False).astype(bool)
@@ -256,7 +280,9 @@ def _collect_events(
         except CorruptTableError as exc:
             raise CorruptTableError(f"{storage.uri(path)}: {exc}") from exc
         if key_parts[-1].null_count:
-            raise CorruptTableError(f"{storage.uri(path)}: log block at offset {block.offset} has records without a key")
+            raise CorruptTableError(
+                f"{storage.uri(path)}: log block at offset {block.offset} has records without a key"
+            )
     key_type = pa.string()
     return _LogEvents(
         data=pa.concat_tables(tables) if tables else schema.empty_table(),
@@ -321,8 +347,16 @@ def read_slice(
         events = _collect_events(storage, blocks, read_schema, ordering, key_set)
         if events.present is not None:
             base = merge_partial(
-                base, events.data, events.keys, events.rows, events.present, events.is_delete, events.is_natural,
-                events.ordering, _base_ordering(base, ordering), RECORD_KEY_COL,
+                base,
+                events.data,
+                events.keys,
+                events.rows,
+                events.present,
+                events.is_delete,
+                events.is_natural,
+                events.ordering,
+                _base_ordering(base, ordering),
+                RECORD_KEY_COL,
             )
         elif len(events.keys):
             base = _merge(base, events, ordering)
@@ -348,7 +382,9 @@ def _key_set(keys: pa.Array | pa.ChunkedArray | None) -> pa.Array | None:
 
 
 def _base_ordering(base: pa.Table, ordering: pa.Field | None) -> pa.Array | None:
-    return normalize_field_ordering(base.column(ordering.name), ordering.type) if ordering is not None else None
+    return (
+        normalize_field_ordering(base.column(ordering.name), ordering.type) if ordering is not None else None
+    )
 
 
 def _merge(base: pa.Table, events: _LogEvents, ordering: pa.Field | None) -> pa.Table:
@@ -356,13 +392,20 @@ def _merge(base: pa.Table, events: _LogEvents, ordering: pa.Field | None) -> pa.
     unique = encoded.dictionary
     codes = encoded.indices.to_numpy(zero_copy_only=False).astype(np.int64)
     event_time = ordering is not None
-    winners = resolve_events(codes, len(unique), events.is_delete, events.is_natural, events.ordering, event_time)
+    winners = resolve_events(
+        codes, len(unique), events.is_delete, events.is_natural, events.ordering, event_time
+    )
     base_keys = base.column(RECORD_KEY_COL).combine_chunks()
     base_codes = pc.index_in(base_keys, value_set=unique).fill_null(-1).to_numpy(zero_copy_only=False)
     base_ordering = _base_ordering(base, ordering)
     keep, emit = merge_base(
-        base_codes.astype(np.int64), base_ordering, winners, events.is_delete, events.is_natural,
-        events.ordering, event_time,
+        base_codes.astype(np.int64),
+        base_ordering,
+        winners,
+        events.is_delete,
+        events.is_natural,
+        events.ordering,
+        event_time,
     )
     logged = events.data.take(pa.array(events.rows[emit]))
     return pa.concat_tables([base.filter(pa.array(keep)), logged])
@@ -381,8 +424,9 @@ def slice_ordering(
     of `keys` when given; reads the key and ordering columns only. A key stored twice (an insert
     duplicate) gets its largest value, as `engine.data.keys.file_ordering` does for base files."""
     schema = pa.schema([pa.field(RECORD_KEY_COL, pa.string()), field])
-    table = read_slice(storage, files, schema, ordering_field=field.name, mode=mode,
-                       is_committed=is_committed, keys=keys)
+    table = read_slice(
+        storage, files, schema, ordering_field=field.name, mode=mode, is_committed=is_committed, keys=keys
+    )
     if table.num_rows != pc.count_distinct(table.column(0)).as_py():
         table = table.group_by(RECORD_KEY_COL).aggregate([(field.name, "max")])
     return pa.table([table.column(0), table.column(1)], names=["key", "value"])
@@ -404,8 +448,16 @@ def slice_keys(
     later delete wins (as natural-order deletes, the only ones we write, do anyway).
     """
     fields = [pa.field(RECORD_KEY_COL, pa.string())] + ([ordering] if ordering is not None else [])
-    table = read_slice(storage, files, pa.schema(fields), ordering_field=ordering.name if ordering else None,
-                       mode=mode, is_committed=is_committed, keys=keys, columns=[RECORD_KEY_COL])
+    table = read_slice(
+        storage,
+        files,
+        pa.schema(fields),
+        ordering_field=ordering.name if ordering else None,
+        mode=mode,
+        is_committed=is_committed,
+        keys=keys,
+        columns=[RECORD_KEY_COL],
+    )
     return table.column(0).combine_chunks()
 
 

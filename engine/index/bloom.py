@@ -142,7 +142,7 @@ def lookup_files(
 
 def _lookup_task(storage: Storage, wanted: Broadcast, counts: Accumulator, merge: SliceMerge | None):
     def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        from engine.read.scan import scan_files_of
+        from engine.data.scan import scan_files_of
 
         local = dict.fromkeys(STAT_NAMES, 0)
         yield from lookup_files(storage, scan_files_of(batches), wanted.value, merge, local)
@@ -234,8 +234,8 @@ class BloomIndex(Index):
     def tag_location(self, ctx: TagContext, records: DataFrame) -> DataFrame:
         from pyspark.sql.pandas.types import from_arrow_schema
 
+        from engine.data.scan import file_frame
         from engine.index.spark_tagging import CountsParam, join_existing, untagged
-        from engine.read.scan import file_frame
 
         self._counts = None
         files = candidate_files(ctx, self.is_global)

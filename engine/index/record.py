@@ -2,7 +2,7 @@
 
 The bucketed, sorted-file index of Apache Hudi's HFile index design (realised there as the
 metadata table's record index), kept in `.hoodie/.record_index/` (file layout, validity rules
-and lookups: `engine.index.record_files`; hashes: `engine.index.record_hash`).
+and lookups: `engine.index.record_files`; hashes: `engine.keygen.record_hash`).
 
 - Buckets: `hoodie.record.index.buckets` (default 16), fixed at table creation in
   `hoodie.properties` with the hash function (`hoodie.record.index.hash.function`, default
@@ -67,7 +67,6 @@ from engine.index.record_files import (
     resolve_state,
     write_entries,
 )
-from engine.index.record_hash import DEFAULT_BUCKETS, buckets_of, hash_function
 from engine.index.record_service import (
     RecordIndexSettings,
     clean_orphans,
@@ -77,6 +76,7 @@ from engine.index.record_service import (
     run_compaction,
     validity,
 )
+from engine.keygen.record_hash import DEFAULT_BUCKETS, buckets_of, hash_function
 from engine.storage import Storage
 from engine.table.meta_client import MetaClient
 from engine.timeline.timeline import Timeline
@@ -156,7 +156,7 @@ def _write_deltas_on_driver(
     """`update_location`'s delta files written on the driver, one per bucket, in threads."""
     from concurrent.futures import ThreadPoolExecutor
 
-    from engine.write.local_batch import split_by_bucket
+    from engine.data.batch import split_by_bucket
 
     located = located.combine_chunks()
     buckets = pa.array(buckets_of(located.column(KEY_COL), s.buckets, s.hasher()), pa.int32())
@@ -199,8 +199,8 @@ class RecordIndex(Index):
         """`records` + FILE_ID_COL and EXISTING_PART_COL of the keys the index holds."""
         from pyspark.sql.pandas.types import from_arrow_schema
 
+        from engine.data.scan import scan_parallelism
         from engine.index.spark_tagging import join_existing, untagged
-        from engine.read.scan import scan_parallelism
 
         s = self.settings(ctx.meta)
         state = load_state(ctx.meta)

@@ -44,7 +44,7 @@ import pyarrow.compute as pc
 
 from engine.constants import METAFOLDER
 from engine.errors import CorruptTableError
-from engine.index.record_hash import HashFunction, java_hash_array
+from engine.keygen.record_hash import HashFunction, java_hash_array
 from engine.storage import Storage
 
 INDEX_FOLDER = f"{METAFOLDER}/.record_index"

@@ -31,7 +31,7 @@ from engine.index.record_files import (
     resolve_state,
     write_entries,
 )
-from engine.index.record_hash import (
+from engine.keygen.record_hash import (
     BUCKETS_PROPERTY,
     DEFAULT_BUCKETS,
     HASH_PROPERTY,
@@ -276,7 +276,7 @@ def build_index(meta: MetaClient, buckets: int | None = None, hash_name: str | N
     meanwhile would miss its entries, and a running write's index files would count as orphans.
     """
     from engine.config.table_config import IndexType
-    from engine.index.record_hash import record_index_properties
+    from engine.keygen.record_hash import record_index_properties
     config = meta.config
     if config.index_type is IndexType.RECORD:
         if buckets is not None or hash_name is not None:

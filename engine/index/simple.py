@@ -21,8 +21,8 @@ class SimpleIndex(Index):
     is_global = False
 
     def tag_location(self, ctx: TagContext, records: DataFrame) -> DataFrame:
+        from engine.data.scan import scan_keys
         from engine.index.spark_tagging import join_existing, untagged
-        from engine.read.scan import scan_keys
 
         files = candidate_files(ctx, self.is_global)
         if not files:

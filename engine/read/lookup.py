@@ -16,11 +16,11 @@ from pyspark.sql import functions as F
 from engine.columns import EXISTING_PART_COL, FILE_ID_COL, KEY_COL, PART_COL
 from engine.constants import META_COLUMNS
 from engine.data.keys import ANY_PARTITION
+from engine.data.scan import scan_files
 from engine.errors import IndexChangedError, InvalidInputError
 from engine.index.base import Index, TagContext
 from engine.keygen.keys import KeySpec
 from engine.read.reader import scan_latest, slice_merge, table_schema_or_empty
-from engine.read.scan import scan_files
 from engine.table.meta_client import MetaClient
 from engine.write.prepare import partition_path_expr, record_key_expr, summarize
 

@@ -2,7 +2,7 @@
 copy-on-write snapshot: the driver picks the latest base files, Spark scans them (vectorised, in
 the JVM, one task per file split, with column pruning and predicate pushdown).
 
-Used only where it returns exactly what the pyarrow scan (`engine.read.scan.scan_files`) does:
+Used only where it returns exactly what the pyarrow scan (`engine.data.scan.scan_files`) does:
 - the table is on a local filesystem (there is no s3a connector here; S3 tables are read by the
   Python tasks through `pyarrow.fs`);
 - every file was written under the table's current schema: the commit that wrote it records the

@@ -7,34 +7,19 @@ Spark data source (`engine.spark.datasource`) into input partitions its Python t
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 import pyarrow as pa
-import pyarrow.compute as pc
 
-from engine.constants import COMMIT_TIME_COL
-from engine.data.slice_reader import MergeMode, merge_mode_for
+from engine.data.file_group import FileSlice
+from engine.data.slice_read import CommitRange, SliceRead, commit_filter  # noqa: F401  (re-exported)
+from engine.data.slice_reader import merge_mode_for
 from engine.errors import InstantNotFoundError, InvalidInputError, UnsupportedFeatureError
 from engine.schema.avro import with_meta_fields
-from engine.table.file_group import FileSlice
 from engine.table.meta_client import MetaClient
 from engine.timeline.instant import Instant, is_valid_instant_time
 from engine.timeline.timeline import CommittedInstants, Timeline
-
-CommitRange = tuple[str | None, str | None]
-
-
-@dataclass(frozen=True)
-class SliceRead:
-    """How scan tasks merge file slices (merge-on-read): the ordering field, the merge mode, which
-    instants' log blocks count, the time-travel instant and the incremental range."""
-
-    ordering_field: str | None
-    mode: MergeMode
-    committed: Callable[[str], bool]
-    as_of: str | None = None
-    commit_range: CommitRange | None = None
 
 
 @dataclass(frozen=True)
@@ -94,7 +79,7 @@ def check_as_of(timeline: Timeline, as_of: str | None, meta: MetaClient | None =
             f"as_of {as_of} is before the first instant of the table ({timeline.first_time or 'none'})"
         )
     if meta is not None and not any(sp.time == as_of for sp in timeline.savepoints):
-        from engine.services.retention import last_earliest_retained
+        from engine.table.retention import last_earliest_retained
 
         retained = last_earliest_retained(meta, timeline)
         if retained is not None and as_of < retained:
@@ -201,15 +186,3 @@ def plan_incremental(
     return _plan(meta, timeline, slices, schema, as_of=end, commit_range=(start, end)), timeline
 
 
-def commit_filter(table: pa.Table, commit_range: CommitRange | None) -> pa.Table:
-    """The rows of `table` committed in `commit_range` (start, end] (all rows when None)."""
-    if commit_range is None:
-        return table
-    start, end = commit_range
-    times = table.column(COMMIT_TIME_COL)
-    mask = pc.is_valid(times)
-    if start is not None:
-        mask = pc.and_(mask, pc.greater(times, start))
-    if end is not None:
-        mask = pc.and_(mask, pc.less_equal(times, end))
-    return table.filter(mask)

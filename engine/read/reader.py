@@ -2,7 +2,7 @@
 
 Copy-on-write slices are base files, read as they are: by Spark's own parquet reader where it
 returns exactly the same rows (a local table whose files were all written under its current
-schema: `engine.read.native`), else by pyarrow in Python tasks (`engine.read.scan`). Merge-on-read
+schema: `engine.read.native`), else by pyarrow in Python tasks (`engine.data.scan`). Merge-on-read
 slices with log files are merged (base file + committed log blocks, by the precombine field as
 hudi-rs merges them: `engine.data.slice_reader`); read-optimized reads take the base files only.
 """
@@ -12,7 +12,9 @@ from __future__ import annotations
 import pyarrow as pa
 from pyspark.sql import DataFrame, SparkSession
 
+from engine.data.file_group import FileSlice
 from engine.data.keys import ScanFile, SliceMerge
+from engine.data.scan import scan_files, scan_slices
 from engine.data.slice_reader import SliceFiles, merge_mode_for
 from engine.read.native import native_scan
 from engine.read.plan import (  # noqa: F401  (re-exported: callers import them from here)
@@ -23,8 +25,6 @@ from engine.read.plan import (  # noqa: F401  (re-exported: callers import them 
     slice_read,
     table_schema_or_empty,
 )
-from engine.read.scan import scan_files, scan_slices
-from engine.table.file_group import FileSlice
 from engine.table.meta_client import MetaClient
 from engine.timeline.timeline import CommittedInstants, Timeline
 

@@ -27,10 +27,10 @@ from engine.schema import internal as internal_schema
 from engine.schema.avro import arrow_to_avro, avro_to_json, without_meta_fields
 from engine.schema.changes import Change, apply_changes
 from engine.table import schema_history
-from engine.table.commit_metadata import CommitMetadata
+from engine.table.lifecycle import claim_instant, complete_instant, transition_to_inflight
 from engine.table.meta_client import MetaClient
+from engine.timeline.commit_metadata import CommitMetadata
 from engine.timeline.instant import Action, Instant, State
-from engine.timeline.lifecycle import claim_instant, complete_instant, transition_to_inflight
 from engine.write.conflicts import ALTER_SCHEMA  # the commit's operationType (Hudi's WriteOperationType)
 
 _PLANNED = (Action.COMMIT, Action.DELTA_COMMIT, Action.REPLACE_COMMIT, Action.COMPACTION, Action.LOG_COMPACTION,

@@ -38,14 +38,14 @@ from engine import failpoints
 from engine.serial import Documented
 from engine.services import archive_lsm
 from engine.services.archive_store import SERVICE_MODELS, LsmArchive, store_for
-from engine.services.retention import last_earliest_retained
 from engine.storage.base import FileInfo
 from engine.table import failed_writes
+from engine.table.lifecycle import read_avro, remove_instant
 from engine.table.meta_client import MetaClient, instant_file_names
 from engine.table.ownership import FileOwnership
+from engine.table.retention import last_earliest_retained
 from engine.timeline import lsm
 from engine.timeline.instant import Action, Instant, State
-from engine.timeline.lifecycle import read_avro, remove_instant
 from engine.timeline.timeline import Timeline
 
 _log = logging.getLogger(__name__)
@@ -135,7 +135,7 @@ def oldest_replace_to_keep(meta: MetaClient, timeline: Timeline) -> str | None:
 
 
 def _groups_on_storage(meta: MetaClient) -> set[tuple[str, str]]:
-    from engine.table.file_names import parse_base_file_name, parse_log_file_name
+    from engine.data.file_names import parse_base_file_name, parse_log_file_name
 
     out = set()
     for df in meta.list_data_files():
@@ -240,9 +240,9 @@ def _files_below(meta: MetaClient, timeline: Timeline, instants: tuple[Instant, 
     write's (`known_failed_writes`, in a file group that write planned) and passes
     `FileOwnership`; any other is unexplained: kept, logged, and it holds archival back.
     Data files and the RECORD index's delta files are considered."""
+    from engine.data.file_names import file_instant, parse_base_file_name, parse_log_file_name
     from engine.data.log_file import log_block_instants
     from engine.index.record_files import INDEX_FOLDER, IndexFile
-    from engine.table.file_names import file_instant, parse_base_file_name, parse_log_file_name
 
     archived = {i.time for i in instants}
     after = Timeline(tuple(i for i in timeline.instants if i.time not in archived), has_archive=True)

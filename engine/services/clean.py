@@ -25,14 +25,14 @@ from dataclasses import dataclass, field
 from datetime import datetime
 
 from engine import failpoints
+from engine.data.file_group import FileGroup
 from engine.serial import Documented
-from engine.services.retention import CLEAN_METADATA_MODEL
 from engine.services.savepoint import savepointed_files
-from engine.table.file_group import FileGroup
+from engine.table.lifecycle import claim_instant, ensure_file, read_avro, write_avro
 from engine.table.meta_client import MetaClient
 from engine.table.ownership import FileOwnership
+from engine.table.retention import CLEAN_METADATA_MODEL
 from engine.timeline.instant import Action, Instant, State
-from engine.timeline.lifecycle import claim_instant, ensure_file, read_avro, write_avro
 from engine.timeline.timeline import Timeline
 
 KEEP_LATEST_COMMITS = "KEEP_LATEST_COMMITS"

@@ -33,6 +33,7 @@ import pyarrow.compute as pc
 from engine import failpoints
 from engine.config.table_config import TableType
 from engine.constants import FILE_NAME_COL
+from engine.data.file_names import base_file_name, join_path, parse_base_file_name
 from engine.data.log_block import BlockType
 from engine.data.log_file import read_log_blocks
 from engine.data.slice_reader import SliceFiles, merge_mode_for, read_slice
@@ -40,7 +41,6 @@ from engine.errors import InstantNotFoundError, InvalidInputError
 from engine.schema import internal as internal_schema
 from engine.schema.avro import arrow_to_avro, avro_to_json, with_meta_fields
 from engine.serial import Documented
-from engine.table.commit_metadata import CommitMetadata, WriteStat
 from engine.table.compaction_plan import (
     PLAN_MODEL,
     CompactionOperation,
@@ -48,12 +48,12 @@ from engine.table.compaction_plan import (
     pending_compactions,
     read_plan,
 )
-from engine.table.file_names import base_file_name, join_path, parse_base_file_name
 from engine.table.heartbeat import Heartbeat, heartbeat_file
+from engine.table.lifecycle import claim_instant, complete_instant
 from engine.table.meta_client import MetaClient
 from engine.table.ownership import FileOwnership
+from engine.timeline.commit_metadata import CommitMetadata, WriteStat
 from engine.timeline.instant import Action, Instant, State
-from engine.timeline.lifecycle import claim_instant, complete_instant
 from engine.timeline.timeline import CommittedInstants, Timeline
 from engine.write.file_writer import WriteContext, write_base_file
 
@@ -411,13 +411,13 @@ def _execute(meta, plan, spark, fence, progress, compression, bloom, before_comp
 def _run_all(job: _Job, ops: Sequence[CompactionOperation], spark: Any) -> list[dict]:
     if spark is None or len(ops) <= 1:
         return [_run_operation(job, op, f"{i}-0-0") for i, op in enumerate(ops)]
-    from engine.read.scan import scan_parallelism
+    from engine.data.scan import scan_parallelism
     from engine.runtime.jobs import job_group
 
     def task(index_and_op):
         from pyspark.taskcontext import TaskContext
 
-        from engine.table.file_names import write_token
+        from engine.data.file_names import write_token
 
         tc = TaskContext.get()
         i, op = index_and_op

@@ -23,9 +23,9 @@ from engine.errors import ConcurrentWriteError, CorruptTableError, InstantNotFou
 from engine.schema.avro import avro_to_arrow
 from engine.table.clustering import pending_clustering
 from engine.table.compaction_plan import read_plan
+from engine.table.lifecycle import read_avro
 from engine.table.meta_client import MetaClient
 from engine.timeline.instant import Action, Instant, State
-from engine.timeline.lifecycle import read_avro
 from engine.timeline.timeline import Timeline
 from engine.write.conflicts import (
     ConcurrentOperation,
@@ -138,7 +138,7 @@ def pending_write_groups(meta: MetaClient, timeline: Timeline) -> frozenset[Grou
     """The file groups the pending writes name in their inflight files (their planned buckets):
     what a compaction scheduled beside them must leave out. A bulk_insert's inflight names none
     (it writes new file groups only)."""
-    from engine.table.commit_metadata import CommitMetadata
+    from engine.timeline.commit_metadata import CommitMetadata
 
     groups: set[Group] = set()
     for inst in timeline.pending.instants:

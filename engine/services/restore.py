@@ -25,9 +25,9 @@ from engine.serial import Documented
 from engine.services import rollback as rb
 from engine.services.rollback_checks import undoable
 from engine.services.savepoint import missing_snapshot_files, remove_savepoint_files
+from engine.table.lifecycle import claim_instant, ensure_file, read_avro, write_avro
 from engine.table.meta_client import MetaClient
 from engine.timeline.instant import Action, Instant, State
-from engine.timeline.lifecycle import claim_instant, ensure_file, read_avro, write_avro
 from engine.timeline.timeline import Timeline
 
 PLAN_MODEL = "HoodieRestorePlan"
@@ -87,7 +87,7 @@ def _check_replaced_versions(meta: MetaClient, later: list[Instant]) -> None:
     oldest rolled-back write that touched it names it (prevCommit). Catches versions written by
     archived commits and cleaned since, which the active timeline alone cannot show."""
     from engine.errors import CorruptTableError
-    from engine.table.commit_metadata import CommitMetadata
+    from engine.timeline.commit_metadata import CommitMetadata
 
     names = {df.name for df in meta.list_data_files()}
     first_touch: dict[tuple[str, str], str] = {}

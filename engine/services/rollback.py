@@ -34,16 +34,13 @@ import pyarrow.compute as pc
 
 from engine import failpoints
 from engine.constants import COMMIT_TIME_COL, METAFOLDER, PARTITION_METADATA_FILE, RECORD_KEY_COL
+from engine.data.file_names import file_instant, parse_base_file_name, parse_log_file_name
 from engine.errors import InstantNotFoundError, InvalidInputError
 from engine.index.base import Index, RollbackChange
 from engine.serial import Documented
 from engine.services.rollback_checks import check_rollback_allowed, read_keys
 from engine.table import schema_history
-from engine.table.file_names import file_instant, parse_base_file_name, parse_log_file_name
-from engine.table.meta_client import MetaClient
-from engine.table.ownership import FileOwnership
-from engine.timeline.instant import Action, Instant, State
-from engine.timeline.lifecycle import (
+from engine.table.lifecycle import (
     claim_instant,
     ensure_file,
     heartbeat_path,
@@ -51,6 +48,9 @@ from engine.timeline.lifecycle import (
     remove_instant,
     write_avro,
 )
+from engine.table.meta_client import MetaClient
+from engine.table.ownership import FileOwnership
+from engine.timeline.instant import Action, Instant, State
 from engine.timeline.timeline import Timeline
 
 _log = logging.getLogger(__name__)
@@ -452,7 +452,7 @@ def _planned_groups(meta: MetaClient, time: str, action: Action) -> tuple[set[st
     partition's metadata file, and a resumed undo must still revert the index of its groups.
     The flag says the groups come from the completed metadata (every file the instant wrote)."""
     from engine.errors import CorruptTableError
-    from engine.table.commit_metadata import CommitMetadata
+    from engine.timeline.commit_metadata import CommitMetadata
 
     for state in (State.COMPLETED, State.INFLIGHT):
         try:
@@ -474,7 +474,7 @@ def replaced_groups(meta: MetaClient, time: str, action: Action) -> set[tuple[st
     """The (partition, file id) groups replacecommit `time` replaces, from its completed (or, in
     version 6, inflight) metadata; empty for other actions or when unreadable."""
     from engine.errors import CorruptTableError
-    from engine.table.commit_metadata import CommitMetadata
+    from engine.timeline.commit_metadata import CommitMetadata
 
     if action is not Action.REPLACE_COMMIT:
         return set()

@@ -13,8 +13,8 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from engine.constants import COMMIT_TIME_COL, PARTITION_PATH_COL, RECORD_KEY_COL
+from engine.data.file_names import join_path, parse_log_file_name
 from engine.errors import InvalidInputError, RollbackRefusedError
-from engine.table.file_names import join_path, parse_log_file_name
 from engine.table.meta_client import MetaClient
 from engine.timeline.instant import Action, Instant, State
 from engine.timeline.timeline import Timeline
@@ -222,8 +222,8 @@ def read_keys(meta: MetaClient, rel: str) -> pa.Table:
     if meta.config.populate_meta_fields:
         with meta.storage.open_input_file(rel) as f:
             return pq.read_table(f, columns=[RECORD_KEY_COL, PARTITION_PATH_COL, COMMIT_TIME_COL])
+    from engine.data.file_names import parse_base_file_name
     from engine.keygen.keys import KeySpec, key_array
-    from engine.table.file_names import parse_base_file_name
 
     spec = KeySpec.from_config(meta.config)
     with meta.storage.open_input_file(rel) as f:

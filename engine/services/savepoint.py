@@ -13,10 +13,10 @@ from dataclasses import dataclass
 
 from engine.errors import InstantNotFoundError, InvalidInputError
 from engine.serial import Documented
-from engine.services.retention import last_earliest_retained
+from engine.table.lifecycle import ensure_file, read_avro, write_avro
 from engine.table.meta_client import MetaClient
+from engine.table.retention import last_earliest_retained
 from engine.timeline.instant import Action, Instant, State
-from engine.timeline.lifecycle import ensure_file, read_avro, write_avro
 from engine.timeline.timeline import Timeline
 
 MODEL = "HoodieSavepointMetadata"

@@ -15,9 +15,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
+from engine.data.file_names import join_path
 from engine.errors import CorruptTableError
 from engine.storage.base import Storage
-from engine.table.file_names import join_path
 from engine.timeline.instant import Action, Instant, State
 from engine.timeline.timeline import Timeline
 

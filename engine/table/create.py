@@ -120,7 +120,7 @@ def new_table_config(
             )
     index_props: tuple[tuple[str, str], ...] = ()
     if itype is IndexType.RECORD:
-        from engine.index.record_hash import record_index_properties
+        from engine.keygen.record_hash import record_index_properties
 
         index_props = record_index_properties(record_index_buckets, record_index_hash)
     elif record_index_buckets is not None or record_index_hash is not None:

@@ -12,7 +12,7 @@ be another table's). So before an aborted write removes anything, it records its
 
 `groups` are the file groups its plan named (a straggler can only write those); a bulk_insert
 whose tasks name their own file groups (`engine.write.bulk_stream`) records the stem of its tasks'
-file id prefixes instead (`engine.table.file_names.task_file_id_prefix`; any partition). Hudi readers
+file id prefixes instead (`engine.data.file_names.task_file_id_prefix`; any partition). Hudi readers
 ignore sub-folders of `.hoodie/`. Archival forgets the records of instants it has passed.
 Failed writes rolled back by a rollback (repair of a dead writer, `hoodie rollback`) are known
 from the rollback's own metadata instead (`known_failed_writes`).
@@ -25,9 +25,9 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from engine.constants import METAFOLDER
+from engine.data.file_names import has_file_id_stem
 from engine.errors import CorruptTableError
 from engine.storage import Storage
-from engine.table.file_names import has_file_id_stem
 
 FOLDER = f"{METAFOLDER}/.failed_writes"
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from engine.table.file_group import FileSlice
+from engine.data.file_group import FileSlice
 from engine.table.meta_client import MetaClient
 from engine.timeline.timeline import Timeline
 

@@ -17,8 +17,8 @@ from collections import defaultdict
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 
-from engine.table.file_group import BaseFile, FileGroup, FileSlice, LogFile
-from engine.table.file_names import parse_base_file_name, parse_log_file_name
+from engine.data.file_group import BaseFile, FileGroup, FileSlice, LogFile
+from engine.data.file_names import parse_base_file_name, parse_log_file_name
 from engine.timeline.timeline import Timeline
 
 

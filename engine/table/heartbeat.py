@@ -35,7 +35,7 @@ import time
 from collections.abc import Callable
 from types import TracebackType
 
-from engine.constants import HEARTBEAT_FOLDER, METAFOLDER
+from engine.constants import HEARTBEAT_DIR, heartbeat_file
 from engine.storage.base import Storage
 from engine.table.liveness import ProcessId, ProcReader
 
@@ -49,20 +49,12 @@ __all__ = [
     "heartbeat_file",
 ]
 
-HEARTBEAT_DIR = f"{METAFOLDER}/{HEARTBEAT_FOLDER}"
 INTERVAL_KEY = "hoodie.client.heartbeat.interval_in_ms"
 TOLERABLE_MISSES_KEY = "hoodie.client.heartbeat.tolerable.misses"
 DEFAULT_INTERVAL = 60.0  # seconds (Hudi: 60000 ms)
 DEFAULT_TOLERABLE_MISSES = 2
 
 _log = logging.getLogger(__name__)
-
-
-def heartbeat_file(instant: str) -> str:
-    """The storage path of the heartbeat file of `instant`."""
-    if not instant or "/" in instant:
-        raise ValueError(f"not an instant time: {instant!r}")
-    return f"{HEARTBEAT_DIR}/{instant}"
 
 
 class Heartbeat:

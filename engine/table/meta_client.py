@@ -15,6 +15,7 @@ import pyarrow as pa
 
 from engine.config.table_config import TableConfig
 from engine.constants import METAFOLDER, PARTITION_METADATA_FILE, PROPERTIES_FILE, TABLE_VERSION
+from engine.data.file_names import partition_metadata
 from engine.errors import (
     CorruptTableError,
     InstantNotFoundError,
@@ -28,10 +29,9 @@ from engine.schema.avro import avro_to_arrow
 from engine.storage import Storage, storage_for
 from engine.storage.base import FileInfo
 from engine.table import schema_history
-from engine.table.commit_metadata import CommitMetadata
-from engine.table.file_names import partition_metadata
 from engine.table.fs_view import DataFile, FileSystemView
 from engine.table.ownership import is_below, nested_table_roots
+from engine.timeline.commit_metadata import CommitMetadata
 from engine.timeline.instant import Action, Instant, State, next_instant_time
 from engine.timeline.layout import TimelineLayout, layout_for
 from engine.timeline.timeline import Timeline
@@ -285,9 +285,9 @@ class MetaClient:
             pending = pending_groups(pending_compactions(self, tl))
         older: Callable[[], dict[str, str]] | None = None
         if self.layout.version >= 2 and tl.has_archive:
-            from engine.services import archive_lsm
+            from engine.table import lsm_history
 
-            older = partial(archive_lsm.completion_times, self)  # archived instants' logs are sliced by it
+            older = partial(lsm_history.completion_times, self)  # archived instants' logs are sliced by it
 
         return FileSystemView.build(
             self.list_data_files(), tl, as_of=as_of, replaced=replaced, pending_compaction=pending,

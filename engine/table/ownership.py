@@ -28,8 +28,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from engine.constants import METAFOLDER, PARTITION_METADATA_FILE
+from engine.data.file_names import parse_base_file_name, parse_log_file_name
 from engine.storage import Storage
-from engine.table.file_names import parse_base_file_name, parse_log_file_name
 
 _log = logging.getLogger(__name__)
 

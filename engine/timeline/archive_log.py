@@ -22,8 +22,8 @@ from engine.data.log_block import (
     encode_log_block,
 )
 from engine.errors import InvalidInputError
-from engine.table.commit_metadata import CommitMetadata
 from engine.timeline.avro_models import commit_metadata_to_avro, parsed_schema, schema_json, validate_record
+from engine.timeline.commit_metadata import CommitMetadata
 from engine.timeline.instant import Action
 
 ARCHIVED_ENTRY = "HoodieArchivedMetaEntry"

@@ -32,8 +32,8 @@ import fastavro
 from fastavro.validation import ValidationError, validate
 
 from engine.errors import CorruptTableError, InvalidInputError
-from engine.table.commit_metadata import CommitMetadata, WriteStat
 from engine.timeline.avro_schemas import SCHEMAS, full_name, self_contained
+from engine.timeline.commit_metadata import CommitMetadata, WriteStat
 
 Record = dict[str, Any]
 Schema = dict[str, Any]

@@ -4,7 +4,7 @@ path it sees (rolled over by rows), with no counting pass before it.
 
 Pure apart from the files it is told to write (through the `Storage` in the `WriteContext`): no
 Spark. File ids are `<prefix>-<n>`, Hudi's bulk-insert naming: `prefix` the task's UUID-shaped
-prefix (`engine.table.file_names.task_file_id_prefix`: the write's stem and the task's number, so
+prefix (`engine.data.file_names.task_file_id_prefix`: the write's stem and the task's number, so
 that a failed write's record names every file id it can have used), `n` counting the task's files.
 """
 
@@ -18,11 +18,11 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from engine.columns import KEY_COL, OP_COL, OP_DELETE, PART_COL
+from engine.data.batch import with_ops
+from engine.data.file_names import bulk_file_id
 from engine.keygen.keys import AUTO_KEY
-from engine.table.file_names import bulk_file_id
 from engine.table.meta_client import write_partition_metadata
 from engine.write.file_writer import BucketWrite, WriteContext, write_bucket
-from engine.write.local_batch import with_ops
 
 
 def split_files(rows: pa.Table, rows_per_file: int, by_key: bool = False) -> Iterator[tuple[str, pa.Table]]:

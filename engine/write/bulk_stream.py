@@ -13,7 +13,7 @@ What the driver cannot know before the job runs, and how it copes:
 - the partitions: the instant is marked inflight with no write stats (as Apache Hudi's row-writer
   bulk insert does) and every task writes the partition metadata of the partitions it creates;
 - the file ids: the driver draws a random stem, task `i`'s files are `<stem><i as 12 hex>-<n>`
-  (`engine.table.file_names.task_file_id_prefix`: UUID-shaped, as Hudi's); a failed write records
+  (`engine.data.file_names.task_file_id_prefix`: UUID-shaped, as Hudi's); a failed write records
   the stem (`engine.table.failed_writes`) and its clean-up looks for files of the instant with
   that stem in every partition. Nothing is asked of Spark before the job (not even its number
   of partitions, which for a shuffled input would run the shuffle);
@@ -40,8 +40,8 @@ from pyspark.sql.pandas.types import from_arrow_schema
 
 from engine import failpoints
 from engine.columns import PART_COL
+from engine.data.file_names import new_file_id_stem, task_file_id_prefix, write_token
 from engine.runtime.jobs import job_group
-from engine.table.file_names import new_file_id_stem, task_file_id_prefix, write_token
 from engine.timeline.instant import Action
 from engine.write import commit as commit_protocol
 from engine.write import guarded

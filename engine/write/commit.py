@@ -14,27 +14,27 @@ from datetime import datetime
 import pyarrow as pa
 
 from engine import failpoints
-from engine.data.log_file import next_log_version
-from engine.schema import internal as internal_schema
-from engine.schema.avro import arrow_to_avro, avro_to_json, without_meta_fields
-from engine.table import failed_writes, schema_history
-from engine.table.clustering import REQUESTED_MODEL
-from engine.table.commit_metadata import CommitMetadata, WriteStat
-from engine.table.file_names import (
+from engine.data.file_names import (
     has_file_id_stem,
     parse_base_file_name,
     parse_log_file_name,
     partition_metadata_path,
 )
-from engine.table.meta_client import MetaClient
-from engine.table.ownership import FileOwnership
-from engine.timeline.instant import Action, Instant, State
-from engine.timeline.lifecycle import (
+from engine.data.log_file import next_log_version
+from engine.schema import internal as internal_schema
+from engine.schema.avro import arrow_to_avro, avro_to_json, without_meta_fields
+from engine.table import failed_writes, schema_history
+from engine.table.clustering import REQUESTED_MODEL
+from engine.table.lifecycle import (
     claim_instant,
     complete_instant,
     is_instant_completed,
     transition_to_inflight,
 )
+from engine.table.meta_client import MetaClient
+from engine.table.ownership import FileOwnership
+from engine.timeline.commit_metadata import CommitMetadata, WriteStat
+from engine.timeline.instant import Action, Instant, State
 from engine.timeline.timeline import Timeline
 from engine.write.operation import Operation
 from engine.write.planner import WritePlan

@@ -25,7 +25,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from engine.table.commit_metadata import CommitMetadata
+from engine.timeline.commit_metadata import CommitMetadata
 from engine.timeline.instant import Action, Instant, State
 from engine.timeline.timeline import Timeline
 

@@ -29,12 +29,13 @@ from engine import failpoints
 from engine.columns import FILE_ID_COL, KEY_COL, OP_COL, OP_UPSERT, PART_COL
 from engine.config.table_config import TableType
 from engine.config.write_config import WriteConfig
+from engine.data.file_names import new_file_id
+from engine.data.scan import scan_parallelism
 from engine.data.slice_reader import SliceFiles, merge_mode_for
 from engine.errors import EngineError, InvalidInputError
 from engine.index.base import Index, TagContext
 from engine.keygen.keys import KeySpec, check_auto_key_write
 from engine.read.reader import slice_merge
-from engine.read.scan import scan_parallelism
 from engine.runtime.errors import translate
 from engine.runtime.jobs import job_group
 from engine.schema import internal as internal_schema
@@ -47,7 +48,6 @@ from engine.schema.avro import (
 )
 from engine.schema.evolution import resolve_write_schema
 from engine.table.create import require_writable
-from engine.table.file_names import new_file_id
 from engine.table.fs_view import FileSystemView
 from engine.table.meta_client import MetaClient
 from engine.timeline.instant import Action

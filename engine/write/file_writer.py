@@ -29,6 +29,8 @@ from engine.constants import (
     RECORD_KEY_COL,
 )
 from engine.data.base_file import base_file_instant, conform, read_base_file
+from engine.data.batch import repeated
+from engine.data.file_names import base_file_name, join_path
 from engine.index.bloom_filter import (
     bloom_filter_from_footer,
     build_for_keys,
@@ -37,7 +39,6 @@ from engine.index.bloom_filter import (
 )
 from engine.schema.internal import without_versions
 from engine.storage import Storage
-from engine.table.file_names import base_file_name, join_path
 
 if TYPE_CHECKING:
     from engine.keygen.keys import KeySpec
@@ -103,11 +104,6 @@ class WriteOutcome:
 
     def as_row(self) -> dict[str, Any]:
         return dict(self.__dict__)
-
-
-def repeated(value: str, n: int) -> pa.Array:
-    """`value` `n` times as a string array, built without a Python list of `n` items."""
-    return pa.DictionaryArray.from_arrays(pa.array(np.zeros(n, np.int8)), pa.array([value], pa.string())).cast(pa.string())
 
 
 def with_meta_columns(rows: pa.Table, ctx: WriteContext, file_name: str, seq_prefix: str) -> pa.Table:

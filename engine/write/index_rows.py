@@ -16,7 +16,7 @@ def replaced_key_rows(ctx: TagContext, replaced: dict[str, list[str]]) -> DataFr
     """The `_located` rows of an insert_overwrite's replaced records: a delete of each key the
     replaced groups hold at their latest (merged) slice, located where it was."""
     from engine.data.keys import KEYS_SCHEMA, ScanFile
-    from engine.read.scan import scan_keys
+    from engine.data.scan import scan_keys
 
     groups = {(p, f) for p, ids in replaced.items() for f in ids}
     files = [ScanFile.of_slice(sl) for sl in ctx.view.latest_slices(replaced) if (sl.partition, sl.file_id) in groups]

@@ -30,10 +30,10 @@ from engine.columns import KEY_COL, OP_COL, OP_DELETE, OP_UPSERT, PART_COL
 from engine.constants import (
     RECORD_KEY_COL,
 )
+from engine.data.file_names import join_path, log_file_name, parse_log_file_name
 from engine.data.log_block import encode_avro_data_block, encode_delete_block, encode_parquet_block
 from engine.data.log_file import next_log_version, write_log_file
 from engine.data.slice_reader import MergeMode, slice_keys, slice_ordering
-from engine.table.file_names import join_path, log_file_name, parse_log_file_name
 from engine.write.file_writer import BucketWrite, WriteContext, WriteOutcome, accept_newer, with_meta_columns
 
 LOG_BLOCK_FORMATS = ("parquet", "avro")

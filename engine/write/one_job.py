@@ -8,7 +8,7 @@ estimate of the input within `hoodie.write.driver.max.bytes`, default 256 MB), t
 1. collects the keyed batch to the driver as Arrow (one job; none when the input is local data),
 2. checks, de-duplicates, tags (the index's `locate_batch`: footers cached per file, bloom
    filters, candidate key columns; the RECORD index's sorted files), profiles and plans it there
-   with pyarrow (`engine.write.local_batch`), assigning every record to its bucket, and
+   with pyarrow (`engine.data.batch`), assigning every record to its bucket, and
 3. runs one Spark job without a shuffle: each task receives its buckets' records (Arrow IPC,
    buckets packed by weight over about two tasks per core) and merges and writes their files
    (`write_bucket` / `append_bucket`, exactly as the distributed path's tasks do).
@@ -30,11 +30,11 @@ import pyarrow.compute as pc
 from pyspark.sql import DataFrame
 
 from engine.columns import FILE_ID_COL, KEY_COL, OP_COL, PART_COL, PREV_FILE_ID_COL
+from engine.data import batch as lb
+from engine.data.scan import scan_parallelism
 from engine.index.base import Index, TagContext
 from engine.read.reader import slice_merge
-from engine.read.scan import scan_parallelism
 from engine.runtime.jobs import job_group
-from engine.write import local_batch as lb
 from engine.write.assign import assign_buckets
 from engine.write.operation import Operation, WriteResult
 from engine.write.planner import WritePlan

@@ -30,7 +30,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
 
-from engine.table.commit_metadata import CommitMetadata
+from engine.timeline.commit_metadata import CommitMetadata
 
 
 class BucketType(StrEnum):

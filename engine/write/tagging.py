@@ -27,7 +27,7 @@ from engine.data.keys import (
     ScanFile,
     SliceMerge,
 )
-from engine.read.scan import scan_ordering
+from engine.data.scan import scan_ordering
 from engine.table.meta_client import MetaClient
 from engine.write.planner import PartitionWorkload
 from engine.write.prepare import BROADCAST_KEYS_LIMIT, IS_DELETED_COL

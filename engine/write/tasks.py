@@ -7,7 +7,7 @@ from collections.abc import Iterator
 import pyarrow as pa
 from pyspark.taskcontext import TaskContext
 
-from engine.table.file_names import write_token
+from engine.data.file_names import write_token
 from engine.write.assign import assign_buckets
 from engine.write.file_writer import BucketWrite, WriteContext, WriteOutcome, write_bucket
 from engine.write.log_writer import AppendContext, append_bucket
@@ -93,7 +93,7 @@ def write_groups_task(ctx: WriteContext, buckets: dict[int, BucketWrite], actx: 
     records as Arrow IPC) and writes the buckets one after another; one outcome row per bucket."""
 
     def run(groups: Iterator[list[tuple[int, bytes]]]) -> Iterator[dict]:
-        from engine.write.local_batch import from_ipc
+        from engine.data.batch import from_ipc
 
         tc = task_context()
         for group in groups:

@@ -13,7 +13,7 @@ import pytest
 
 from engine import Table
 from engine.services.maintenance import Maintenance
-from engine.table.commit_metadata import CommitMetadata
+from engine.timeline.commit_metadata import CommitMetadata
 from engine.timeline.instant import next_instant_time
 from tests.integration.test_pending_clustering import MANUAL, SCHEMA, data, oracle
 

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from engine import InvalidInputError, StorageError, Table
-from engine.table.file_names import parse_base_file_name
+from engine.data.file_names import parse_base_file_name
 from tests.support import hudi_rs
 from tests.support.tables import rows, tree_bytes, tree_dirs
 

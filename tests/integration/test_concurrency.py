@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from engine import Table
-from engine.table.file_names import parse_base_file_name
+from engine.data.file_names import parse_base_file_name
 from tests.integration.test_crash import (
     FAST,
     ROOT,

@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from engine import Table
-from engine.table.file_names import parse_base_file_name
+from engine.data.file_names import parse_base_file_name
 from tests.support import hudi_rs
 from tests.support.tables import rows
 

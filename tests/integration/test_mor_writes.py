@@ -10,10 +10,10 @@ from pathlib import Path
 import pytest
 
 from engine import Table
+from engine.data.file_names import parse_base_file_name, parse_log_file_name
 from engine.data.log_block import BlockType
 from engine.data.log_file import read_log_blocks
 from engine.services.maintenance import Maintenance
-from engine.table.file_names import parse_base_file_name, parse_log_file_name
 from engine.timeline import Action, State
 from tests.support import hudi_rs
 from tests.support.tables import rows

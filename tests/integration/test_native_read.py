@@ -11,9 +11,9 @@ from pyspark.sql import DataFrame
 
 from engine import Table
 from engine.data.keys import ScanFile
+from engine.data.scan import scan_files
 from engine.read.native import native_scan
 from engine.read.reader import table_schema_or_empty
-from engine.read.scan import scan_files
 from tests.support import hudi_rs
 from tests.support.tables import rows
 

@@ -10,10 +10,10 @@ import pyarrow as pa
 import pytest
 
 from engine import Table
+from engine.data.file_names import parse_base_file_name
 from engine.index.record import RecordIndex, load_state
 from engine.index.record_files import INDEX_FOLDER, IndexFile
-from engine.index.record_hash import buckets_of
-from engine.table.file_names import parse_base_file_name
+from engine.keygen.record_hash import buckets_of
 from engine.table.meta_client import instant_file_names
 from engine.timeline.instant import Action, Instant, State
 from tests.integration.test_crash import FAST, run_writer

@@ -14,8 +14,8 @@ from engine.errors import ConcurrentWriteError, InstantNotFoundError, RollbackRe
 from engine.services import archive as archive_service
 from engine.services.rollback import RollbackPlan, RollbackResult
 from engine.table.heartbeat import Heartbeat
+from engine.table.lifecycle import read_avro
 from engine.timeline.instant import Action, Instant, State
-from engine.timeline.lifecycle import read_avro
 from tests.support import hudi_rs
 from tests.support.tables import rows, tree_bytes
 

@@ -10,8 +10,8 @@ import pytest
 
 from engine import Table
 from engine.constants import META_COLUMNS
+from engine.data.file_names import parse_base_file_name
 from engine.index.bloom_filter import build_for_keys
-from engine.table.file_names import parse_base_file_name
 from engine.timeline import Action, State
 from tests.support import hudi_rs
 from tests.support.tables import data_rows, rows

@@ -20,12 +20,12 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from engine.constants import METAFOLDER
+from engine.data.file_names import base_file_name, new_file_id
 from engine.schema.avro import arrow_to_avro, avro_to_json
 from engine.storage import storage_for
-from engine.table.commit_metadata import CommitMetadata, WriteStat
 from engine.table.create import new_table_config
-from engine.table.file_names import base_file_name, new_file_id
 from engine.table.meta_client import MetaClient
+from engine.timeline.commit_metadata import CommitMetadata, WriteStat
 from engine.timeline.instant import Action, Instant, State, format_instant_time
 
 DATA_SCHEMA = pa.schema([("trip_id", pa.string()), ("city", pa.string()), ("ts", pa.int64()), ("fare", pa.float64())])

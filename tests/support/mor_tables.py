@@ -21,11 +21,11 @@ import pyarrow.parquet as pq
 from engine.config.table_config import TableConfig, TableType
 from engine.constants import META_COLUMNS, PARTITION_METADATA_FILE
 from engine.data import log_block as lb
+from engine.data.file_names import base_file_name, join_path, log_file_name
 from engine.data.slice_reader import SliceFiles, merge_mode_for, read_slice
 from engine.schema.avro import arrow_to_avro, avro_to_json, avro_with_meta_fields, with_meta_fields
-from engine.table.commit_metadata import CommitMetadata, WriteStat
-from engine.table.file_names import base_file_name, join_path, log_file_name
 from engine.table.meta_client import MetaClient
+from engine.timeline.commit_metadata import CommitMetadata, WriteStat
 
 DATA_SCHEMA = pa.schema([pa.field("id", pa.string()), pa.field("ts", pa.int64()), pa.field("val", pa.string())])
 FID = "11111111-1111-4111-8111-111111111111-0"

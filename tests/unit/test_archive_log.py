@@ -10,9 +10,9 @@ import pytest
 
 from engine.data import log_block as lb
 from engine.errors import CorruptTableError, InvalidInputError
-from engine.table.commit_metadata import CommitMetadata, WriteStat
 from engine.timeline import archive_log as al
 from engine.timeline import avro_models as am
+from engine.timeline.commit_metadata import CommitMetadata, WriteStat
 from engine.timeline.instant import Action
 from tests.support.samples import sample_table
 

@@ -7,9 +7,9 @@ import json
 import pytest
 
 from engine.errors import CorruptTableError, InvalidInputError
-from engine.table.commit_metadata import CommitMetadata, WriteStat
 from engine.timeline import avro_models as am
 from engine.timeline.avro_schemas import NAMESPACE, SCHEMAS, self_contained
+from engine.timeline.commit_metadata import CommitMetadata, WriteStat
 
 T0 = "20240501101500123"
 T1 = "20240501103000456"

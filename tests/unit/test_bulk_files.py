@@ -13,11 +13,11 @@ import pytest
 from engine.columns import KEY_COL, PART_COL
 from engine.config.write_config import WriteConfig
 from engine.constants import FOOTER_MAX_RECORD_KEY, FOOTER_MIN_RECORD_KEY, RECORD_KEY_COL
+from engine.data.file_names import has_file_id_stem, parse_base_file_name, task_file_id_prefix
 from engine.errors import InvalidConfigError
 from engine.schema.avro import with_meta_fields
 from engine.storage import storage_for
 from engine.table import failed_writes
-from engine.table.file_names import has_file_id_stem, parse_base_file_name, task_file_id_prefix
 from engine.write.bulk_files import split_files, write_task_files
 from engine.write.file_writer import WriteContext
 

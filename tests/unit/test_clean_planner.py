@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
+from engine.data.file_group import BaseFile, FileGroup, FileSlice
+from engine.data.file_names import base_file_name, parse_base_file_name
 from engine.services.clean import KEEP_LATEST_COMMITS, KEEP_LATEST_FILE_VERSIONS, files_to_clean
-from engine.table.file_group import BaseFile, FileGroup, FileSlice
-from engine.table.file_names import base_file_name, parse_base_file_name
 
 T = [f"2026010100000{i}000" for i in range(1, 8)]  # T[0] < T[1] < ... 17-digit instants
 

@@ -3,7 +3,7 @@ Apache Hudi's SimpleConcurrentFileWritesConflictResolutionStrategy."""
 
 from __future__ import annotations
 
-from engine.table.commit_metadata import CommitMetadata, WriteStat
+from engine.timeline.commit_metadata import CommitMetadata, WriteStat
 from engine.timeline.instant import Action, Instant, State
 from engine.timeline.timeline import Timeline
 from engine.write.conflicts import ConcurrentOperation, candidate_instants, find_conflict

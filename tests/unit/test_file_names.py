@@ -1,4 +1,4 @@
-"""engine.table.file_names: base/log file names parsed and rendered exactly as Apache Hudi writes them."""
+"""engine.data.file_names: base/log file names parsed and rendered exactly as Apache Hudi writes them."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from pathlib import PurePosixPath
 
 import pytest
 
-from engine.table.file_names import (
+from engine.data.file_names import (
     BaseFileName,
     LogFileName,
     base_file_name,

@@ -1,4 +1,4 @@
-"""engine.table.fs_view and engine.table.commit_metadata: file slices from listings, commit JSON."""
+"""engine.table.fs_view and engine.timeline.commit_metadata: file slices from listings, commit JSON."""
 
 from __future__ import annotations
 
@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
+from engine.data.file_group import FileSlice
 from engine.errors import CorruptTableError
-from engine.table.commit_metadata import CommitMetadata, WriteStat
-from engine.table.file_group import FileSlice
 from engine.table.fs_view import DataFile, FileSystemView
+from engine.timeline.commit_metadata import CommitMetadata, WriteStat
 from engine.timeline.timeline import Timeline
 from tests.support.samples import sample_table
 

@@ -1,4 +1,4 @@
-"""The driver's half of a one-job write (`engine.write.local_batch`), the bloom filter extension
+"""The driver's half of a one-job write (`engine.data.batch`), the bloom filter extension
 and the dictionary choice of the base-file writer: pure functions, checked against their
 definitions (the distributed pipeline's rules, a fresh bloom build, pyarrow's own encoding)."""
 
@@ -12,9 +12,9 @@ import pyarrow.parquet as pq
 import pytest
 
 from engine.columns import FILE_ID_COL, KEY_COL, OP_COL, OP_DELETE, OP_UPSERT, PART_COL
+from engine.data import batch as lb
 from engine.data.keys import KEYS_SCHEMA
 from engine.index.bloom_filter import build_for_keys, extended_for_keys, footer_entries
-from engine.write import local_batch as lb
 from engine.write.file_writer import dictionary_columns
 from engine.write.tagging import profile
 

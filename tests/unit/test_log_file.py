@@ -9,10 +9,10 @@ from pathlib import Path
 import pytest
 
 from engine.data import log_block as lb
+from engine.data.file_names import log_file_name, parse_log_file_name
 from engine.data.log_file import log_block_instants, next_log_version, read_log_blocks, write_log_file
 from engine.errors import CorruptTableError, InvalidInputError
 from engine.storage import Storage, storage_for
-from engine.table.file_names import log_file_name, parse_log_file_name
 from tests.support.samples import sample_table
 
 T1, T2, T3 = "20240101000000001", "20240101000000002", "20240101000000003"

@@ -50,8 +50,8 @@ def test_an_earlier_started_write_that_completes_later_is_caught(tmp_path):
     seen = occ.seen(t.meta.timeline())  # our start: `slow` is pending
     mine = handmade.add_pending(t, datetime(2026, 1, 1, 3, tzinfo=UTC))
     # `slow` completes now, having written rome
-    from engine.table.commit_metadata import CommitMetadata, WriteStat
-    from engine.timeline.lifecycle import complete_instant
+    from engine.table.lifecycle import complete_instant
+    from engine.timeline.commit_metadata import CommitMetadata, WriteStat
 
     stat = WriteStat(fileId=t.groups["rome"][0], path=None, partitionPath="rome")
     complete_instant(t.meta, slow, Action.COMMIT, CommitMetadata({"rome": [stat]}, "upsert").to_bytes())

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from engine.table.commit_metadata import CommitMetadata, WriteStat
-from engine.table.file_names import join_path
+from engine.data.file_names import join_path
+from engine.timeline.commit_metadata import CommitMetadata, WriteStat
 from engine.write.planner import (
     Bucket,
     BucketType,

@@ -21,7 +21,7 @@ from engine.index.record_files import (
     resolve_state,
     write_entries,
 )
-from engine.index.record_hash import (
+from engine.keygen.record_hash import (
     bucket_of,
     buckets_of,
     hash_function,
@@ -77,7 +77,7 @@ def test_hash_functions_by_name():
     assert hash_function("java_string_hash") is java_hash_array
     assert hash_function("MURMUR3_32")(pa.array(["a"])).dtype == np.int64
     keys = pa.array(["a", "é", "key-1"])
-    assert hash_function("engine.index.record_hash:java_hash_array")(keys).tolist() == java_hash_array(keys).tolist()
+    assert hash_function("engine.keygen.record_hash:java_hash_array")(keys).tolist() == java_hash_array(keys).tolist()
     with pytest.raises(InvalidConfigError, match="unknown record index hash function 'nope'"):
         hash_function("nope")
     with pytest.raises(InvalidConfigError, match="cannot be imported"):

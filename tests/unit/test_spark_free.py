@@ -22,7 +22,7 @@ SPARK_MODULES = {
     "engine.read.lookup",
     "engine.read.native",
     "engine.read.reader",
-    "engine.read.scan",
+    "engine.data.scan",
     "engine.spark",
     "engine.spark.datasource",  # Spark's data source API (pyspark.sql.datasource)
     "engine.spark.datasource.options",  # pure itself, but its package `engine.spark` imports the session

@@ -280,7 +280,7 @@ COMPACTION_COUNTERS = ("totalLogFilesCompacted", "totalLogSizeCompacted", "total
 
 
 def _file_doc(part: str, s: Any) -> dict[str, Any]:
-    from engine.table.file_names import parse_log_file_name
+    from engine.data.file_names import parse_log_file_name
 
     name = (s.path or "").rpartition("/")[2]
     log = parse_log_file_name(name) if s.logVersion is not None or name.startswith(".") else None

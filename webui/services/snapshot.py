@@ -18,9 +18,9 @@ from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import Any
 
-from engine.table.commit_metadata import CommitMetadata
 from engine.table.fs_view import FileSystemView
 from engine.table.meta_client import MetaClient
+from engine.timeline.commit_metadata import CommitMetadata
 from engine.timeline.instant import Instant
 from engine.timeline.timeline import Timeline
 

@@ -273,7 +273,7 @@ def _staged_frame(spark: SparkSession, table, files: list[str]) -> DataFrame:
     from pyspark.sql.pandas.types import from_arrow_schema
 
     from engine.data.keys import ScanFile
-    from engine.read.scan import scan_files
+    from engine.data.scan import scan_files
     from engine.storage.local import LocalStorage
 
     storage = table.meta.storage

@@ -7,9 +7,9 @@ its own so that clean and savepoint, which each need the other's facts, do not i
 
 from __future__ import annotations
 
+from engine.table.lifecycle import read_avro
 from engine.table.meta_client import MetaClient
 from engine.timeline.instant import Action
-from engine.timeline.lifecycle import read_avro
 from engine.timeline.timeline import Timeline
 
 CLEAN_METADATA_MODEL = "HoodieCleanMetadata"

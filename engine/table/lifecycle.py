@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
+from engine.constants import heartbeat_file
 from engine.errors import CommitConflictError, CorruptTableError
 from engine.table.meta_client import MetaClient
 from engine.timeline.instant import Action, Instant, State, next_instant_time
@@ -111,6 +112,4 @@ def remove_instant(meta: MetaClient, time: str, action: Action) -> None:
 
 
 def heartbeat_path(time: str) -> str:
-    from engine.table.heartbeat import heartbeat_file
-
     return heartbeat_file(time)

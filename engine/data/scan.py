@@ -18,8 +18,8 @@ from pyspark.sql.pandas.types import from_arrow_schema
 from engine.constants import RECORD_KEY_COL
 from engine.data.base_file import base_file_instant, conform, read_base_file
 from engine.data.keys import KEYS_SCHEMA, ScanFile, SliceMerge, file_keys, file_ordering, ordering_schema
+from engine.data.slice_read import SliceRead, commit_filter
 from engine.data.slice_reader import SliceFiles, read_slice
-from engine.read.plan import SliceRead, commit_filter
 from engine.storage import Storage
 
 _FILE_LIST_SCHEMA = "file string"
@@ -96,7 +96,9 @@ def _read_keys_task(storage: Storage, wanted: Broadcast | None, merge: SliceMerg
     return run
 
 
-def _read_slices_task(storage: Storage, schema: pa.Schema, slices: Broadcast, how: SliceRead, keys: Broadcast | None):
+def _read_slices_task(
+    storage: Storage, schema: pa.Schema, slices: Broadcast, how: SliceRead, keys: Broadcast | None
+):
     def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         wanted = keys.value if keys is not None else None
         listed: list[SliceFiles] = slices.value
@@ -104,8 +106,14 @@ def _read_slices_task(storage: Storage, schema: pa.Schema, slices: Broadcast, ho
             for i in batch.column(0).to_pylist():
                 files = listed[i]
                 table = read_slice(
-                    storage, files, schema, ordering_field=how.ordering_field, mode=how.mode,
-                    is_committed=how.committed, as_of=how.as_of, keys=wanted,
+                    storage,
+                    files,
+                    schema,
+                    ordering_field=how.ordering_field,
+                    mode=how.mode,
+                    is_committed=how.committed,
+                    as_of=how.as_of,
+                    keys=wanted,
                 )
                 yield from commit_filter(table, how.commit_range).to_batches(max_chunksize=65536)
 
@@ -129,11 +137,15 @@ def scan_slices(
     sc = spark.sparkContext
     shared = sc.broadcast(list(slices))
     wanted = sc.broadcast(keys) if keys is not None else None
-    index = sc.parallelize([(i,) for i in range(len(slices))], scan_parallelism(spark, len(slices))).toDF("i int")
+    index = sc.parallelize([(i,) for i in range(len(slices))], scan_parallelism(spark, len(slices))).toDF(
+        "i int"
+    )
     return index.mapInArrow(_read_slices_task(storage, schema, shared, how, wanted), spark_schema)
 
 
-def _read_ordering_task(storage: Storage, field: pa.Field, wanted: Broadcast | None, merge: SliceMerge | None):
+def _read_ordering_task(
+    storage: Storage, field: pa.Field, wanted: Broadcast | None, merge: SliceMerge | None
+):
     def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         keys = wanted.value if wanted is not None else None
         for file in scan_files_of(batches):

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from engine.table.file_names import BaseFileName, LogFileName, join_path
+from engine.data.file_names import BaseFileName, LogFileName, join_path
 
 
 @dataclass(frozen=True)
@@ -93,4 +93,6 @@ class FileGroup:
         if latest.base_file is not None or len(self.slices) < 2:
             return latest
         prev = self.slices[-2]
-        return FileSlice(prev.partition, prev.file_id, prev.base_instant, prev.base_file, prev.log_files + latest.log_files)
+        return FileSlice(
+            prev.partition, prev.file_id, prev.base_instant, prev.base_file, prev.log_files + latest.log_files
+        )

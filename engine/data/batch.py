@@ -19,7 +19,6 @@ import pyarrow.compute as pc
 from engine.columns import FILE_ID_COL, KEY_COL, OP_COL, OP_DELETE, OP_UPSERT, PART_COL
 from engine.data.keys import KEYS_SCHEMA
 from engine.data.slice_reader import IS_DELETED_COL
-from engine.write.file_writer import repeated
 
 
 class ProfileRow(dict):
@@ -27,6 +26,13 @@ class ProfileRow(dict):
 
     def asDict(self) -> dict:  # noqa: N802 (Spark's Row API)
         return dict(self)
+
+
+def repeated(value: str, n: int) -> pa.Array:
+    """`value` `n` times as a string array, built without a Python list of `n` items."""
+    return pa.DictionaryArray.from_arrays(
+        pa.array(np.zeros(n, np.int8)), pa.array([value], pa.string())
+    ).cast(pa.string())
 
 
 def null_keys(batch: pa.Table) -> int:
@@ -108,8 +114,10 @@ def _array(values: pa.Array | pa.ChunkedArray) -> pa.Array:
 def profile_rows(tagged: pa.Table) -> list[ProfileRow]:
     """The profile's count rows (`engine.write.tagging.profile`) of a tagged batch held as one
     Spark partition (number 0)."""
-    counts = tagged.select([PART_COL, FILE_ID_COL, OP_COL]).group_by([PART_COL, FILE_ID_COL, OP_COL]).aggregate(
-        [([], "count_all")]
+    counts = (
+        tagged.select([PART_COL, FILE_ID_COL, OP_COL])
+        .group_by([PART_COL, FILE_ID_COL, OP_COL])
+        .aggregate([([], "count_all")])
     )
     return [
         ProfileRow({"__hoodie_task": 0, PART_COL: p, FILE_ID_COL: f, OP_COL: o, "count": n})
