@@ -13,7 +13,7 @@ STACK_WAIT ?= 900
 # tests/stack against the process-based stack (CI: no Docker engine); seconds for the suite
 STACK_LOCAL_TIMEOUT ?= 900
 
-.PHONY: setup test unit run demo console worker bench bench-console lint clean clean-lakehouse up down logs ps stack-test stack-local docker-check
+.PHONY: setup test unit run demo console worker bench bench-console lint docs clean clean-lakehouse up down logs ps stack-test stack-local docker-check
 
 $(VENV)/.installed: pyproject.toml
 	python3 -m venv $(VENV)
@@ -51,14 +51,18 @@ bench: setup
 bench-console: setup
 	$(PY) bench/console.py
 
-lint: setup
+lint: setup  ## ruff, mypy and the architecture's import contracts (pyproject.toml [tool.importlinter])
 	$(VENV)/bin/ruff check engine webui tests bench docker
 	$(VENV)/bin/mypy engine
+	$(VENV)/bin/lint-imports
+
+docs: setup  ## the documentation site into ./site (--strict: a broken link or reference fails)
+	$(VENV)/bin/mkdocs build --strict --site-dir site
 
 # ./lakehouse is data, not build output: its tables, and lakehouse/.console (the console's SQLite
 # database, its secret key, the dev admin's password). clean keeps it; clean-lakehouse asks first.
 clean:  ## build and test leftovers; keeps ./lakehouse (tables, console database, secret key, admin password)
-	rm -rf spark-warehouse .pytest_cache artifacts
+	rm -rf spark-warehouse .pytest_cache artifacts site
 	@if [ -e lakehouse ]; then echo "make clean: kept ./lakehouse (its tables, and lakehouse/.console: the console's database, secret key and admin password); 'make clean-lakehouse' deletes it"; fi
 
 clean-lakehouse:  ## delete ./lakehouse, console database, secret key and admin password included (asks; CONFIRM=yes skips)
@@ -74,7 +78,7 @@ clean-lakehouse:  ## delete ./lakehouse, console database, secret key and admin 
 # --- the local lakehouse ------------------------------------------------------------------
 
 docker-check:
-	@command -v $(DOCKER) >/dev/null 2>&1 || { echo "make: '$(DOCKER)' not found: the local lakehouse needs Docker Engine with the Compose plugin (see README, Local lakehouse)" >&2; exit 1; }
+	@command -v $(DOCKER) >/dev/null 2>&1 || { echo "make: '$(DOCKER)' not found: the local lakehouse needs Docker Engine with the Compose plugin (see docs/lakehouse.md)" >&2; exit 1; }
 	@$(DOCKER) info >/dev/null 2>&1 || { echo "make: no Docker engine answers ('$(DOCKER) info' failed): start Docker, then retry" >&2; exit 1; }
 	@$(COMPOSE) version >/dev/null 2>&1 || { echo "make: '$(COMPOSE)' does not run: install the Docker Compose v2 plugin" >&2; exit 1; }
 

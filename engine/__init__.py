@@ -59,7 +59,7 @@ def __getattr__(name: str):
 
         return getattr(operation, name)
     if name == "TableLock":
-        from engine.table.lock import TableLock
+        from engine.transaction.lock import TableLock
 
         return TableLock
     raise AttributeError(name)

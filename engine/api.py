@@ -12,7 +12,7 @@ from engine.config.table_config import IndexType, TableConfig, TableType
 from engine.config.write_config import WriteConfig
 from engine.constants import TABLE_VERSION
 from engine.errors import InvalidConfigError, InvalidInputError, UnsupportedFeatureError
-from engine.index import index_for
+from engine.index import resolve_index
 from engine.keygen.keys import KeySpec
 from engine.read import reader
 from engine.schema.changes import Change
@@ -21,7 +21,7 @@ from engine.services.maintenance import Maintenance
 from engine.services.transaction import Transaction
 from engine.storage import Storage, storage_for
 from engine.table import upgrade
-from engine.table.create import DEFAULT_INDEX, new_table_config, require_writable, write_index
+from engine.table.create import DEFAULT_INDEX, new_table_config, require_writable
 from engine.table.fs_view import FileSystemView
 from engine.table.meta_client import MetaClient
 from engine.timeline.commit_metadata import CommitMetadata
@@ -147,8 +147,7 @@ class Table:
                 f"hoodie.schema.on.read.enable: an internal schema for a version {self.meta.config.version} table "
                 "is not built (version 6 tables only)")
         KeySpec.from_config(self.meta.config, config.keygen_options)  # so are unusable key generator options
-        itype = write_index(self.config, config.index_type)
-        index = index_for(itype, dict(config.index_options), self.config.name)
+        index = resolve_index(self.config, config)
         if self.spark is None:
             self.spark = df.sparkSession
         with Transaction(self.meta, config, index, op.value.lower()) as tx:
@@ -234,10 +233,7 @@ class Table:
         return reader.read_incremental(self._spark(), self.meta, start, end)
 
     def _index(self, options: Mapping[str, object] | None = None):
-        from engine.index import index_for
-
-        cfg = WriteConfig.from_options(options)
-        return index_for(write_index(self.config, cfg.index_type), dict(cfg.index_options), self.config.name)
+        return resolve_index(self.config, WriteConfig.from_options(options))
 
     def read_keys(self, keys: Iterable[str], options: Mapping[str, object] | None = None) -> DataFrame:
         """The records with these record keys (as in `_hoodie_record_key`), reading only the files

@@ -6,7 +6,7 @@ from typing import Protocol
 
 
 class LockHolder(Protocol):
-    """What an error says about a lock's holder (`engine.table.lock_info.LockInfo` is one); a
+    """What an error says about a lock's holder (`engine.transaction.lock_info.LockInfo` is one); a
     protocol, so that this module imports nothing of the engine."""
 
     @property
@@ -113,7 +113,7 @@ class UnsupportedTableVersionError(EngineError):
 
 
 class ConcurrentWriteError(CommitConflictError):
-    """Another writer holds the table lock, or took it over from us (see `engine.table.lock`).
+    """Another writer holds the table lock, or took it over from us (see `engine.transaction.lock`).
 
     The holder's details are attributes (None when unknown): `owner` (its uuid), `host`,
     `pid`, `purpose` ("upsert", "rollback"...), `acquired_at_ms` and `expires_at_ms`

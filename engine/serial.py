@@ -1,6 +1,6 @@
 """One JSON-friendly form for every service plan and result (the CLI's `--json`, the console).
 
-`to_doc(value)` turns dataclasses, instants, enums, tuples and sets into dicts, lists and
+`to_doc(value)` turns dataclasses, values with a `to_doc()` method (instants), enums, tuples and sets into dicts, lists and
 strings; the plan and result classes expose it as `to_dict()` through `Documented`.
 """
 
@@ -10,13 +10,12 @@ import dataclasses
 from enum import Enum
 from typing import Any
 
-from engine.timeline.instant import Instant
-
 
 def to_doc(value: Any) -> Any:
     """`value` as JSON-friendly data (dicts with string keys, lists, strings, numbers, None)."""
-    if isinstance(value, Instant):
-        return {"time": value.time, "action": value.action.value, "state": value.state.value}
+    own = getattr(type(value), "to_doc", None)
+    if callable(own):  # a value that gives its own form (an instant: time, action, state)
+        return own(value)
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
         return {f.name: to_doc(getattr(value, f.name)) for f in dataclasses.fields(value)}
     if isinstance(value, Enum):

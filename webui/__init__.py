@@ -44,12 +44,12 @@ def create_app(config: Mapping[str, Any] | None = None) -> Flask:
 
     ratelimit.init_app(app)  # after CSRFProtect: a POST without a valid token is refused before it counts
 
-    from webui import auth, blueprints, cli, filters
+    from webui import auth, blueprints, commands, filters
 
     auth.init_app(app)
     blueprints.register(app)
     filters.register(app)
-    cli.register_flask_commands(app)
+    commands.register_flask_commands(app)
 
     @app.after_request
     def _security_headers(response):  # type: ignore[no-untyped-def]

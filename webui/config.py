@@ -53,7 +53,7 @@ def _int(value: str | None, default: int) -> int:
 def _concurrency_mode(value: str | None) -> str:
     """CONSOLE_CONCURRENCY_MODE: SINGLE_WRITER (default) or OPTIMISTIC_CONCURRENCY_CONTROL, as
     the engine's `hoodie.write.concurrency.mode` takes it (a bad value stops the console at start)."""
-    from engine.config.write_config import CONCURRENCY_MODES, SINGLE_WRITER
+    from engine.facade import CONCURRENCY_MODES, SINGLE_WRITER
 
     mode = (value or SINGLE_WRITER).strip().upper()
     if mode not in CONCURRENCY_MODES:

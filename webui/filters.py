@@ -7,16 +7,7 @@ from typing import Any
 
 from flask import Flask
 
-
-def human_bytes(n: Any) -> str:
-    if n is None:
-        return "–"
-    n = float(n)
-    for unit in ("B", "KB", "MB", "GB", "TB"):
-        if abs(n) < 1024 or unit == "TB":
-            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
-        n /= 1024
-    return f"{n:.1f} TB"
+from webui.services.text import age_text, human_bytes
 
 
 def thousands(n: Any) -> str:
@@ -43,8 +34,6 @@ def pretty(value: Any, key: str = "") -> str:
 
 def age(seconds: Any) -> str:
     """A duration for people: 45 s, 12 min, 5 h, 3 days."""
-    from webui.services.compactions import age_text
-
     return age_text(int(seconds or 0))
 
 

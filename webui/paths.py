@@ -13,8 +13,7 @@ import os
 import re
 from collections.abc import Sequence
 
-from engine.errors import InvalidConfigError
-from engine.storage.uri import canonical_uri, is_within
+from engine.facade import InvalidConfigError, canonical_uri, is_within
 
 _NAME_RE = re.compile(r"^[A-Za-z][A-Za-z0-9_]{0,63}$")
 

@@ -62,7 +62,7 @@ _KEYS: dict[str, tuple[str, type]] = {
     "hoodie.write.lock.lease_ms": ("lock_lease_ms", int),
     "hoodie.write.lock.wait_time_ms": ("lock_wait_ms", int),
     # SINGLE_WRITER (the table lock for the whole write) or OPTIMISTIC_CONCURRENCY_CONTROL (the
-    # lock only to start and to commit; conflicts checked at commit: engine.write.conflicts)
+    # lock only to start and to commit; conflicts checked at commit: engine.transaction.conflicts)
     "hoodie.write.concurrency.mode": ("concurrency_mode", str),
     # Apache Hudi's metadata table: this engine does not write it (engine.table.metadata_table)
     "hoodie.metadata.enable": ("metadata_enable", bool),

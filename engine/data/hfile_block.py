@@ -1,6 +1,7 @@
 """HFILE log data blocks (HoodieHFileDataBlock): the block's content is a whole HFile
 (`engine.data.hfile`) whose cells map each record key (the row) to the record, Avro binary
-written with the block's SCHEMA header. Pure: a LogBlock in, records out.
+written with the block's SCHEMA header. Pure: bytes in, records out
+(`engine.data.log_block` reads the block around them).
 
 The writer empties a field named `key` in each record (HoodieHFileDataBlock.serializeRecord
 truncates HoodieAvroHFileReader's KEY_FIELD_NAME, the metadata table's key field, "to avoid
@@ -16,21 +17,20 @@ from typing import Any
 import fastavro
 
 from engine.data.hfile import UnsupportedHFileError, read_hfile_cells
-from engine.data.log_block import LogBlock, header_writer_schema
 from engine.errors import CorruptTableError, UnsupportedFeatureError
 
 KEY_FIELD = "key"  # HoodieAvroHFileReader.KEY_FIELD_NAME
 
 
-def decode_hfile_content(block: LogBlock) -> list[dict[str, Any]]:
-    """The records of an HFILE data block, in key order, with an empty `key` field given back its
-    cell's key (as Apache Hudi and hudi-rs read them).
+def decode_hfile_content(content: bytes, writer_schema: Any, offset: int) -> list[dict[str, Any]]:
+    """The records of an HFILE data block (its `content`, the parsed Avro `writer_schema` of its
+    SCHEMA header, its `offset` in the log file for messages), in key order, with an empty `key`
+    field given back its cell's key (as Apache Hudi and hudi-rs read them).
     A malformed HFile raises CorruptTableError; one in a codec or layout not read (only the
     uncompressed and GZ version 3 files Hudi writes are), UnsupportedFeatureError."""
-    where = f"log block at offset {block.offset}"
-    writer_schema = header_writer_schema(block, "HFILE")
+    where = f"log block at offset {offset}"
     try:
-        cells = read_hfile_cells(block.content)
+        cells = read_hfile_cells(content)
     except UnsupportedHFileError as exc:
         raise UnsupportedFeatureError(f"{where}: HFILE block: {exc}") from exc
     except ValueError as exc:

@@ -33,6 +33,7 @@ import pyarrow.parquet as pq
 from engine.constants import META_COLUMNS
 from engine.data.base_file import conform
 from engine.data.delete_records import decode_delete_records, encode_delete_records
+from engine.data.hfile_block import decode_hfile_content
 from engine.errors import CorruptTableError, InvalidInputError, SchemaMismatchError
 from engine.schema.avro import avro_to_arrow
 from engine.schema.internal import file_columns, without_versions
@@ -477,9 +478,8 @@ def decode_data_block(block: LogBlock, schema: pa.Schema) -> pa.Table:
     elif block.block_type == BlockType.AVRO_DATA:
         table = _records_table(block, decode_avro_content(block), wanted)
     elif block.block_type == BlockType.HFILE_DATA:
-        from engine.data.hfile_block import decode_hfile_content
-
-        table = _records_table(block, decode_hfile_content(block), wanted)
+        records = decode_hfile_content(block.content, header_writer_schema(block, "HFILE"), block.offset)
+        table = _records_table(block, records, wanted)
     else:
         name = _UNSUPPORTED_DATA.get(block.block_type, f"type {block.block_type}")
         raise CorruptTableError(f"log block at offset {block.offset}: {name} data blocks are unsupported")

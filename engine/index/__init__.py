@@ -10,8 +10,10 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from engine.columns import FILE_ID_COL  # the column `tag_location` adds (re-exported)
-from engine.config.table_config import IndexType
-from engine.table.create import require_index_available
+from engine.config.table_config import IndexType, TableConfig
+from engine.config.write_config import WriteConfig
+from engine.errors import InvalidConfigError
+from engine.table.create import DEFAULT_INDEX, VIRTUAL_KEY_INDEXES, require_index_available
 
 if TYPE_CHECKING:
     from engine.index.base import Index, TagContext
@@ -46,6 +48,29 @@ def index_for(
     return implementations[index_type]()
 
 
+def resolve_index(table: TableConfig, write: WriteConfig) -> Index:
+    """The one way the engine picks a table's index (writes, reads by key, table services): the
+    write's `hoodie.index.type`, else the table's, else the default (`write_index_type`)."""
+    itype = write_index_type(table, write.index_type)
+    return index_for(itype, dict(write.index_options), table.name)
+
+
+def write_index_type(config: TableConfig, requested: str | None) -> IndexType:
+    """The index type a write uses: `requested` (the write's `hoodie.index.type`), else the table's,
+    else the default (SIMPLE for a table without meta fields, whose files carry no bloom filter); a
+    table without meta fields takes SIMPLE or GLOBAL_SIMPLE only: Hudi writes its files without
+    bloom filter or key range."""
+    virtual = not config.populate_meta_fields
+    named = requested or (config.index_type.value if config.index_type is not None else None)
+    itype = IndexType.parse(named) if named else (IndexType.SIMPLE if virtual else DEFAULT_INDEX)
+    if virtual and itype not in VIRTUAL_KEY_INDEXES:
+        raise InvalidConfigError(
+            f"index {itype.value} cannot serve a table without meta fields (hoodie.populate.meta.fields=false): "
+            "use hoodie.index.type SIMPLE or GLOBAL_SIMPLE"
+        )
+    return itype
+
+
 def __getattr__(name: str) -> Any:
     if name in ("Index", "TagContext"):
         from engine.index import base
@@ -54,4 +79,4 @@ def __getattr__(name: str) -> Any:
     raise AttributeError(name)
 
 
-__all__ = ["FILE_ID_COL", "Index", "TagContext", "index_for"]
+__all__ = ["FILE_ID_COL", "Index", "TagContext", "index_for", "resolve_index", "write_index_type"]

@@ -14,212 +14,18 @@ Batches too big to ship their keys to the tasks fall back to the SIMPLE join.
 
 from __future__ import annotations
 
-import threading
-from collections import OrderedDict
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING
 
-import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 
-from engine.constants import FOOTER_MAX_RECORD_KEY, FOOTER_MIN_RECORD_KEY
-from engine.data.base_file import read_footer
-from engine.data.keys import ANY_PARTITION, KEYS_SCHEMA, ScanFile, SliceMerge, keys_batch, live_keys
+from engine.data.keys import KEYS_SCHEMA
 from engine.index.base import Index, TagContext, candidate_files, wanted_keys
-from engine.index.bloom_filter import bloom_filter_from_footer
-from engine.index.murmur import hash_chain_arrow
 from engine.index.simple import GlobalSimpleIndex, SimpleIndex
-from engine.storage import Storage
 
 if TYPE_CHECKING:
-    from pyspark.accumulators import Accumulator
-    from pyspark.broadcast import Broadcast
     from pyspark.sql import DataFrame
 
-STAT_NAMES = ("files", "range_pruned", "bloom_pruned", "files_read", "candidates", "false_positives")
-
-
-def range_bounds(sorted_keys: np.ndarray, low: str | None, high: str | None) -> tuple[int, int]:
-    """[start, end) of the keys of `sorted_keys` inside [low, high] (binary search; all of them when
-    the footer has no range)."""
-    if low is None or high is None:
-        return 0, len(sorted_keys)
-    return (
-        int(np.searchsorted(sorted_keys, low, side="left")),
-        int(np.searchsorted(sorted_keys, high, side="right")),
-    )
-
-
-def candidates_in_range(sorted_keys: np.ndarray, low: str | None, high: str | None) -> np.ndarray:
-    start, end = range_bounds(sorted_keys, low, high)
-    return sorted_keys[start:end]
-
-
-class _Chains:
-    """Each partition's candidate keys hashed once, reused for every file's filter.
-
-    `eager`: the first request for a hash count hashes every partition's keys in one call (few
-    numpy calls on long arrays instead of many on short ones: the driver looks up all of them);
-    otherwise partition by partition (a Spark task sees only some partitions' files). Thread-safe."""
-
-    def __init__(self, lookup: Mapping[str, np.ndarray], eager: bool = False) -> None:
-        self.lookup = lookup
-        self.eager = eager
-        self.cache: dict[tuple[str, int], np.ndarray] = {}
-        self._lock = threading.Lock()
-
-    def get(self, partition: str, num_hashes: int) -> np.ndarray:
-        """The hash chain of the keys `lookup_files` takes for a file of `partition`: the
-        partition's own, else a global lookup's any-partition keys."""
-        key = (partition if partition in self.lookup else ANY_PARTITION, num_hashes)
-        with self._lock:
-            if key not in self.cache:
-                if self.eager:
-                    self._hash_all(num_hashes)
-                else:
-                    keys = self.lookup.get(key[0])
-                    assert keys is not None  # the caller found keys for this partition
-                    self.cache[key] = hash_chain_arrow(pa.array(keys, pa.string()), num_hashes)
-            return self.cache[key]
-
-    def _hash_all(self, num_hashes: int) -> None:
-        parts = [p for p, keys in self.lookup.items() if len(keys)]
-        if not parts:
-            return
-        chain = hash_chain_arrow(pa.array(np.concatenate([self.lookup[p] for p in parts]), pa.string()), num_hashes)
-        start = 0
-        for p in parts:
-            end = start + len(self.lookup[p])
-            self.cache[(p, num_hashes)] = chain[start:end]
-            start = end
-
-
-def lookup_files(
-    storage: Storage,
-    files: Iterable[ScanFile],
-    lookup: Mapping[str, np.ndarray],
-    merge: SliceMerge | None,
-    stats: dict[str, int],
-    footers: Callable[[Storage, str], dict[bytes, bytes]] = read_footer,
-    chains: _Chains | None = None,
-) -> Iterator[pa.RecordBatch]:
-    """KEYS_SCHEMA batches of the keys of `lookup` (partition -> sorted keys) that `files` hold:
-    pruned by key range and bloom filter, then matched exactly; counts added to `stats`."""
-    chains = chains or _Chains(lookup)
-    for file in files:
-        partition = file.partition
-        keys = lookup.get(partition, lookup.get(ANY_PARTITION))
-        if keys is None or len(keys) == 0:
-            continue
-        stats["files"] += 1
-        start, end, bloom = 0, len(keys), None
-        if file.path is not None:  # a log-only slice has no footer to prune with
-            footer = footers(storage, file.path)
-            low = footer.get(FOOTER_MIN_RECORD_KEY.encode())
-            high = footer.get(FOOTER_MAX_RECORD_KEY.encode())
-            start, end = range_bounds(keys, low.decode() if low else None, high.decode() if high else None)
-            bloom = bloom_filter_from_footer(footer)
-        if start >= end:
-            stats["range_pruned"] += 1
-            continue
-        candidates = keys[start:end]
-        if bloom is not None:
-            chain = chains.get(partition, bloom.num_hashes)[start:end]
-            candidates = candidates[bloom.contains_chain(chain)]
-        if len(candidates) == 0:
-            stats["bloom_pruned"] += 1
-            continue
-        stats["files_read"] += 1
-        stats["candidates"] += len(candidates)
-        # the slice's live keys (merge-on-read: a key deleted in a log file is gone)
-        stored = live_keys(storage, file, pa.array(candidates, pa.string()), merge)
-        matched = pc.unique(stored)
-        stats["false_positives"] += len(candidates) - len(matched)
-        if len(matched):
-            yield keys_batch(matched, partition, file.file_id)
-
-
-def _lookup_task(storage: Storage, wanted: Broadcast, counts: Accumulator, merge: SliceMerge | None):
-    def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        from engine.data.scan import scan_files_of
-
-        local = dict.fromkeys(STAT_NAMES, 0)
-        yield from lookup_files(storage, scan_files_of(batches), wanted.value, merge, local)
-        counts.add(local)
-
-    return run
-
-
-def locate_on_driver(
-    storage: Storage,
-    files: Sequence[ScanFile],
-    incoming: Mapping[str, pa.Array],
-    merge: SliceMerge | None,
-    threads: int,
-    prune: bool = True,
-) -> tuple[pa.Table, dict[str, int]]:
-    """The BLOOM (prune=True) or SIMPLE lookup of `incoming` (partition -> keys) in `files`, on
-    the driver: KEYS_SCHEMA rows of the keys found, and the lookup's counts. Footers come from a
-    per-process cache (file names are unique per write, so a path never changes content)."""
-    from concurrent.futures import ThreadPoolExecutor
-
-    lookup = _sorted_keys(incoming)
-    footers = cached_footer if prune else _no_footer
-    chains = _Chains(lookup, eager=True)
-    chunks = [list(files[i :: max(1, threads)]) for i in range(max(1, threads))]
-
-    def run(chunk: list[ScanFile]) -> tuple[list[pa.RecordBatch], dict[str, int]]:
-        stats = dict.fromkeys(STAT_NAMES, 0)
-        return list(lookup_files(storage, chunk, lookup, merge, stats, footers, chains)), stats
-
-    with ThreadPoolExecutor(max_workers=max(1, threads)) as pool:
-        results = list(pool.map(run, chunks))
-    batches = [b for found, _s in results for b in found]
-    totals = dict.fromkeys(STAT_NAMES, 0)
-    for _found, stats in results:
-        for k, v in stats.items():
-            totals[k] += v
-    return pa.Table.from_batches(batches, schema=KEYS_SCHEMA), totals
-
-
-DRIVER_THREADS = 4  # footer and key-column reads on the driver overlap their I/O
-
-
-def locate_slices(ctx: TagContext, is_global: bool, prune: bool) -> tuple[pa.Table, dict[str, int]]:
-    """`locate_on_driver` over the lookup's candidate slices with the batch's keys (`Index.locate_batch`
-    of BLOOM, prune=True, and SIMPLE)."""
-    files = candidate_files(ctx, is_global)
-    keys = wanted_keys(ctx, is_global)
-    assert keys is not None, "a driver-side lookup needs the batch's keys"
-    if not files:
-        return KEYS_SCHEMA.empty_table(), dict.fromkeys(STAT_NAMES, 0)
-    return locate_on_driver(ctx.meta.storage, files, keys, ctx.merge, DRIVER_THREADS, prune)
-
-
-def _no_footer(storage: Storage, path: str) -> dict[bytes, bytes]:
-    return {}
-
-
-_FOOTERS: OrderedDict[tuple[str, str], dict[bytes, bytes]] = OrderedDict()
-_FOOTERS_LOCK = threading.Lock()
-FOOTER_CACHE_FILES = 512  # ~0.4 MB of bloom filter each at Hudi's default sizing
-
-
-def cached_footer(storage: Storage, path: str) -> dict[bytes, bytes]:
-    """`read_footer`, remembered for the last FOOTER_CACHE_FILES base files of this process."""
-    key = (storage.base_uri, path)
-    with _FOOTERS_LOCK:
-        hit = _FOOTERS.get(key)
-        if hit is not None:
-            _FOOTERS.move_to_end(key)
-            return hit
-    footer = read_footer(storage, path)
-    with _FOOTERS_LOCK:
-        _FOOTERS[key] = footer
-        while len(_FOOTERS) > FOOTER_CACHE_FILES:
-            _FOOTERS.popitem(last=False)
-    return footer
+from engine.index.key_lookup import STAT_NAMES, locate_slices, lookup_task, sorted_keys
 
 
 class BloomIndex(Index):
@@ -247,10 +53,10 @@ class BloomIndex(Index):
             self.last_stats = {}
             return (GlobalSimpleIndex() if self.is_global else SimpleIndex()).tag_location(ctx, records)
         sc = ctx.spark.sparkContext
-        shared = sc.broadcast(_sorted_keys(wanted))
+        shared = sc.broadcast(sorted_keys(wanted))
         self._counts = sc.accumulator(dict.fromkeys(STAT_NAMES, 0), CountsParam())
         existing = file_frame(ctx.spark, files).mapInArrow(
-            _lookup_task(ctx.meta.storage, shared, self._counts, ctx.merge), from_arrow_schema(KEYS_SCHEMA)
+            lookup_task(ctx.meta.storage, shared, self._counts, ctx.merge), from_arrow_schema(KEYS_SCHEMA)
         )
         return join_existing(records, existing, self.is_global, small=True)
 
@@ -272,7 +78,3 @@ class GlobalBloomIndex(BloomIndex):
 
     name = "GLOBAL_BLOOM"
     is_global = True
-
-
-def _sorted_keys(incoming: Mapping[str, pa.Array]) -> dict[str, np.ndarray]:
-    return {part: np.sort(np.asarray(keys.to_pylist(), dtype=object)) for part, keys in incoming.items()}

@@ -33,7 +33,15 @@ import numpy as np
 
 from engine.constants import FOOTER_BLOOM_FILTER, FOOTER_BLOOM_FILTER_TYPE
 from engine.errors import CorruptTableError, InvalidInputError
-from engine.index.murmur import Keys, _int32, _key_bytes, _positions, _positions_batch, key_chain, murmur_hash
+from engine.keygen.murmur import (
+    Keys,
+    bit_positions,
+    bit_positions_batch,
+    int32,
+    key_bytes,
+    key_chain,
+    murmur_hash,
+)
 
 TYPE_SIMPLE = "SIMPLE"
 TYPE_DYNAMIC_V0 = "DYNAMIC_V0"
@@ -135,11 +143,11 @@ class _BitRow:
 
     def positions(self, data: bytes) -> list[int]:
         self.check_hash()
-        return _positions(data, self.nb_hash, self.vector_size)
+        return bit_positions(data, self.nb_hash, self.vector_size)
 
     def positions_batch(self, keys: Sequence[bytes]) -> np.ndarray:
         self.check_hash()
-        return _positions_batch(keys, self.nb_hash, self.vector_size)
+        return bit_positions_batch(keys, self.nb_hash, self.vector_size)
 
     def contains_positions(self, pos: Sequence[int] | np.ndarray) -> bool:
         return bool(self.test(np.asarray(pos, dtype=np.int64)).all())
@@ -225,7 +233,7 @@ class SimpleBloomFilter:
 
     def add(self, key: str) -> None:
         """Add one key (its UTF-8 bytes)."""
-        self._row.bits[self._row.positions(_key_bytes(key))] = True
+        self._row.bits[self._row.positions(key_bytes(key))] = True
 
     def add_all(self, keys: Keys) -> None:
         """Add many keys (Python strings or an Arrow string array); same result as `add` on each,
@@ -237,11 +245,11 @@ class SimpleBloomFilter:
 
     def might_contain(self, key: str) -> bool:
         """False only if `key` was certainly never added."""
-        return self._row.contains_positions(self._row.positions(_key_bytes(key)))
+        return self._row.contains_positions(self._row.positions(key_bytes(key)))
 
     def might_contain_many(self, keys: Iterable[str]) -> list[bool]:
         """`might_contain` for each key, vectorised."""
-        encoded = [_key_bytes(k) for k in keys]
+        encoded = [key_bytes(k) for k in keys]
         if not encoded:
             return []
         hits: np.ndarray = np.asarray(self._row.test(self._row.positions_batch(encoded)).all(axis=1), dtype=bool)
@@ -326,7 +334,7 @@ class DynamicBloomFilter:
                 self.current_count += n - i
                 break
             if self.current_count >= nr:
-                if _int32(len(self._rows) * nr) < self.max_entries:
+                if int32(len(self._rows) * nr) < self.max_entries:
                     self._rows.append(_BitRow(self.vector_size, self.num_hashes, self.hash_type))
                     self.current_count = 0
                 else:
@@ -343,7 +351,7 @@ class DynamicBloomFilter:
 
     def add(self, key: str) -> None:
         """Add one key (its UTF-8 bytes) to the active row."""
-        data = _key_bytes(key)
+        data = key_bytes(key)
         pos = self._rows[0].positions(data)
         row = int(self._assign_rows(1)[0])
         self._rows[row].bits[pos] = True
@@ -365,12 +373,12 @@ class DynamicBloomFilter:
 
     def might_contain(self, key: str) -> bool:
         """True if any row might hold `key`."""
-        pos = self._rows[0].positions(_key_bytes(key))
+        pos = self._rows[0].positions(key_bytes(key))
         return any(row.contains_positions(pos) for row in self._rows)
 
     def might_contain_many(self, keys: Iterable[str]) -> list[bool]:
         """`might_contain` for each key, vectorised."""
-        encoded = [_key_bytes(k) for k in keys]
+        encoded = [key_bytes(k) for k in keys]
         if not encoded:
             return []
         pos = self._rows[0].positions_batch(encoded)
@@ -391,7 +399,7 @@ class DynamicBloomFilter:
     def serialize(self) -> str:
         """The Base64 text Hudi stores in the footer."""
         out = bytearray(_HEADER.pack(_VERSION, self.num_hashes, self.hash_type, self.vector_size))
-        out += struct.pack(">iii", self.entries_per_row, _int32(self.current_count), len(self._rows))
+        out += struct.pack(">iii", self.entries_per_row, int32(self.current_count), len(self._rows))
         for row in self._rows:
             row.write(out)
         return _encode(out)

@@ -33,7 +33,7 @@ class SimpleIndex(Index):
 
     def locate_batch(self, ctx: TagContext) -> pa.Table:
         """The touched (global: all) partitions' keys read on the driver, only the incoming ones kept."""
-        from engine.index.bloom import locate_slices
+        from engine.index.key_lookup import locate_slices
 
         return locate_slices(ctx, self.is_global, prune=False)[0]
 

@@ -230,7 +230,7 @@ def partition_path(spec: KeySpec, row: Mapping[str, Any]) -> str:
 
 def partition_paths(spec: KeySpec, columns: Mapping[str, pa.Array]) -> pa.Array:
     """The partition path of every row of `columns` (partition field -> values), vectorised: what
-    the write's Spark tasks compute (`engine.write.prepare.partition_path_expr`)."""
+    the write's Spark tasks compute (`engine.keygen.spark_keys.partition_path_expr`)."""
     segments = []
     for i, field in enumerate(spec.partition_fields):
         values = columns[field]

@@ -103,7 +103,7 @@ def java_hash_array(keys: pa.Array | pa.ChunkedArray) -> np.ndarray:
 
 
 def _murmur_array(keys: pa.Array | pa.ChunkedArray) -> np.ndarray:
-    from engine.index.bloom_filter import murmur_hash
+    from engine.keygen.murmur import murmur_hash
 
     values = keys.to_pylist()
     return np.array([murmur_hash(k.encode("utf-8"), 0) for k in values], dtype=np.int64)

@@ -20,9 +20,9 @@ from engine.data.scan import scan_files
 from engine.errors import IndexChangedError, InvalidInputError
 from engine.index.base import Index, TagContext
 from engine.keygen.keys import KeySpec
+from engine.keygen.spark_keys import partition_path_expr, record_key_expr, summarize
 from engine.read.reader import scan_latest, slice_merge, table_schema_or_empty
 from engine.table.meta_client import MetaClient
-from engine.write.prepare import partition_path_expr, record_key_expr, summarize
 
 
 def read_keys(spark: SparkSession, meta: MetaClient, index: Index, keys: Iterable[str]) -> DataFrame:

@@ -31,7 +31,9 @@ from engine.table.lifecycle import claim_instant, complete_instant, transition_t
 from engine.table.meta_client import MetaClient
 from engine.timeline.commit_metadata import CommitMetadata
 from engine.timeline.instant import Action, Instant, State
-from engine.write.conflicts import ALTER_SCHEMA  # the commit's operationType (Hudi's WriteOperationType)
+from engine.transaction.conflicts import (
+    ALTER_SCHEMA,  # the commit's operationType (Hudi's WriteOperationType)
+)
 
 _PLANNED = (Action.COMMIT, Action.DELTA_COMMIT, Action.REPLACE_COMMIT, Action.COMPACTION, Action.LOG_COMPACTION,
             Action.CLUSTERING)

@@ -12,8 +12,9 @@ from typing import Protocol
 from engine.constants import METAFOLDER
 from engine.errors import CorruptTableError
 from engine.services import archive_lsm
+from engine.table import archive_log
 from engine.table.meta_client import MetaClient
-from engine.timeline import archive_log, avro_models
+from engine.timeline import avro_models
 from engine.timeline.commit_metadata import CommitMetadata
 from engine.timeline.instant import Action, Instant
 

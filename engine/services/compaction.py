@@ -48,14 +48,15 @@ from engine.table.compaction_plan import (
     pending_compactions,
     read_plan,
 )
-from engine.table.heartbeat import Heartbeat, heartbeat_file
 from engine.table.lifecycle import claim_instant, complete_instant
 from engine.table.meta_client import MetaClient
 from engine.table.ownership import FileOwnership
 from engine.timeline.commit_metadata import CommitMetadata, WriteStat
 from engine.timeline.instant import Action, Instant, State
 from engine.timeline.timeline import CommittedInstants, Timeline
+from engine.transaction.heartbeat import Heartbeat, heartbeat_file
 from engine.write.file_writer import WriteContext, write_base_file
+from engine.write.outcome import CompactionCounts, WriteOutcome
 
 Fence = Callable[[], None] | None
 OPERATION_TYPE = "COMPACT"
@@ -145,8 +146,8 @@ def plan_beside_writers(
     but its blocks are not committed: a plan holding its group would merge the slice without them
     and supersede the file, losing the write."""
     from engine.errors import ConcurrentWriteError
-    from engine.services.occ import pending_write_groups
-    from engine.services.repair import is_writer_gone
+    from engine.transaction.heartbeat import is_writer_gone
+    from engine.transaction.occ import pending_write_groups
 
     storage = meta.storage
 
@@ -198,8 +199,8 @@ class _Job:
     bloom: tuple[int, float, int]
 
 
-def _run_operation(job: _Job, op: CompactionOperation, token: str) -> dict:
-    """Merge one slice into `<fileId>_<token>_<instant>.parquet`; its write stat as a dict."""
+def _run_operation(job: _Job, op: CompactionOperation, token: str) -> Compacted:
+    """Merge one slice into `<fileId>_<token>_<instant>.parquet`: the file written and what it read."""
     files = SliceFiles(op.partition, op.file_id, op.base_instant, op.base_path, op.log_paths)
     merged = read_slice(
         job.storage, files, job.schema, ordering_field=job.ordering_field, mode=job.mode, is_committed=job.committed
@@ -233,20 +234,32 @@ def _run_operation(job: _Job, op: CompactionOperation, token: str) -> dict:
                 log_records += _block_records(block)
     # records whose latest version came from a log block (Hudi's totalUpdatedRecordsCompacted)
     updated = int(pc.sum(pc.not_equal(merged.column("_hoodie_commit_time"), op.base_instant).cast(pa.int64())).as_py() or 0)
-    return {
-        "partition": op.partition,
-        "file_id": op.file_id,
-        "path": path,
-        "prev": op.base_instant,
-        "rows": written.rows,
-        "size": written.size,
-        "log_files": len(op.log_paths),
-        "log_size": log_size,
-        "log_records": log_records,
-        "log_blocks": log_blocks,
-        "rollback_blocks": rollback_blocks,
-        "updated": updated,
-    }
+    outcome = WriteOutcome(
+        path=path,
+        file_id=op.file_id,
+        partition=op.partition,
+        prev_instant=op.base_instant,
+        num_writes=written.rows,
+        num_inserts=0,
+        num_updates=updated,
+        num_deletes=0,
+        num_stale=0,
+        file_size=written.size,
+        min_key=None,
+        max_key=None,
+    )
+    return Compacted(outcome, CompactionCounts(len(op.log_paths), log_size, log_records, log_blocks, rollback_blocks))
+
+
+@dataclass(frozen=True)
+class Compacted:
+    """One compacted slice: the base file written, and what was read from its log files."""
+
+    outcome: WriteOutcome
+    counts: CompactionCounts
+
+    def write_stat(self) -> WriteStat:
+        return self.outcome.write_stat(self.counts)
 
 
 def _block_records(block) -> int:
@@ -267,27 +280,6 @@ def _block_records(block) -> int:
     from engine.data.log_block import decode_delete_block
 
     return decode_delete_block(block).num_rows
-
-
-def _stat(out: dict) -> WriteStat:
-    return WriteStat(
-        fileId=out["file_id"],
-        path=out["path"],
-        partitionPath=out["partition"],
-        prevCommit=out["prev"],
-        numWrites=out["rows"],
-        numDeletes=0,
-        numUpdateWrites=out["updated"],
-        numInserts=0,
-        totalWriteBytes=out["size"],
-        fileSizeInBytes=out["size"],
-        totalLogRecords=out["log_records"],
-        totalLogFilesCompacted=out["log_files"],
-        totalLogSizeCompacted=out["log_size"],
-        totalUpdatedRecordsCompacted=out["updated"],
-        totalLogBlocks=out["log_blocks"],
-        totalRollbackBlocks=out["rollback_blocks"],
-    )
 
 
 def remove_partial_files(meta: MetaClient, plan: CompactionPlan) -> list[str]:
@@ -344,8 +336,8 @@ def execute_compaction(
 
 
 def _execute(meta, plan, spark, fence, progress, compression, bloom, before_complete=None) -> CompactionResult:
-    from engine.services.occ import avro_columns, schema_columns
     from engine.timeline import avro_models
+    from engine.transaction.occ import avro_columns, schema_columns
 
     started = _time.monotonic()
     say = progress or (lambda _m: None)
@@ -384,8 +376,8 @@ def _execute(meta, plan, spark, fence, progress, compression, bloom, before_comp
     _fence(before_complete)
     _fence(fence)
     stats: dict[str, list[WriteStat]] = {}
-    for out in sorted(outs, key=lambda o: (o["partition"], o["file_id"])):
-        stats.setdefault(out["partition"], []).append(_stat(out))
+    for out in sorted(outs, key=lambda o: (o.outcome.partition, o.outcome.file_id)):
+        stats.setdefault(out.outcome.partition, []).append(out.write_stat())
     # the schema read under the commit lock: a write that completed beside this compaction (under
     # optimistic concurrency) may have added columns, which the compacted files read as nulls; a
     # compaction never takes them away (Apache Hudi's schema resolution at commit)
@@ -400,15 +392,15 @@ def _execute(meta, plan, spark, fence, progress, compression, bloom, before_comp
     complete_instant(meta, plan.instant, Action.COMMIT, meta.encode_commit_metadata(metadata))
     return CompactionResult(
         plan.instant,
-        sorted(o["path"] for o in outs),
-        sum(o["rows"] for o in outs),
-        sum(o["log_files"] for o in outs),
-        sum(o["log_records"] for o in outs),
+        sorted(o.outcome.path for o in outs),
+        sum(o.outcome.num_writes for o in outs),
+        sum(o.counts.log_files for o in outs),
+        sum(o.counts.log_records for o in outs),
         round(_time.monotonic() - started, 3),
     )
 
 
-def _run_all(job: _Job, ops: Sequence[CompactionOperation], spark: Any) -> list[dict]:
+def _run_all(job: _Job, ops: Sequence[CompactionOperation], spark: Any) -> list[Compacted]:
     if spark is None or len(ops) <= 1:
         return [_run_operation(job, op, f"{i}-0-0") for i, op in enumerate(ops)]
     from engine.data.scan import scan_parallelism
@@ -432,7 +424,7 @@ def _run_all(job: _Job, ops: Sequence[CompactionOperation], spark: Any) -> list[
     finally:
         sc.setLocalProperty("spark.jobGroup.id", None)  # type: ignore[arg-type]
     # a retried task may have left a second base file for the same operation: keep the reported one
-    reported = {o["path"] for o in outs}
+    reported = {o.outcome.path for o in outs}
     ownership = FileOwnership(job.storage)
     for partition in sorted({op.partition for op in ops}):
         groups = {op.file_id for op in ops if op.partition == partition}

@@ -9,7 +9,6 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Literal, overload
 
-from engine.config.table_config import IndexType
 from engine.config.write_config import WriteConfig
 from engine.errors import InstantNotFoundError
 from engine.services import archive as archive_service
@@ -47,11 +46,9 @@ class Maintenance:
         self.last_repair: RepairReport | None = None
 
     def _index(self) -> Index:
-        from engine.index import index_for
-        from engine.table.create import DEFAULT_INDEX
+        from engine.index import resolve_index
 
-        itype = IndexType.parse(self.config.index_type or self.meta.config.index_type or DEFAULT_INDEX)
-        return index_for(itype, dict(self.config.index_options), self.meta.config.name)
+        return resolve_index(self.meta.config, self.config)
 
     def _tx(self, purpose: str, index: Index | None, service: bool = True) -> Transaction:
         return _RecordingTransaction(self, purpose, index, service)
@@ -180,7 +177,7 @@ class Maintenance:
             timeline = self.meta.timeline()
             exclude: frozenset[tuple[str, str]] = frozenset()
             if self.config.optimistic:  # writes in flight keep their groups (see plan_beside_writers)
-                from engine.services.occ import pending_write_groups
+                from engine.transaction.occ import pending_write_groups
 
                 exclude = pending_write_groups(self.meta, timeline)
             return compaction_service.schedule_compaction(self.meta, timeline, fence=tx.fence, exclude=exclude)
@@ -223,7 +220,7 @@ class Maintenance:
         without the lock (writers go on, appending to the slices the plan starts); take the lock
         again to complete it."""
         from engine.services import compaction as compaction_service
-        from engine.table.heartbeat import Heartbeat
+        from engine.transaction.heartbeat import Heartbeat
 
         beat = self.config.heartbeat_interval_ms / 1000
         with self._tx("compaction", self._index(), service=False) as tx:
@@ -245,8 +242,8 @@ class Maintenance:
 
     def _commit_lock(self, tx: Transaction, instant: str) -> None:
         """The lock to complete a compaction run beside writers, once it is proven still ours."""
-        from engine.services.occ import check_still_ours
         from engine.timeline.instant import Action
+        from engine.transaction.occ import check_still_ours
 
         tx.take_lock("compaction commit")
         cfg = self.config

@@ -8,7 +8,7 @@ Runs at the start of every write and through `hoodie repair`, in this order:
 1. pending restores and rollbacks are finished from their plans;
 2. pending writes whose heartbeat expired (their writer died) are rolled back: partial data and
    index files deleted, timeline files removed. So is, at once, a pending write whose heartbeat
-   names a process of this host and boot that is provably dead (`engine.table.liveness`: a
+   names a process of this host and boot that is provably dead (`engine.transaction.liveness`: a
    writer killed here need not be waited for). A pending write with a live heartbeat means a
    writer is still running without the lock: ConcurrentWriteError naming when its heartbeat
    expires, nothing touched; or, with `lazy` (optimistic concurrency control, Apache Hudi's LAZY
@@ -35,14 +35,13 @@ from engine.services import clean as clean_service
 from engine.services import restore as restore_service
 from engine.services import rollback as rollback_service
 from engine.services.savepoint import remove_savepoint_files
-from engine.storage.base import Storage
 from engine.table import metadata_table, upgrade
-from engine.table.heartbeat import Heartbeat, heartbeat_file
-from engine.table.liveness import ProcReader, is_dead_here
-from engine.table.lock_info import iso_ms
 from engine.table.meta_client import MetaClient
 from engine.timeline.instant import Action, Instant, State
 from engine.timeline.timeline import Timeline
+from engine.transaction.heartbeat import Heartbeat, heartbeat_file, is_writer_gone
+from engine.transaction.liveness import ProcReader
+from engine.transaction.lock_info import iso_ms
 
 
 @dataclass
@@ -113,20 +112,6 @@ def failed_write_candidates(meta: MetaClient, timeline: Timeline, left: dict[str
     return out
 
 
-def is_writer_gone(
-    storage: Storage, instant: str, heartbeat_interval_ms: int, tolerable_misses: int, proc: ProcReader | None = None
-) -> bool:
-    """Whether the writer of pending `instant` is gone: its heartbeat expired, or the process its
-    heartbeat names is provably dead (same host and boot, pid gone or reused)."""
-    if Heartbeat.is_expired(storage, instant, heartbeat_interval_ms / 1000, tolerable_misses):
-        return True
-    writer = Heartbeat.writer(storage, instant)
-    if writer is not None and is_dead_here(writer, proc):
-        _log.warning("the writer of %s (host=%s pid=%s) is dead: its write fails now", instant, writer.host, writer.pid)
-        return True
-    return False
-
-
 def interrupted_compactions(
     meta: MetaClient,
     timeline: Timeline,
@@ -177,7 +162,9 @@ def repair(
             meta.storage, metadata_table.named_partitions(meta.config)
         )
         if not dry_run:
-            remove_metadata_table(meta, fence)  # the metadata folder and properties: the timeline stays as listed
+            remove_metadata_table(
+                meta, fence
+            )  # the metadata folder and properties: the timeline stays as listed
     if timeline.has_archive:
         if dry_run:
             report.archival_finished = []
@@ -207,7 +194,10 @@ def repair(
             report.left_pending[t] = "being written by a concurrent writer (its heartbeat is fresh)"
         pending_writes = [i for i in pending_writes if i.time not in live]
     elif live:
-        expiries = [Heartbeat.expires_at_ms(meta.storage, t, heartbeat_interval_ms / 1000, tolerable_misses) for t in live]
+        expiries = [
+            Heartbeat.expires_at_ms(meta.storage, t, heartbeat_interval_ms / 1000, tolerable_misses)
+            for t in live
+        ]
         retry = max((e for e in expiries if e is not None), default=None)
         raise ConcurrentWriteError(
             f"instant(s) {', '.join(live)} of {meta.storage.base_uri} are being written by a live writer "
@@ -224,7 +214,9 @@ def repair(
             if fence is not None:
                 fence()
             tl = meta.timeline()
-            requested = [i.time for i in tl.instants if i.action is Action.COMPACTION and i.state is State.REQUESTED]
+            requested = [
+                i.time for i in tl.instants if i.action is Action.COMPACTION and i.state is State.REQUESTED
+            ]
             upgrade.upgrade(meta.storage, meta.config, requested, skip_default_partition_validation)
             meta.reload_config()
     for inst in interrupted_compactions(meta, meta.timeline(), heartbeat_interval_ms, tolerable_misses, proc):
@@ -262,6 +254,8 @@ def remove_metadata_table(meta: MetaClient, fence: Callable[[], None] | None = N
         fence()
     partitions = metadata_table.named_partitions(meta.config)
     if partitions:
-        meta.remove_properties((metadata_table.PARTITIONS, metadata_table.PARTITIONS_INFLIGHT), "Metadata table removed")
+        meta.remove_properties(
+            (metadata_table.PARTITIONS, metadata_table.PARTITIONS_INFLIGHT), "Metadata table removed"
+        )
     meta.storage.delete_dir(metadata_table.FOLDER)
     _log.warning("%s", metadata_table.removal_notice(meta.storage, partitions))

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import pyarrow as pa
 import pyarrow.compute as pc
-import pyarrow.parquet as pq
 
 from engine.constants import COMMIT_TIME_COL, PARTITION_PATH_COL, RECORD_KEY_COL
 from engine.data.file_names import join_path, parse_log_file_name
@@ -18,6 +17,7 @@ from engine.errors import InvalidInputError, RollbackRefusedError
 from engine.table.meta_client import MetaClient
 from engine.timeline.instant import Action, Instant, State
 from engine.timeline.timeline import Timeline
+from engine.transaction.undo import read_keys
 
 # completed instants rollback undoes: writes, and replacecommits (insert_overwrite, or a clustering
 # Apache Hudi ran), whose replaced file groups become visible again
@@ -214,24 +214,3 @@ def _slice_keys(meta: MetaClient, timeline: Timeline, sl, keys: pa.Array) -> pa.
     return merged.select([RECORD_KEY_COL, PARTITION_PATH_COL, COMMIT_TIME_COL])
 
 
-def read_keys(meta: MetaClient, rel: str) -> pa.Table:
-    """(record key, partition path, commit time) of a base file's rows. A table without meta
-    fields stores none of them: the key is computed from the key fields, the partition is the
-    file's folder and the commit time the file's instant (the latest a record in it can have been
-    written, so a dependency check errs on the side of refusing)."""
-    if meta.config.populate_meta_fields:
-        with meta.storage.open_input_file(rel) as f:
-            return pq.read_table(f, columns=[RECORD_KEY_COL, PARTITION_PATH_COL, COMMIT_TIME_COL])
-    from engine.data.file_names import parse_base_file_name
-    from engine.keygen.keys import KeySpec, key_array
-
-    spec = KeySpec.from_config(meta.config)
-    with meta.storage.open_input_file(rel) as f:
-        keys = key_array(spec, pq.read_table(f, columns=list(spec.record_key_fields)))
-    folder, _, name = rel.rpartition("/")
-    parsed = parse_base_file_name(name)
-    n = len(keys)
-    return pa.table(
-        [keys, pa.array([folder] * n, pa.string()), pa.array([parsed.instant if parsed else None] * n, pa.string())],
-        names=[RECORD_KEY_COL, PARTITION_PATH_COL, COMMIT_TIME_COL],
-    )

@@ -1,158 +1,30 @@
-"""The transaction around every table mutation.
+"""The transaction around every table mutation: the lock and the write's guard
+(`engine.transaction.guard.BaseTransaction`), with what the table services run under it.
 
-`Transaction` takes the table lock (ConcurrentWriteError if another writer holds it), runs
-`repair` (finishing interrupted services, rolling back failed writes), and gives the write a
-`WriteGuard`: a heartbeat for its instant while it runs, and a fencing check of the lock right
-before its commit completes. After a successful commit, the automatic services (clean, then
-archival) run while the lock is still held.
-
-Under optimistic concurrency control (`hoodie.write.concurrency.mode`) the lock is released after
-the repair (which then rolls back only writes whose writer is gone: Hudi's LAZY failed-writes
-policy), taken for the claim of the instant, and taken again once the files are written, for the
-commit check (`engine.services.occ`), the index update, the completion and the services.
+When the transaction begins, `repair` runs under the lock (finishing interrupted services,
+rolling back failed writes; under optimistic concurrency only writes whose writer is gone: Hudi's
+LAZY failed-writes policy). After a successful commit, the automatic services (inline compaction,
+clean, then archival) run while the lock is still held.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Iterable, Iterator
-from contextlib import contextmanager
-from dataclasses import dataclass, field
-from types import TracebackType
-from typing import TYPE_CHECKING
 
-import pyarrow as pa
-
-from engine import failpoints
 from engine.config.table_config import TableType
 from engine.config.write_config import WriteConfig
-from engine.errors import TableNotFoundError
 from engine.index.base import Index
 from engine.services import archive as archive_service
 from engine.services import clean as clean_service
-from engine.services import occ
 from engine.services.repair import RepairReport, repair
-from engine.table.heartbeat import Heartbeat
-from engine.table.lock import TableLock
-from engine.table.meta_client import PROPERTIES_PATH, MetaClient
+from engine.table.meta_client import MetaClient
 from engine.timeline.instant import Action
-from engine.timeline.timeline import Timeline
-
-if TYPE_CHECKING:
-    from engine.write.commit import PendingCommit
+from engine.transaction.guard import BaseTransaction, WriteGuard, table_write_schema
 
 _log = logging.getLogger(__name__)
 
 
-@dataclass
-class WriteGuard:
-    """Hooks a write calls: `claim` to claim its instant (and start its heartbeat), `before_commit`
-    once its files are written (under OCC: take the lock and check for conflicts), `before_complete`
-    right before the completed instant is written, `finished` at the end (success or not)."""
-
-    tx: Transaction
-    _heartbeat: Heartbeat | None = field(default=None, init=False)
-    _seen: occ.Seen = field(default=occ.Seen(frozenset(), frozenset()), init=False)
-
-    @property
-    def meta(self) -> MetaClient:
-        return self.tx.meta
-
-    @property
-    def lock(self) -> TableLock | None:
-        return self.tx.lock
-
-    def claim(self, timeline: Timeline, start: Callable[[Timeline], PendingCommit]) -> PendingCommit:
-        """Claim the write's instant with `start` (given the timeline to claim after) and start its
-        heartbeat. `timeline` is the one the write read the table from: under OCC, the instants
-        completed in it are those the commit check takes as seen. Under OCC the claim takes the
-        lock for that moment, and passes `start` a fresh timeline."""
-        if not self.tx.optimistic:
-            return self._started(start(timeline))
-        self._seen = occ.seen(timeline)
-        with self.tx.locked("claim"):
-            # the heartbeat starts before the lock goes: another writer's repair sees it live
-            return self._started(start(self.meta.timeline()))
-
-    def _started(self, pending: PendingCommit) -> PendingCommit:
-        """Start the heartbeat of a claimed instant; if that fails, the claim is undone."""
-        from engine.write import commit as commit_protocol
-
-        try:
-            self.started(pending.instant)
-        except BaseException:
-            commit_protocol.abort(self.meta, pending, self.tx.optimistic)
-            raise
-        return pending
-
-    def started(self, instant: str) -> None:
-        self._heartbeat = Heartbeat.start(self.meta.storage, instant, self.tx.config.heartbeat_interval_ms / 1000)
-
-    def before_commit(
-        self, instant: str, action: Action, operation: str, groups: Iterable[tuple[str, str]]
-    ) -> occ.CheckResult | None:
-        """Once the write's files are written, before the index is updated: under OCC take the table
-        lock (held until the transaction ends) and check the write against what completed since it
-        started (`engine.services.occ`; WriteConflictError); for a single writer, the fencing check."""
-        if not self.tx.optimistic:
-            self.before_complete()
-            return None
-        failpoints.hit("write.before_commit_lock")
-        self.tx.take_lock("commit")
-        failpoints.hit("write.commit_locked")
-        cfg = self.tx.config
-        occ.check_still_ours(self.meta, instant, action, cfg.heartbeat_interval_ms, cfg.heartbeat_tolerable_misses)
-        return occ.check(self.meta, instant, action, operation, groups, self._seen)
-
-    def final_schema(self, instant: str, write_schema: pa.Schema) -> pa.Schema:
-        """Under the commit lock (after `before_commit`): the schema the write records. Under OCC,
-        Apache Hudi's schema conflict resolution (`occ.resolve_schema`): another writer's evolved
-        schema is carried forward by a write that did not evolve it, and incompatible evolutions
-        raise WriteConflictError. A single writer's schema is its own."""
-        if not self.tx.optimistic:
-            return write_schema
-        avro = occ.resolve_schema(self.meta, instant, self._seen, write_schema)
-        if avro is None:
-            return write_schema
-        return table_write_schema(self.meta, avro, instant, write_schema)
-
-    def before_complete(self) -> None:
-        if self.lock is not None:
-            self.lock.check()
-
-    def holds_lock(self) -> bool:
-        """False once the lock was lost (taken over after our lease expired): from then on the
-        table belongs to the new holder, whose repair cleans up after us. True while no lock is
-        held at all (a write under OCC before its commit: its own files are its to remove)."""
-        from engine.errors import ConcurrentWriteError
-
-        if self.lock is None:
-            return True
-        try:
-            self.lock.check()
-        except ConcurrentWriteError:
-            return False
-        return True
-
-    def finished(self) -> None:
-        if self._heartbeat is not None:
-            self._heartbeat.stop()
-            self._heartbeat = None
-
-
-def table_write_schema(meta: MetaClient, avro: str, instant: str, write_schema: pa.Schema) -> pa.Schema:
-    """The table's schema `avro` as a write schema of `instant`: with the column ids of the table's
-    internal schema when the write found one (schema on read), as `WriteJob._schema` makes it."""
-    from engine.schema import internal as internal_schema
-    from engine.schema.avro import avro_to_arrow
-
-    schema = avro_to_arrow(avro)
-    if internal_schema.FILE_COLUMNS_KEY in (write_schema.metadata or {}):
-        schema = internal_schema.for_write(schema, meta.schema_versions(meta.timeline()), int(instant))
-    return schema
-
-
-class Transaction:
+class Transaction(BaseTransaction):
     """`with Transaction(meta, config, index, "upsert") as tx:` ... `tx.guard` ... `tx.after_commit()`.
 
     A single writer (the default) holds the table lock from `__enter__` to `__exit__`. Under
@@ -163,88 +35,28 @@ class Transaction:
     def __init__(
         self, meta: MetaClient, config: WriteConfig, index: Index | None, purpose: str, service: bool = False
     ) -> None:
-        self.meta = meta
-        self.config = config
-        self.index = index
-        self.purpose = purpose
-        # a table service (rollback, clean, archival...) holds the lock for its whole run in either
-        # mode; under OCC its repair is lazy too (another writer's live instant is left alone)
-        self.service = service
-        self.lock: TableLock | None = None
+        super().__init__(meta, config, index, purpose, service)
         self.repair_report: RepairReport | None = None
         self.services: dict[str, object] = {}
         self.spark: object = None  # a writer's SparkSession: inline compaction runs its slices as tasks
 
-    @property
-    def optimistic(self) -> bool:
-        """Whether the lock is released between the steps (a write, or a compaction run, under OCC)."""
-        return self.config.optimistic and not self.service
-
-    def take_lock(self, step: str = "") -> None:
-        """Acquire the table lock (waiting up to the configured wait) unless held."""
-        if self.lock is not None:
-            return
-        lock = TableLock(
-            self.meta.storage,
-            f"{self.purpose} ({step})" if step and self.optimistic else self.purpose,
-            lease=self.config.lock_lease_ms / 1000,
-            wait=self.config.lock_wait_seconds,
-        )
-        lock.acquire()
-        if not self.meta.storage.exists(PROPERTIES_PATH):
-            # removed while we waited (a failed first write's clean-up, `engine.spark.datasource`):
-            # this is no table any more, and nothing may be written as if it were
-            lock.release()
-            raise TableNotFoundError(f"no Hudi table at {self.meta.storage.base_uri} any more "
-                                     "(it was removed while this write waited for its lock)")
-        self.lock = lock
-
-    def release_lock(self) -> None:
-        if self.lock is not None:
-            self.lock.release()
-            self.lock = None
-
-    @contextmanager
-    def locked(self, step: str) -> Iterator[None]:
-        """The table lock for one step (OCC's start and claim)."""
-        self.take_lock(step)
-        try:
-            yield
-        finally:
-            self.release_lock()
-
     def __enter__(self) -> Transaction:
-        self.take_lock("start")
-        try:
-            self.repair_report = repair(
-                self.meta,
-                self.index,
-                self.config.heartbeat_interval_ms,
-                self.config.heartbeat_tolerable_misses,
-                fence=self.fence,
-                metadata_enable=self.config.metadata_enable,
-                lazy=self.config.optimistic,
-                auto_upgrade=self.config.auto_upgrade,
-                skip_default_partition_validation=self.config.skip_default_partition_validation,
-            )
-        except BaseException:
-            self.release_lock()
-            raise
-        if self.optimistic:
-            self.release_lock()  # the write runs beside others; the lock is taken again to claim and commit
+        super().__enter__()
         return self
 
-    def __exit__(self, exc_type: type | None, exc: BaseException | None, tb: TracebackType | None) -> None:
-        self.release_lock()
-
-    def fence(self) -> None:
-        """Raise ConcurrentWriteError if the lock was lost (services call it before each step)."""
-        if self.lock is not None:
-            self.lock.check()
-
-    @property
-    def guard(self) -> WriteGuard:
-        return WriteGuard(self)
+    def start(self) -> None:
+        """Repair the table: finish interrupted services, roll back failed writes, upgrade."""
+        self.repair_report = repair(
+            self.meta,
+            self.index,
+            self.config.heartbeat_interval_ms,
+            self.config.heartbeat_tolerable_misses,
+            fence=self.fence,
+            metadata_enable=self.config.metadata_enable,
+            lazy=self.config.optimistic,
+            auto_upgrade=self.config.auto_upgrade,
+            skip_default_partition_validation=self.config.skip_default_partition_validation,
+        )
 
     def after_commit(self) -> dict[str, object]:
         """The automatic table services after a completed commit (still under the lock).
@@ -267,7 +79,10 @@ class Transaction:
         if cfg.archive_automatic:
             try:
                 archived = archive_service.archive(
-                    self.meta, cfg.keep_min_commits, cfg.keep_max_commits, fence=self.fence,
+                    self.meta,
+                    cfg.keep_min_commits,
+                    cfg.keep_max_commits,
+                    fence=self.fence,
                     compaction_batch_size=cfg.timeline_compaction_batch_size,
                 )
                 if archived:
@@ -277,7 +92,6 @@ class Transaction:
                 self.services["archive_error"] = f"{type(exc).__name__}: {exc}"
         return self.services
 
-
     def _compact_inline(self) -> None:
         """Apache Hudi's inline compaction: after `hoodie.compact.inline.max.delta.commits`
         deltacommits since the last compaction (or with one pending), compact now."""
@@ -286,7 +100,10 @@ class Transaction:
         cfg = self.config
         timeline = self.meta.timeline()
         pending = any(i.action is Action.COMPACTION for i in timeline.pending.instants)
-        if not pending and compaction_service.deltacommits_since_compaction(timeline) < cfg.compact_max_delta_commits:
+        if (
+            not pending
+            and compaction_service.deltacommits_since_compaction(timeline) < cfg.compact_max_delta_commits
+        ):
             return
         compression, beat = cfg.compression, cfg.heartbeat_interval_ms / 1000
         bloom = (cfg.bloom_num_entries, cfg.bloom_fpp, cfg.bloom_max_entries)
@@ -295,13 +112,26 @@ class Transaction:
                 plan = compaction_service.plan_beside_writers(
                     self.meta, cfg.heartbeat_interval_ms, cfg.heartbeat_tolerable_misses
                 )
-                res = None if plan is None else compaction_service.execute_compaction(
-                    self.meta, plan, spark=self.spark, fence=self.fence, compression=compression, bloom=bloom,
-                    heartbeat_interval=beat,
+                res = (
+                    None
+                    if plan is None
+                    else compaction_service.execute_compaction(
+                        self.meta,
+                        plan,
+                        spark=self.spark,
+                        fence=self.fence,
+                        compression=compression,
+                        bloom=bloom,
+                        heartbeat_interval=beat,
+                    )
                 )
             else:
                 res = compaction_service.compact(
-                    self.meta, spark=self.spark, fence=self.fence, compression=compression, bloom=bloom,
+                    self.meta,
+                    spark=self.spark,
+                    fence=self.fence,
+                    compression=compression,
+                    bloom=bloom,
                     heartbeat_interval=beat,
                 )
             if res is not None:
@@ -315,3 +145,6 @@ def _retained(cfg: WriteConfig) -> int:
     if cfg.cleaner_policy == clean_service.KEEP_LATEST_COMMITS:
         return cfg.cleaner_commits_retained
     return cfg.cleaner_file_versions_retained
+
+
+__all__ = ["Transaction", "WriteGuard", "table_write_schema"]

@@ -211,21 +211,6 @@ def _key_generator(
     return TIMESTAMP_KEYGEN, tuple(sorted((k, str(v)) for k, v in props.items()))
 
 
-def write_index(config: TableConfig, requested: str | None) -> IndexType:
-    """The index a write uses: the write's `hoodie.index.type`, else the table's, else the default
-    (SIMPLE for a table without meta fields, whose files carry no bloom filter); a table without
-    meta fields takes SIMPLE or GLOBAL_SIMPLE only: Hudi writes its files without bloom filter or key range."""
-    virtual = not config.populate_meta_fields
-    named = requested or (config.index_type.value if config.index_type is not None else None)
-    itype = IndexType.parse(named) if named else (IndexType.SIMPLE if virtual else DEFAULT_INDEX)
-    if virtual and itype not in VIRTUAL_KEY_INDEXES:
-        raise InvalidConfigError(
-            f"index {itype.value} cannot serve a table without meta fields (hoodie.populate.meta.fields=false): "
-            "use hoodie.index.type SIMPLE or GLOBAL_SIMPLE"
-        )
-    return itype
-
-
 def version_properties(table_version: int, has_ordering_field: bool) -> tuple[tuple[str, str], ...]:
     """The merge semantics we implement (event-time ordering with an ordering field, commit-time
     without), stated so Apache Hudi writers merge the same way, plus what a new table of

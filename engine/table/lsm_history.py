@@ -6,14 +6,17 @@ view reads completion times here to slice log files older than the active timeli
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 
 from engine.errors import CorruptTableError
-from engine.table.meta_client import MetaClient
 from engine.timeline import lsm
 from engine.timeline.instant import Action, Instant, State
+
+if TYPE_CHECKING:  # the meta client reads archived completion times through this module
+    from engine.table.meta_client import MetaClient
 
 
 def history_folder(meta: MetaClient) -> str:

@@ -159,5 +159,9 @@ class Instant:
     def __lt__(self, other: Instant) -> bool:
         return self.sort_key() < other.sort_key()
 
+    def to_doc(self) -> dict[str, str]:
+        """The instant's JSON form (`engine.serial.to_doc`): time, action and state."""
+        return {"time": self.time, "action": self.action.value, "state": self.state.value}
+
     def __str__(self) -> str:
         return f"[{self.time}__{self.action.value}__{self.state.value.upper()}]"

@@ -48,17 +48,18 @@ from engine.write import guarded
 from engine.write.bulk_files import write_task_files
 from engine.write.file_writer import WriteContext
 from engine.write.operation import Operation, WriteResult
+from engine.write.outcome import OUTCOME_SCHEMA, WriteOutcome
 from engine.write.planner import WritePlan
 from engine.write.prepare import BatchSummary
-from engine.write.tasks import OUTCOME_SCHEMA, task_context
+from engine.write.tasks import task_context
 
 if TYPE_CHECKING:
-    from engine.write.executor import WriteJob
+    from engine.write.pipeline import Pipeline
 
 BULK_OUTCOME_SCHEMA = OUTCOME_SCHEMA.append(pa.field("num_bad_keys", pa.int64())).append(pa.field("num_absent", pa.int64()))
 
 
-def eligible(job: WriteJob) -> bool:
+def eligible(job: Pipeline) -> bool:
     """Whether `job` is a bulk_insert this module writes (see the module docstring); on a table
     with auto-generated keys, an insert too (its records are new by construction: their tasks name
     them, so nothing is looked up or de-duplicated)."""
@@ -87,11 +88,11 @@ def _task(ctx: WriteContext, stem: str, rows_per_file: int):
     return run
 
 
-def run(job: WriteJob, df: DataFrame, started: float, action: Action) -> WriteResult:
+def run(job: Pipeline, df: DataFrame, started: float, action: Action) -> WriteResult:
     """Write `df` as one bulk_insert instant (`action`: the table type's) in one Spark job; the
     table is left as it was when anything fails (see the module docstring)."""
-    spec, timeline, write_schema, data_cols, pc_field = job._schema(df)
-    keyed = job._keyed(df, spec, data_cols, pc_field, order=False)
+    spec, timeline, write_schema, data_cols, pc_field = job.schema(df)
+    keyed = job.keyed(df, spec, data_cols, pc_field, order=False)
     mode = job.config.bulk_insert_sort_mode
     if mode == "PARTITION_PATH_REPARTITION_AND_SORT":
         # every partition path to one task (one file group, rolled over by size): a shuffle, no count
@@ -107,7 +108,7 @@ def run(job: WriteJob, df: DataFrame, started: float, action: Action) -> WriteRe
     ctx = replace(job.write_context(write_schema, pc_field, instant), sort_by_key=mode != "NONE")
     spark = df.sparkSession
     sc = spark.sparkContext
-    outcomes: list[dict] = []
+    rows: list[dict] = []
     try:
         job.progress(
             f"writing new file groups for instant {instant} "
@@ -116,12 +117,12 @@ def run(job: WriteJob, df: DataFrame, started: float, action: Action) -> WriteRe
         sc.setJobGroup(job_group(instant), f"hoodie write {instant}", interruptOnCancel=True)
         try:
             written_df = keyed.mapInArrow(_task(ctx, stem, rows_per_file), from_arrow_schema(BULK_OUTCOME_SCHEMA))
-            outcomes = [r.asDict() for r in written_df.collect()]
+            rows = [r.asDict() for r in written_df.collect()]
         finally:
             sc.setLocalProperty("spark.jobGroup.id", None)  # type: ignore[arg-type]
-        bad = sum(o["num_bad_keys"] or 0 for o in outcomes)
-        absent = sum(o["num_absent"] or 0 for o in outcomes)
-        written = [o for o in outcomes if o["path"]]
+        bad = sum(r["num_bad_keys"] or 0 for r in rows)
+        absent = sum(r["num_absent"] or 0 for r in rows)
+        written = [WriteOutcome.from_row(r) for r in rows if r["path"]]
         if bad or not written:
             # every task has finished: what they wrote is all there is, no failure record needed
             commit_protocol.abort(job.meta, pending, job.config.optimistic)
@@ -140,7 +141,7 @@ def run(job: WriteJob, df: DataFrame, started: float, action: Action) -> WriteRe
         if job.guard is not None:
             job.guard.finished()
     if bad:
-        job._check_keys(spec, BatchSummary(0, bad, [], None))
+        job.check_keys(spec, BatchSummary(0, bad, [], None))
     if not written:
         return WriteResult(
             instant=None, operation=job.operation, absent_deletes=absent, input_records=absent,
@@ -149,12 +150,12 @@ def run(job: WriteJob, df: DataFrame, started: float, action: Action) -> WriteRe
     return WriteResult(
         instant=instant,
         operation=job.operation,
-        inserts=sum(o["num_inserts"] for o in written),
+        inserts=sum(o.num_inserts for o in written),
         absent_deletes=absent,
-        input_records=sum(o["num_writes"] for o in written) + absent,
+        input_records=sum(o.num_writes for o in written) + absent,
         files_written=len(written),
-        partitions=tuple(sorted({o["partition"] for o in written})),
-        bytes_written=sum(o["file_size"] for o in written),
+        partitions=tuple(sorted({o.partition for o in written})),
+        bytes_written=sum(o.file_size for o in written),
         seconds=round(time.monotonic() - started, 3),
     )
 

@@ -37,6 +37,7 @@ from engine.timeline.commit_metadata import CommitMetadata, WriteStat
 from engine.timeline.instant import Action, Instant, State
 from engine.timeline.timeline import Timeline
 from engine.write.operation import Operation
+from engine.write.outcome import WriteOutcome
 from engine.write.planner import WritePlan
 
 
@@ -146,7 +147,9 @@ def planned_log_files(plan: WritePlan, instant: str | None = None) -> dict[str, 
     return out
 
 
-def remove_debris(meta: MetaClient, pending: PendingCommit, outcomes: list[dict], concurrent: bool = False) -> list[str]:
+def remove_debris(
+    meta: MetaClient, pending: PendingCommit, outcomes: list[WriteOutcome], concurrent: bool = False
+) -> list[str]:
     """Delete files of this instant that no successful task reported (failed or retried attempts):
     base files named with the instant, and log files with the planned name of an APPEND bucket.
 
@@ -154,7 +157,7 @@ def remove_debris(meta: MetaClient, pending: PendingCommit, outcomes: list[dict]
     slice's base instant and a version, so another writer that read the same slice writes the
     same name up to the write token. Such a file is taken for ours only when every block it holds
     is this instant's (never another writer's file, finished or still being written)."""
-    keep = {o["path"] for o in outcomes}
+    keep = {o.path for o in outcomes}
     if pending.streamed:
         return _remove_streamed_debris(meta, pending, keep)
     planned = planned_log_files(pending.plan, pending.instant if meta.layout.version >= 2 else None)
@@ -211,7 +214,7 @@ def build_metadata(
     meta: MetaClient,
     pending: PendingCommit,
     write_schema: pa.Schema,
-    outcomes: list[dict],
+    outcomes: list[WriteOutcome],
     absent_deletes: int,
     extra: dict[str, str] | None = None,
     stale_before_write: int = 0,
@@ -219,32 +222,12 @@ def build_metadata(
     """The completed instant's commit metadata: one write stat per file written, the schema, and
     our counts (`engine.*`) in `extraMetadata`."""
     stats: dict[str, list[WriteStat]] = {}
-    for o in sorted(outcomes, key=lambda o: (o["partition"], o["file_id"])):
-        log = o.get("log_version") is not None
-        stats.setdefault(o["partition"], []).append(
-            WriteStat(
-                fileId=o["file_id"],
-                path=o["path"],
-                partitionPath=o["partition"],
-                prevCommit=o["prev_instant"] or "null",
-                numWrites=o["num_writes"],
-                numDeletes=o["num_deletes"],
-                numUpdateWrites=o["num_updates"],
-                numInserts=o["num_inserts"],
-                totalWriteBytes=o["file_size"],
-                fileSizeInBytes=o["file_size"],
-                # a log file (HoodieDeltaWriteStat): the slice's base file name, its log files with
-                # the new one, the version written and where this commit's blocks start (a new file)
-                baseFile=(o.get("base_file") or "") if log else None,
-                logFiles=list(o.get("log_files") or []) if log else None,
-                logVersion=o["log_version"] if log else None,
-                logOffset=0 if log else None,
-            )
-        )
+    for o in sorted(outcomes, key=lambda o: (o.partition, o.file_id)):
+        stats.setdefault(o.partition, []).append(o.write_stat())
     extra = {"schema": avro_to_json(arrow_to_avro(write_schema, meta.config.name)), **(extra or {})}
     if absent_deletes:
         extra["engine.deletes.absent"] = str(absent_deletes)
-    stale = stale_before_write + sum(o["num_stale"] for o in outcomes)
+    stale = stale_before_write + sum(o.num_stale for o in outcomes)
     if stale:
         extra["engine.records.stale"] = str(stale)
     return CommitMetadata(stats, pending.operation.value, extra, partition_to_replace_file_ids=pending.replaced)
@@ -280,7 +263,7 @@ def complete(
     meta: MetaClient,
     pending: PendingCommit,
     write_schema: pa.Schema,
-    outcomes: list[dict],
+    outcomes: list[WriteOutcome],
     absent_deletes: int,
     extra: dict[str, str] | None = None,
     stale_before_write: int = 0,

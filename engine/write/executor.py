@@ -1,160 +1,59 @@
-"""The write pipeline on Spark, as named phases: prepare -> tag -> profile -> plan -> commit
-(write the files, update the index, complete the instant).
+"""The write: `WriteJob.run` picks a strategy over the pipeline's steps (`engine.write.pipeline`).
 
-Every step is a Spark DAG; only small aggregates come back to the driver (touched partitions,
-the workload profile, and one stats row per written file). The table type decides the timeline
-action (`commit` for COPY_ON_WRITE, `deltacommit` for MERGE_ON_READ) and how a file group that
-receives updates is written (`FileHandle`).
-
-Two shorter paths are chosen first in `WriteJob.run`: a bulk_insert that needs no planning is one
-job that writes as it reads (`engine.write.bulk_stream`), and a batch the driver can hold is
-planned there and written in one job (`engine.write.one_job`).
+A bulk_insert that needs no planning is one job that writes as it reads
+(`engine.write.bulk_stream`); a batch the driver can hold is planned there and written in one job
+(`engine.write.one_job`); anything else takes the distributed path below: every step a Spark DAG,
+only small aggregates back on the driver (touched partitions, the workload profile, one stats row
+per written file), the files written by one task per bucket group after a shuffle.
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
-from dataclasses import dataclass, field
-from enum import Enum
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import pyarrow as pa
-from pyspark import StorageLevel
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql.pandas.types import from_arrow_schema, to_arrow_schema
 
-from engine import failpoints
-from engine.columns import FILE_ID_COL, KEY_COL, OP_COL, OP_UPSERT, PART_COL
-from engine.config.table_config import TableType
-from engine.config.write_config import WriteConfig
-from engine.data.file_names import new_file_id
+from engine.columns import FILE_ID_COL, OP_COL, OP_UPSERT
 from engine.data.scan import scan_parallelism
-from engine.data.slice_reader import SliceFiles, merge_mode_for
-from engine.errors import EngineError, InvalidInputError
-from engine.index.base import Index, TagContext
-from engine.keygen.keys import KeySpec, check_auto_key_write
-from engine.read.reader import slice_merge
+from engine.errors import EngineError
+from engine.keygen.keys import check_auto_key_write
 from engine.runtime.errors import translate
 from engine.runtime.jobs import job_group
-from engine.schema import internal as internal_schema
-from engine.schema.avro import (
-    arrow_to_avro,
-    avro_to_arrow,
-    avro_to_json,
-    avro_with_meta_fields,
-    with_meta_fields,
-)
-from engine.schema.evolution import resolve_write_schema
 from engine.table.create import require_writable
-from engine.table.fs_view import FileSystemView
-from engine.table.meta_client import MetaClient
-from engine.timeline.instant import Action
-from engine.timeline.timeline import CommittedInstants, Timeline
-from engine.write import bulk_stream, guarded, occ_keys, one_job
-from engine.write import commit as commit_protocol
+from engine.write import bulk_stream, one_job
 from engine.write.bucket_column import bucket_column, needs_numbering
-from engine.write.existing import existing_files
-from engine.write.file_writer import BucketWrite, WriteContext
-from engine.write.index_rows import located_rows, replaced_key_rows
-from engine.write.log_writer import AppendContext
-from engine.write.operation import Operation, WriteResult
+from engine.write.index_rows import located_rows
+from engine.write.operation import WriteResult
 from engine.write.planner import (
-    Bucket,
-    MergeOnReadRules,
-    PartitionWorkload,
     WritePlan,
-    estimate_record_size,
-    plan_writes,
-)
-from engine.write.prepare import (
-    ORDER_COL,
-    BatchSummary,
-    count_batch,
-    dedupe,
-    delete_columns,
-    op_expr,
-    partition_path_expr,
-    record_key_expr,
-    summarize,
-)
-from engine.write.tagging import (
-    MOVED_COL,
-    STALE_COL,
-    check_pending_clustering,
-    check_replace_clustering,
-    mark_stale,
-    order_check,
-    profile,
-    profile_columns,
-    relocate,
 )
 from engine.write.tasks import BUCKET_COL, OUTCOME_SCHEMA, assign_buckets_task, write_bucket_task
 
 if TYPE_CHECKING:
-    from engine.services.transaction import WriteGuard
+    pass
 
 
-Progress = Callable[[str], None]
-
-
-class FileHandle(Enum):
-    """How a file group that receives records is written: a new base file merging the previous
-    one (COPY_ON_WRITE, Hudi's merge handle) or log blocks appended to its latest slice
-    (MERGE_ON_READ, Hudi's append handle)."""
-
-    MERGE = "merge"
-    APPEND = "append"
-
-
-def write_action(table_type: TableType) -> Action:
-    """The timeline action of a write: `commit` (COPY_ON_WRITE) or `deltacommit` (MERGE_ON_READ)."""
-    return Action.DELTA_COMMIT if table_type is TableType.MERGE_ON_READ else Action.COMMIT
-
-
-def file_handle(table_type: TableType) -> FileHandle:
-    return FileHandle.APPEND if table_type is TableType.MERGE_ON_READ else FileHandle.MERGE
+from engine.write.outcome import WriteOutcome
+from engine.write.pipeline import (  # noqa: F401  (re-exported: the write's public names)
+    Batch,
+    FileHandle,
+    Pipeline,
+    Profile,
+    Progress,
+    Written,
+    file_handle,
+    write_action,
+)
 
 
 @dataclass
-class _Batch:
-    """The prepared input: keyed, de-duplicated records with their operation, and what the
-    driver knows about them."""
-
-    records: DataFrame
-    summary: BatchSummary
-    write_schema: pa.Schema  # the data columns, as the table's Avro schema types them
-    pc_field: str | None  # the precombine field, when the input has it
-    timeline: Timeline
-    view: FileSystemView
-    # the profile's count rows, when preparing counted them (operations that neither tag nor dedupe)
-    counts: list | None = None
-
-
-@dataclass
-class _Profile:
-    workloads: dict[str, PartitionWorkload]
-    offsets: dict[tuple[int, str], int]  # insert-number offsets per (Spark partition, partition)
-    absent: int  # deletes of keys not in the table
-    dropped: int  # input records that lost the in-batch de-duplication
-    stale: int  # records the stored ones won against, decided before writing
-    index_stats: dict[str, int] = field(default_factory=dict)
-
-
-@dataclass
-class WriteJob:
-    meta: MetaClient
-    index: Index
-    config: WriteConfig
-    operation: Operation
-    progress: Progress
-    # heartbeat + lock fencing from the transaction (None: unguarded, e.g. unit tests of the pipeline)
-    guard: WriteGuard | None = None
-
-    @property
-    def is_delete(self) -> bool:
-        return self.operation is Operation.DELETE
+class WriteJob(Pipeline):
+    """One write of a batch: `run(df)` writes it as one instant (or none)."""
 
     # ------------------------------------------------------------------------------------
     def run(self, df: DataFrame) -> WriteResult:
@@ -163,8 +62,13 @@ class WriteJob:
         require_writable(self.meta.config, self.meta.properties_uri)
         self.index.check_available()
         if self.meta.config.auto_keys:
-            check_auto_key_write(self.meta.storage.base_uri, self.operation.value, df.columns, self.index.name,
-                                 self.index.wants_locations)
+            check_auto_key_write(
+                self.meta.storage.base_uri,
+                self.operation.value,
+                df.columns,
+                self.index.name,
+                self.index.wants_locations,
+            )
         cached: list[DataFrame] = []
         try:
             if bulk_stream.eligible(self):
@@ -172,13 +76,20 @@ class WriteJob:
             pc_field = self.meta.config.precombine_field
             if one_job.eligible(self, df, pc_field if pc_field in df.columns else None):
                 return one_job.run(self, df, started)
-            batch = self._prepare(df, cached)
+            batch = self.prepare(df, cached)
             if batch is None:
                 return WriteResult(instant=None, operation=self.operation, seconds=time.monotonic() - started)
-            tagged, tag_ctx = self._tag(batch, cached)
-            tagged, prof = self._profile(batch, tagged, cached)
-            plan = self._plan(batch, prof)
-            return self._commit(batch, tagged, tag_ctx, prof, plan, started)
+            tagged, tag_ctx = self.tag(batch, cached)
+            tagged, prof = self.profile(batch, tagged, cached)
+            plan = self.plan(batch, prof)
+            return self.commit(
+                batch,
+                tag_ctx,
+                prof,
+                plan,
+                started,
+                lambda instant: self.write_distributed(tagged, plan, prof.offsets, batch, instant),
+            )
         except EngineError:
             raise
         except Exception as exc:
@@ -190,253 +101,14 @@ class WriteJob:
             for c in cached:
                 c.unpersist()
 
-    # ---- phases -------------------------------------------------------------------------
-    def _schema(self, df: DataFrame) -> tuple[KeySpec, Timeline, pa.Schema, list[str], str | None]:
-        """The key spec, timeline, write schema, the input's data columns and precombine field."""
-        table_cfg = self.meta.config
-        spec = KeySpec.from_config(table_cfg, self.config.keygen_options)
-        timeline = self.meta.timeline()
-        versions = self.meta.schema_versions(timeline)  # schema on read (one listing of .hoodie/.schema)
-        write_schema = resolve_write_schema(
-            to_arrow_schema(df.schema, timezone="UTC"),
-            self.meta.latest_schema(timeline, versions=versions),
-            spec,
-            table_cfg.precombine_field,
-            deleting=self.is_delete,
-            fill_missing=self.config.fills_missing_columns,
-        )
-        # files carry exactly the types the stored Avro schema describes (e.g. timestamps in UTC)
-        write_schema = avro_to_arrow(arrow_to_avro(write_schema, table_cfg.name))
-        # schema on read: checked as the commit records it; carries the ids its merges read files by
-        hint = int(timeline.last_time or 0) + 1
-        write_schema = internal_schema.for_write(write_schema, versions, hint)
-        data_cols = [c for c in write_schema.names if c in df.columns]
-        pc_field = table_cfg.precombine_field if table_cfg.precombine_field in df.columns else None
-        return spec, timeline, write_schema, data_cols, pc_field
-
-    def _keyed(self, df: DataFrame, spec: KeySpec, data_cols: list[str], pc_field: str | None, order: bool) -> DataFrame:
-        """The input's written columns with the record key, partition path (and arrival order)."""
-        self.progress("preparing keys")
-        cols = [F.col(c) for c in (data_cols if not self.is_delete else delete_columns(spec, pc_field))]
-        cols += [record_key_expr(spec, df.schema).alias(KEY_COL), partition_path_expr(spec, df.schema).alias(PART_COL)]
-        if order:
-            cols.append(F.monotonically_increasing_id().alias(ORDER_COL))
-        return df.select(*cols)
-
-    def _prepare(self, df: DataFrame, cached: list[DataFrame]) -> _Batch | None:
-        """Resolve the write schema, key the records, summarise and de-duplicate the batch and give
-        each row its operation. None for an empty batch; InvalidInputError for invalid keys."""
-        spec, timeline, write_schema, data_cols, pc_field = self._schema(df)
-        prepared = self._keyed(df, spec, data_cols, pc_field, order=True).persist(StorageLevel.MEMORY_AND_DISK)
-        cached.append(prepared)
-        view = self.meta.file_system_view(timeline)
-        if not self.operation.tags and not self._combine():
-            # nothing to look up or de-duplicate: one job counts the batch, which is both its
-            # summary and the planner's profile (no keys collected, no second cached copy)
-            records = prepared.withColumn(OP_COL, op_expr(False, prepared.columns)).withColumn(
-                FILE_ID_COL, F.lit(None).cast("string")
-            )
-            summary, counts = count_batch(records, profile_columns(records))
-            self._check_keys(spec, summary)
-            if summary.total == 0:
-                return None
-            return _Batch(records, summary, write_schema, pc_field, timeline, view, counts)
-        summary = summarize(prepared)
-        self._check_keys(spec, summary)
-        if summary.total == 0:
-            return None
-        records = prepared
-        # a global index knows a key in one partition only: dedupe by key alone
-        dedupe_by = [KEY_COL] if self.index.is_global else [KEY_COL, PART_COL]
-        if self._combine() and summary.may_have_duplicates(dedupe_by):
-            records = dedupe(records, pc_field, dedupe_by)
-        records = records.withColumn(OP_COL, op_expr(self.is_delete, records.columns))
-        return _Batch(records, summary, write_schema, pc_field, timeline, view)
-
-    @staticmethod
-    def _check_keys(spec: KeySpec, summary: BatchSummary) -> None:
-        if summary.bad:
-            fields = ", ".join(spec.record_key_fields)
-            raise InvalidInputError(f"{summary.bad} input record(s) have a null or empty record key ({fields})")
-
-    def _tag(self, batch: _Batch, cached: list[DataFrame]) -> tuple[DataFrame, TagContext]:
-        """Look the keys up in the index, decide event-time ordering where it must be decided before
-        writing, and (global indexes) where each record goes."""
-        summary = batch.summary
-        incoming = summary.keys_by_partition() if self.operation.tags else None
-        tag_ctx = TagContext(
-            batch.records.sparkSession, self.meta, batch.view, summary.partitions, incoming, slice_merge(self.meta, batch.timeline, batch.view)
-        )
-        if batch.counts is not None:  # counted while preparing: the cached input is read as it is
-            return batch.records, tag_ctx
-        if not self.operation.tags:
-            tagged = batch.records.withColumn(FILE_ID_COL, F.lit(None).cast("string"))
-        else:
-            self.progress(
-                f"tagging {summary.total} records against {len(summary.partitions)} partition(s) ({self.index.name})"
-            )
-            tagged = self.index.tag_location(tag_ctx, batch.records)
-            update_pp = self.config.update_partition_path_for(self.index.name)
-            check = order_check(tagged.columns, batch.pc_field, self.is_delete, self.index.is_global, update_pp)
-            if check is not None:
-                assert batch.pc_field is not None
-                tagged = tagged.persist(StorageLevel.MEMORY_AND_DISK)
-                cached.append(tagged)
-                ordering = batch.write_schema.field(batch.pc_field)
-                tagged = mark_stale(
-                    tagged, check, self.meta, batch.view, ordering, self.index.is_global, tag_ctx.merge
-                )
-            if self.index.is_global:
-                tagged = relocate(tagged, self.is_delete, update_pp)
-        tagged = tagged.persist(StorageLevel.MEMORY_AND_DISK)
-        cached.append(tagged)
-        return tagged, tag_ctx
-
-    def _profile(self, batch: _Batch, tagged: DataFrame, cached: list[DataFrame]) -> tuple[DataFrame, _Profile]:
-        """Count records per (partition, file group, operation): the planner's input."""
-        self.progress("profiling the workload")
-        if batch.counts is not None:
-            rows = batch.counts
-        else:
-            rows = tagged.groupBy(*profile_columns(tagged)).count().collect()
-        # projections of the cached rows: the moved-row marks are counted, stale rows are not written
-        if MOVED_COL in tagged.columns:
-            tagged = tagged.drop(MOVED_COL)
-        if STALE_COL in tagged.columns:
-            tagged = tagged.filter(~F.col(STALE_COL)).drop(STALE_COL)
-        # `tagged` is materialised now: one cached copy of the batch is enough
-        for c in cached[:-1]:
-            c.unpersist()
-        workloads, offsets, absent, kept, stale = profile(rows)
-        index_stats = self.index.tagging_stats() if self.operation.tags else {}
-        return tagged, _Profile(workloads, offsets, absent, batch.summary.total - kept, stale, index_stats)
-
-    def _plan(self, batch: _Batch, prof: _Profile) -> WritePlan:
-        """Assign updates to their file groups and inserts to small files or new file groups."""
-        frozen = check_pending_clustering(self.meta, batch.timeline, prof.workloads)
-        if self.operation.replaces:
-            check_replace_clustering(self._replaced(batch), frozen)
-        mor = self.meta.config.table_type is TableType.MERGE_ON_READ
-        existing = {
-            p: [f for f in existing_files(batch.view, p, mor) if (f.partition, f.file_id) not in frozen]
-            for p in prof.workloads
-        }  # a group a pending clustering rewrites is never a small file to pack into
-        rules = (
-            MergeOnReadRules(
-                can_index_log_files=self.index.can_index_log_files,
-                candidates_limit=self.config.small_file_candidates_limit,
-                log_to_parquet_ratio=self.config.log_to_parquet_ratio,
-            )
-            if mor
-            else None
-        )
-        record_size = self.record_size(batch.timeline)
-        return plan_writes(
-            prof.workloads.values(),
-            existing,
-            max_file_size=self.config.max_file_size,
-            small_file_limit=self.config.small_file_limit,
-            record_size=record_size,
-            new_file_id=new_file_id,
-            # insert_overwrite packs nothing into the groups it replaces (Hudi's SparkInsertOverwritePartitioner)
-            use_small_files=self.operation is not Operation.BULK_INSERT and not self.operation.replaces,
-            mor=rules,
-        )
-
-    def _commit(
-        self, batch: _Batch, tagged: DataFrame | pa.Table, tag_ctx: TagContext, prof: _Profile, plan: WritePlan, started: float
-    ) -> WriteResult:
-        """Claim the instant, write the files, update the index and complete the instant; on any
-        failure undo all of it (or, having lost the table lock, leave it to the holder's repair)."""
-        spark = tag_ctx.spark
-        replaced = self._replaced(batch) if self.operation.replaces else None
-        action = Action.REPLACE_COMMIT if replaced is not None else write_action(self.meta.config.table_type)
-        pending = guarded.claim(self, batch.timeline, lambda tl: commit_protocol.start(
-            self.meta, tl, self.operation, plan, action, replaced=replaced
-        ))
-        instant = pending.instant
-        index_stats = dict(prof.index_stats)
-        index_touched = False
-        try:
-            if isinstance(tagged, pa.Table):
-                outcomes, located_of = one_job.write_buckets(self, spark, tagged, plan, batch, instant)
-            else:
-                outcomes, located_of = self._write(tagged, plan, prof.offsets, batch, instant)
-            # an APPEND bucket whose records were all stale (or deletes of absent keys) wrote no file
-            written = [o for o in outcomes if o["path"]]
-            commit_protocol.remove_debris(self.meta, pending, written, self.config.optimistic)
-            checked = guarded.before_commit(self, pending, written)
-            if self.index.wants_locations and located_of is not None:
-                located = located_of()
-                if checked is not None and self.operation is Operation.UPSERT:  # insert may duplicate, as in Hudi
-                    occ_keys.check_new_keys(self.index, tag_ctx, located, instant, checked.concurrent_writes)
-                self.progress(f"updating the {self.index.name} index")
-                index_touched = True
-                if replaced:  # the replaced groups' keys leave the index (unless written again)
-                    located = located.unionByName(replaced_key_rows(tag_ctx, replaced))
-                self.index.update_location(tag_ctx, instant, located)
-                index_stats.update({f"update_{k}": v for k, v in self.index.update_stats().items()})
-            extra = {f"engine.index.{k}": str(v) for k, v in index_stats.items()}
-            failpoints.hit("write.before_complete")
-            if self.guard is not None:
-                self.guard.before_complete()
-            schema = self.guard.final_schema(instant, batch.write_schema) if self.guard else batch.write_schema
-            commit_protocol.complete(
-                self.meta, pending, schema, written, prof.absent, extra,
-                stale_before_write=prof.stale + sum(o["num_stale"] for o in outcomes if not o["path"]),
-                start_internal_schema=self.config.schema_on_read,
-            )
-            failpoints.hit("write.after_complete")
-        except BaseException as exc:
-            guarded.undo(self, spark, pending, index_touched, exc)
-        finally:
-            if self.guard is not None:
-                self.guard.finished()
-        return WriteResult(
-            instant=instant,
-            operation=self.operation,
-            inserts=sum(o["num_inserts"] for o in outcomes),
-            updates=sum(o["num_updates"] for o in outcomes),
-            deletes=sum(o["num_deletes"] for o in outcomes),
-            absent_deletes=prof.absent,
-            stale_ignored=prof.stale + sum(o["num_stale"] for o in outcomes),
-            duplicates_dropped=prof.dropped,
-            input_records=batch.summary.total,
-            files_written=len(written),
-            partitions=tuple(sorted({o["partition"] for o in written})),
-            bytes_written=sum(o["file_size"] for o in written),
-            replaced_file_groups=sum(len(ids) for ids in (replaced or {}).values()),
-            seconds=round(time.monotonic() - started, 3),
-            index_stats=index_stats,
-        )
-
-    # ------------------------------------------------------------------------------------
-    def _combine(self) -> bool:
-        if self.meta.config.auto_keys and self.operation not in (Operation.UPSERT, Operation.DELETE):
-            return False  # new records of auto-generated keys are unique: nothing to combine
-        return {
-            Operation.UPSERT: self.config.combine_before_upsert,
-            Operation.INSERT: self.config.combine_before_insert,
-            Operation.BULK_INSERT: self.config.combine_before_insert,
-            Operation.DELETE: self.config.combine_before_delete,
-            Operation.INSERT_OVERWRITE: self.config.combine_before_insert,
-            Operation.INSERT_OVERWRITE_TABLE: self.config.combine_before_insert,
-        }[self.operation]
-
-    def _replaced(self, batch: _Batch) -> dict[str, list[str]]:
-        """partition -> the file ids an insert_overwrite replaces, as Apache Hudi lists them: every
-        partition of the table (INSERT_OVERWRITE_TABLE) or those the input touches, each with all
-        its file groups (possibly none)."""
-        view = batch.view
-        parts = view.partitions if self.operation is Operation.INSERT_OVERWRITE_TABLE else []
-        out: dict[str, list[str]] = {p: [] for p in (*parts, *batch.summary.partitions)}
-        for sl in view.latest_slices(out):
-            out[sl.partition].append(sl.file_id)
-        return {p: sorted(ids) for p, ids in sorted(out.items())}
-
-    def _write(
-        self, tagged: DataFrame, plan: WritePlan, offsets: dict[tuple[int, str], int], batch: _Batch, instant: str
-    ) -> tuple[list[dict], Callable[[], DataFrame | pa.Table] | None]:
+    def write_distributed(
+        self,
+        tagged: DataFrame,
+        plan: WritePlan,
+        offsets: dict[tuple[int, str], int],
+        batch: Batch,
+        instant: str,
+    ) -> Written:
         """Write every bucket of the plan (one task per bucket group); the outcome row of each file
         written, and the located records (for the index update)."""
         n_buckets = len(plan.buckets)
@@ -448,12 +120,14 @@ class WriteJob:
             with_bucket_schema = from_arrow_schema(
                 to_arrow_schema(to_write.schema, timezone="UTC").append(pa.field(BUCKET_COL, pa.int32()))
             )
-            assigned = to_write.mapInArrow(assign_buckets_task(updates_idx, ranges, offsets), with_bucket_schema)
+            assigned = to_write.mapInArrow(
+                assign_buckets_task(updates_idx, ranges, offsets), with_bucket_schema
+            )
         else:
             assigned = to_write.withColumn(BUCKET_COL, bucket_column(updates_idx, ranges))
-        ctx = self._write_context(batch, instant)
-        buckets = {b.index: self._bucket_write(b, batch.view) for b in plan.buckets}
-        actx = self._append_context(batch, ctx.schema) if any(b.append for b in plan.buckets) else None
+        ctx = self.batch_write_context(batch, instant)
+        buckets = {b.index: self.bucket_write(b, batch.view) for b in plan.buckets}
+        actx = self.append_context(batch, ctx.schema) if any(b.append for b in plan.buckets) else None
         parallelism = self.config.shuffle_parallelism or scan_parallelism(tagged.sparkSession, n_buckets)
         self.progress(f"writing {n_buckets} file group(s) for instant {instant}")
         written = (
@@ -464,59 +138,11 @@ class WriteJob:
         sc = tagged.sparkSession.sparkContext
         sc.setJobGroup(job_group(instant), f"hoodie write {instant}", interruptOnCancel=True)
         try:
-            return [r.asDict() for r in written.collect()], lambda: located_rows(assigned, plan)
+            return [WriteOutcome.from_row(r.asDict()) for r in written.collect()], lambda: located_rows(
+                assigned, plan
+            )
         finally:
             sc.setLocalProperty("spark.jobGroup.id", None)  # type: ignore[arg-type]
 
-    def record_size(self, timeline: Timeline) -> int:
-        """Bytes per record for sizing files: from the latest big enough commit, else the configured estimate."""
-        return estimate_record_size(
-            (m for _i, m in self.meta.completed_commits_newest_first(timeline)),
-            self.config.record_size_estimate,
-            min_bytes=int(self.config.record_size_estimation_threshold * self.config.small_file_limit),
-        )
 
-    def _write_context(self, batch: _Batch, instant: str) -> WriteContext:
-        return self.write_context(batch.write_schema, batch.pc_field, instant)
-
-    def write_context(self, write_schema: pa.Schema, pc_field: str | None, instant: str) -> WriteContext:
-        """What the tasks writing `instant` need to know (schema, ordering field, file settings)."""
-        return WriteContext(
-            storage=self.meta.storage,
-            instant=instant,
-            schema=with_meta_fields(write_schema),
-            precombine_field=pc_field if not self.is_delete else None,
-            compression=self.config.compression,
-            match_keys=self.operation.tags,
-            bloom=(self.config.bloom_num_entries, self.config.bloom_fpp, self.config.bloom_max_entries),
-            virtual=KeySpec.from_config(self.meta.config) if not self.meta.config.populate_meta_fields else None,
-        )
-
-    def _bucket_write(self, b: Bucket, view: FileSystemView) -> BucketWrite:
-        if not b.append:
-            return BucketWrite(b.partition, b.file_id, b.base_path, b.prev_instant)
-        group = view.group(b.partition, b.file_id)
-        merged = group.merged_slice(view.compaction_pending_on(b.partition, b.file_id)) if group else None
-        return BucketWrite(
-            b.partition,
-            b.file_id,
-            b.base_path,
-            b.prev_instant,
-            append=True,
-            log_base_instant=b.log_base_instant,
-            log_names=b.log_names,
-            read_files=SliceFiles.from_slice(merged) if merged is not None else None,
-        )
-
-    def _append_context(self, batch: _Batch, schema: pa.Schema) -> AppendContext:
-        timeline = batch.timeline
-        return AppendContext(
-            writer_schema_json=avro_to_json(avro_with_meta_fields(arrow_to_avro(batch.write_schema, self.meta.config.name))),
-            mode=merge_mode_for(self.meta.config),
-            committed=CommittedInstants(timeline.completed_write_times, timeline.archived_before),
-            block_format=self.config.log_block_format,
-            log_per_commit=self.meta.layout.version >= 2,
-        )
-
-
-__all__ = ["OUTCOME_SCHEMA", "WriteJob"]
+__all__ = ["FileHandle", "WriteJob", "file_handle", "write_action"]

@@ -39,12 +39,14 @@ from engine.index.bloom_filter import (
 )
 from engine.schema.internal import without_versions
 from engine.storage import Storage
+from engine.write.outcome import WriteOutcome
 
 if TYPE_CHECKING:
     from engine.keygen.keys import KeySpec
 
 # what a table without meta fields leaves null in its files (Apache Hudi fills only the file name)
 VIRTUAL_NULL_COLUMNS = (COMMIT_TIME_COL, COMMIT_SEQNO_COL, RECORD_KEY_COL, PARTITION_PATH_COL)
+
 
 
 @dataclass(frozen=True)
@@ -80,30 +82,6 @@ class WriteContext:
     # a table without meta fields (hoodie.populate.meta.fields=false): stored keys are computed from
     # these key fields, and the files get null meta columns and no key footer, as Apache Hudi writes them
     virtual: KeySpec | None = None
-
-
-@dataclass
-class WriteOutcome:
-    path: str
-    file_id: str
-    partition: str
-    prev_instant: str | None
-    num_writes: int
-    num_inserts: int
-    num_updates: int
-    num_deletes: int
-    num_stale: int
-    file_size: int
-    min_key: str | None
-    max_key: str | None
-    # log files (merge-on-read appends): the version written, the slice's base file name ("" for
-    # none) and the slice's log file names including the new one
-    log_version: int | None = None
-    base_file: str | None = None
-    log_files: list[str] | None = None
-
-    def as_row(self) -> dict[str, Any]:
-        return dict(self.__dict__)
 
 
 def with_meta_columns(rows: pa.Table, ctx: WriteContext, file_name: str, seq_prefix: str) -> pa.Table:
@@ -313,4 +291,4 @@ def write_base_file(
     return WrittenFile(out.num_rows, size, min_key, max_key)
 
 
-__all__ = ["META_COLUMNS", "BucketWrite", "WriteContext", "WriteOutcome", "WrittenFile", "accept_newer", "write_base_file", "write_bucket"]
+__all__ = ["META_COLUMNS", "BucketWrite", "WriteContext", "WrittenFile", "accept_newer", "write_base_file", "write_bucket"]

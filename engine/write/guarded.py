@@ -1,4 +1,4 @@
-"""A write's steps that go through its transaction's guard (`engine.services.transaction.WriteGuard`):
+"""A write's steps that go through its transaction's guard (`engine.transaction.guard.WriteGuard`):
 claiming the instant, the check once the files are written (the lock fence, or under optimistic
 concurrency control the commit lock and the conflict check), and undoing a failed write.
 
@@ -16,41 +16,54 @@ from engine.errors import ConcurrentWriteError, StorageError, WriteConflictError
 from engine.runtime.errors import task_error_message, translate
 from engine.runtime.jobs import job_group, stop_tasks
 from engine.timeline.timeline import Timeline
+from engine.transaction.undo import undo_instant
 from engine.write import commit as commit_protocol
 
 if TYPE_CHECKING:
-    from engine.services.occ import CheckResult
-    from engine.write.executor import WriteJob
+    from engine.transaction.occ import CheckResult
+    from engine.write.outcome import WriteOutcome
+    from engine.write.pipeline import Pipeline
 
 
 def claim(
-    job: WriteJob, timeline: Timeline, start: Callable[[Timeline], commit_protocol.PendingCommit]
+    job: Pipeline, timeline: Timeline, start: Callable[[Timeline], commit_protocol.PendingCommit]
 ) -> commit_protocol.PendingCommit:
     """Claim the write's instant (through the transaction's guard: heartbeat, and under OCC the
     lock for the claim and the starting point of the commit check)."""
     failpoints.hit("write.prepared")
-    pending = start(timeline) if job.guard is None else job.guard.claim(timeline, start)
+    if job.guard is None:
+        pending = start(timeline)
+    else:
+
+        def abort(claimed: commit_protocol.PendingCommit) -> None:
+            commit_protocol.abort(job.meta, claimed, job.config.optimistic)
+
+        pending = job.guard.claim(timeline, start, abort)
     failpoints.hit("write.claimed")
     return pending
 
 
-def before_commit(job: WriteJob, pending: commit_protocol.PendingCommit, written: list[dict]) -> CheckResult | None:
+def before_commit(
+    job: Pipeline, pending: commit_protocol.PendingCommit, written: list[WriteOutcome]
+) -> CheckResult | None:
     """The guard's check once the files are written: the file groups this write touched (and
     those it replaces) against what completed since it started (OCC), or the lock fence."""
     if job.guard is None:
         return None
-    groups = {(o["partition"], o["file_id"]) for o in written}
+    groups = {(o.partition, o.file_id) for o in written}
     groups.update((p, f) for p, ids in (pending.replaced or {}).items() for f in ids)
     checked = job.guard.before_commit(pending.instant, pending.action, pending.operation.value, groups)
     if checked is not None:
         # under the commit lock: a partition another writer created and then, failing, removed
         # (it held no file yet) gets its metadata file back before this write's files count
-        for partition in sorted({o["partition"] for o in written}):
+        for partition in sorted({o.partition for o in written}):
             job.meta.ensure_partition_metadata(partition, pending.instant)  # written only if missing
     return checked
 
 
-def undo(job: WriteJob, spark: Any, pending: commit_protocol.PendingCommit, index_touched: bool, exc: BaseException) -> NoReturn:
+def undo(
+    job: Pipeline, spark: Any, pending: commit_protocol.PendingCommit, index_touched: bool, exc: BaseException
+) -> NoReturn:
     """Stop the failed write's tasks, remove what it wrote, and raise a typed error saying so."""
     instant = pending.instant
     stop_tasks(spark, job_group(instant))
@@ -67,8 +80,6 @@ def undo(job: WriteJob, spark: Any, pending: commit_protocol.PendingCommit, inde
         elif index_touched and not commit_protocol.is_completed(job.meta, pending):
             # the index may already hold this write's locations (deleted or moved keys):
             # undo it like a rollback, which also reverts the index
-            from engine.services.rollback import undo_instant
-
             replaced = {(p, f) for p, ids in (pending.replaced or {}).items() for f in ids}
             undo_instant(job.meta, instant, pending.action, (), job.index, replaced=replaced)
             commit_protocol.abort(job.meta, pending, job.config.optimistic)

@@ -34,7 +34,8 @@ from engine.data.file_names import join_path, log_file_name, parse_log_file_name
 from engine.data.log_block import encode_avro_data_block, encode_delete_block, encode_parquet_block
 from engine.data.log_file import next_log_version, write_log_file
 from engine.data.slice_reader import MergeMode, slice_keys, slice_ordering
-from engine.write.file_writer import BucketWrite, WriteContext, WriteOutcome, accept_newer, with_meta_columns
+from engine.write.file_writer import BucketWrite, WriteContext, accept_newer, with_meta_columns
+from engine.write.outcome import WriteOutcome
 
 LOG_BLOCK_FORMATS = ("parquet", "avro")
 

@@ -1,7 +1,7 @@
 """The key check of optimistic concurrency control for indexes that store locations (RECORD, HBASE).
 
 Two writers that insert the same new key at once each put it in a file group of their own (new
-groups never collide), so the file-group check (`engine.services.occ`) lets both commit and the
+groups never collide), so the file-group check (`engine.transaction.occ`) lets both commit and the
 key would live twice, with the index naming only one copy. Right before a write that inserted
 keys updates the index, under the table lock and only when other writes completed since it started,
 its inserted keys are looked up again: a key the index now holds was inserted by one of those

@@ -22,7 +22,6 @@ against stored records, and overwrites take the distributed path.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 import pyarrow as pa
@@ -37,13 +36,14 @@ from engine.read.reader import slice_merge
 from engine.runtime.jobs import job_group
 from engine.write.assign import assign_buckets
 from engine.write.operation import Operation, WriteResult
+from engine.write.pipeline import Batch, Profile, Written
 from engine.write.planner import WritePlan
 from engine.write.prepare import BatchSummary
 from engine.write.tagging import profile
 from engine.write.tasks import write_groups_task
 
 if TYPE_CHECKING:
-    from engine.write.executor import WriteJob, _Batch
+    from engine.write.pipeline import Pipeline
 
 LOCAL_OPERATIONS = (Operation.UPSERT, Operation.INSERT, Operation.DELETE, Operation.BULK_INSERT)
 
@@ -60,7 +60,7 @@ def estimated_bytes(df: DataFrame) -> int | None:
     return value if value < 2**62 else None
 
 
-def eligible(job: WriteJob, df: DataFrame, pc_field: str | None) -> bool:
+def eligible(job: Pipeline, df: DataFrame, pc_field: str | None) -> bool:
     """Whether `job` writes `df` in one job (see the module docstring for what is excluded)."""
     if job.operation not in LOCAL_OPERATIONS or not job.meta.config.populate_meta_fields:
         return False
@@ -90,7 +90,7 @@ def summarize(batch: pa.Table) -> BatchSummary:
     return BatchSummary(batch.num_rows, bad, parts, keys)
 
 
-def tag(job: WriteJob, batch: pa.Table, tag_ctx: TagContext) -> pa.Table:
+def tag(job: Pipeline, batch: pa.Table, tag_ctx: TagContext) -> pa.Table:
     """`batch` + FILE_ID_COL (null for new keys), looked up on the driver."""
     if not job.operation.tags:
         return batch.append_column(FILE_ID_COL, pa.nulls(batch.num_rows, pa.string()))
@@ -100,8 +100,8 @@ def tag(job: WriteJob, batch: pa.Table, tag_ctx: TagContext) -> pa.Table:
 
 
 def write_buckets(
-    job: WriteJob, spark, rows: pa.Table, plan: WritePlan, batch: _Batch, instant: str
-) -> tuple[list[dict], Callable[[], DataFrame | pa.Table] | None]:
+    job: Pipeline, spark, rows: pa.Table, plan: WritePlan, batch: Batch, instant: str
+) -> Written:
     """The write's one Spark job: every bucket of `plan` merged and written by a task; the outcome
     row of each bucket, and (for indexes that store locations) the located records."""
     if not plan.buckets:
@@ -111,10 +111,14 @@ def write_buckets(
     offsets = {(0, p): 0 for p in ranges}
     buckets = assign_buckets(to_write, 0, updates_idx, ranges, offsets)
     by_bucket = lb.split_by_bucket(to_write, buckets)
-    ctx = job._write_context(batch, instant)
-    writes = {b.index: job._bucket_write(b, batch.view) for b in plan.buckets if b.index in by_bucket}
-    actx = job._append_context(batch, ctx.schema) if any(w.append for w in writes.values()) else None
-    sizes = {(s.partition, s.file_id): s.base_file.size for s in batch.view.latest_slices(sorted({b.partition for b in plan.buckets})) if s.base_file is not None}
+    ctx = job.batch_write_context(batch, instant)
+    writes = {b.index: job.bucket_write(b, batch.view) for b in plan.buckets if b.index in by_bucket}
+    actx = job.append_context(batch, ctx.schema) if any(w.append for w in writes.values()) else None
+    sizes = {
+        (s.partition, s.file_id): s.base_file.size
+        for s in batch.view.latest_slices(sorted({b.partition for b in plan.buckets}))
+        if s.base_file is not None
+    }
     per_row = max(1, batch_record_size(rows))
     weights = {
         b.index: by_bucket[b.index].num_rows + sizes.get((b.partition, b.file_id), 0) // per_row
@@ -128,7 +132,11 @@ def write_buckets(
     sc = spark.sparkContext
     sc.setJobGroup(job_group(instant), f"hoodie write {instant}", interruptOnCancel=True)
     try:
-        outcomes = sc.parallelize(payload, len(payload)).mapPartitions(write_groups_task(ctx, writes, actx)).collect()
+        outcomes = (
+            sc.parallelize(payload, len(payload))
+            .mapPartitions(write_groups_task(ctx, writes, actx))
+            .collect()
+        )
     finally:
         sc.setLocalProperty("spark.jobGroup.id", None)  # type: ignore[arg-type]
     if not job.index.wants_locations:
@@ -153,20 +161,18 @@ def write_buckets(
     return outcomes, located
 
 
-def run(job: WriteJob, df: DataFrame, started: float) -> WriteResult:
+def run(job: Pipeline, df: DataFrame, started: float) -> WriteResult:
     """The write planned on the driver and executed as one Spark job."""
-    spec, timeline, write_schema, data_cols, pc_field = job._schema(df)
-    rows = collect(job._keyed(df, spec, data_cols, pc_field, order=False))
+    spec, timeline, write_schema, data_cols, pc_field = job.schema(df)
+    rows = collect(job.keyed(df, spec, data_cols, pc_field, order=False))
     summary = summarize(rows)
-    job._check_keys(spec, summary)
+    job.check_keys(spec, summary)
     if summary.total == 0:
         return WriteResult(instant=None, operation=job.operation, seconds=time.monotonic() - started)
     view = job.meta.file_system_view(timeline)
-    from engine.write.executor import _Batch, _Profile  # the executor imports this module
-
-    batch = _Batch(None, summary, write_schema, pc_field, timeline, view)  # type: ignore[arg-type]
+    batch = Batch(None, summary, write_schema, pc_field, timeline, view)
     by = [KEY_COL] if job.index.is_global else [KEY_COL, PART_COL]
-    if job._combine() and lb.has_duplicates(rows, by):
+    if job.combine() and lb.has_duplicates(rows, by):
         rows = lb.dedupe(rows, pc_field, by)
     rows = lb.with_ops(rows, job.is_delete)
     incoming = summary.keys_by_partition() if job.operation.tags else None
@@ -180,13 +186,30 @@ def run(job: WriteJob, df: DataFrame, started: float) -> WriteResult:
     rows = tag(job, rows, tag_ctx)
     workloads, offsets, absent, kept, stale = profile(lb.profile_rows(rows))
     index_stats = job.index.tagging_stats() if job.operation.tags else {}
-    prof = _Profile(workloads, offsets, absent, summary.total - kept, stale, index_stats)
-    plan = job._plan(batch, prof)
-    return job._commit(batch, rows, tag_ctx, prof, plan, started)
+    prof = Profile(workloads, offsets, absent, summary.total - kept, stale, index_stats)
+    plan = job.plan(batch, prof)
+    spark = df.sparkSession
+    return job.commit(
+        batch,
+        tag_ctx,
+        prof,
+        plan,
+        started,
+        lambda instant: write_buckets(job, spark, rows, plan, batch, instant),
+    )
 
 
 def batch_record_size(rows: pa.Table) -> int:
     return rows.nbytes // max(1, rows.num_rows)
 
 
-__all__ = ["LOCAL_OPERATIONS", "collect", "eligible", "estimated_bytes", "run", "summarize", "tag", "write_buckets"]
+__all__ = [
+    "LOCAL_OPERATIONS",
+    "collect",
+    "eligible",
+    "estimated_bytes",
+    "run",
+    "summarize",
+    "tag",
+    "write_buckets",
+]

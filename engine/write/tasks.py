@@ -9,31 +9,11 @@ from pyspark.taskcontext import TaskContext
 
 from engine.data.file_names import write_token
 from engine.write.assign import assign_buckets
-from engine.write.file_writer import BucketWrite, WriteContext, WriteOutcome, write_bucket
+from engine.write.file_writer import BucketWrite, WriteContext, write_bucket
 from engine.write.log_writer import AppendContext, append_bucket
+from engine.write.outcome import OUTCOME_SCHEMA, WriteOutcome
 
 BUCKET_COL = "__hoodie_bucket"
-
-
-OUTCOME_SCHEMA = pa.schema(
-    [
-        ("path", pa.string()),
-        ("file_id", pa.string()),
-        ("partition", pa.string()),
-        ("prev_instant", pa.string()),
-        ("num_writes", pa.int64()),
-        ("num_inserts", pa.int64()),
-        ("num_updates", pa.int64()),
-        ("num_deletes", pa.int64()),
-        ("num_stale", pa.int64()),
-        ("file_size", pa.int64()),
-        ("min_key", pa.string()),
-        ("max_key", pa.string()),
-        ("log_version", pa.int64()),
-        ("base_file", pa.string()),
-        ("log_files", pa.list_(pa.string())),
-    ]
-)
 
 
 def task_context() -> TaskContext:
@@ -90,15 +70,15 @@ def _write_one(
 
 def write_groups_task(ctx: WriteContext, buckets: dict[int, BucketWrite], actx: AppendContext | None = None):
     """The one-job write's tasks (`engine.write.one_job`): each receives a list of (bucket, its
-    records as Arrow IPC) and writes the buckets one after another; one outcome row per bucket."""
+    records as Arrow IPC) and writes the buckets one after another; one outcome per bucket."""
 
-    def run(groups: Iterator[list[tuple[int, bytes]]]) -> Iterator[dict]:
+    def run(groups: Iterator[list[tuple[int, bytes]]]) -> Iterator[WriteOutcome]:
         from engine.data.batch import from_ipc
 
         tc = task_context()
         for group in groups:
             for index, data in group:
-                yield _write_one(ctx, actx, buckets[index], from_ipc(data), tc, index).as_row()
+                yield _write_one(ctx, actx, buckets[index], from_ipc(data), tc, index)
 
     return run
 

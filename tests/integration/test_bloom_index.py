@@ -7,7 +7,7 @@ import random
 import pytest
 
 from engine import Table
-from engine.index.bloom import candidates_in_range
+from engine.index.key_lookup import candidates_in_range
 from tests.support import hudi_rs
 from tests.support.tables import data_rows, rows
 

@@ -1,6 +1,6 @@
 """The table's schema under optimistic concurrency (issue 33.1), with real writer processes held at
 a pause point: Apache Hudi's schema conflict resolution (`SimpleSchemaConflictResolutionStrategy`,
-RFC-82) as `engine.services.occ.resolve_schema` applies it.
+RFC-82) as `engine.transaction.occ.resolve_schema` applies it.
 
 - a writer that did not evolve the schema commits with the one another writer evolved meanwhile
   (the column another writer added is never rolled back);

@@ -311,7 +311,7 @@ DEFAULTS = {
 
 
 def test_the_next_write_after_a_writer_killed_here_succeeds_at_once(spark, tmp_path):
-    from engine.table.lock import LOCK_DIR, LockInfo, lock_file
+    from engine.transaction.lock import LOCK_DIR, LockInfo, lock_file
 
     t, instants, states = setup_table(spark, tmp_path)
     last = states[instants[-1]]

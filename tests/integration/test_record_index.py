@@ -324,7 +324,7 @@ def test_index_build_turns_a_global_simple_table_into_a_record_table(spark, tmp_
 
 def test_index_build_is_refused_and_changes_nothing_while_another_writer_holds_the_lock(spark, tmp_path, capsys):
     from engine.cli import main
-    from engine.table.lock import TableLock
+    from engine.transaction.lock import TableLock
 
     g = make(spark, tmp_path / "g", "GLOBAL_SIMPLE")
     g.upsert(spark.createDataFrame([("a", "paris", "v1", 1), ("b", "rome", "v1", 1)], SCHEMA))

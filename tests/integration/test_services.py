@@ -13,9 +13,9 @@ from engine import Table
 from engine.errors import ConcurrentWriteError, InstantNotFoundError, RollbackRefusedError
 from engine.services import archive as archive_service
 from engine.services.rollback import RollbackPlan, RollbackResult
-from engine.table.heartbeat import Heartbeat
 from engine.table.lifecycle import read_avro
 from engine.timeline.instant import Action, Instant, State
+from engine.transaction.heartbeat import Heartbeat
 from tests.support import hudi_rs
 from tests.support.tables import rows, tree_bytes
 
@@ -356,7 +356,7 @@ def test_a_writer_that_lost_its_lock_before_completing_touches_nothing_more(spar
     import time
 
     from engine.services.transaction import WriteGuard
-    from engine.table.lock import TableLock
+    from engine.transaction.lock import TableLock
 
     fast = {**MANUAL, "hoodie.client.heartbeat.interval_in_ms": "300", "hoodie.client.heartbeat.tolerable.misses": "2"}
     t = make(spark, tmp_path)

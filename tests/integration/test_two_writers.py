@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from engine import Table
-from engine.table.lock import TableLock
+from engine.transaction.lock import TableLock
 from tests.integration.test_concurrency import finish as finish_writer
 from tests.integration.test_concurrency import start_writer
 from tests.integration.test_crash import FAST, SCHEMA, data, oracle, run_writer

@@ -194,7 +194,7 @@ def test_make_fails_with_one_clear_line_when_docker_is_missing(target):
     assert done.returncode == 2 and done.stdout == ""
     assert done.stderr.splitlines()[0] == (
         "make: '/nonexistent/docker' not found: the local lakehouse needs Docker Engine with the Compose plugin "
-        "(see README, Local lakehouse)")
+        "(see docs/lakehouse.md)")
 
 
 def test_make_up_fails_with_one_clear_line_when_no_engine_answers(tmp_path):

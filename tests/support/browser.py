@@ -3,7 +3,7 @@
 Shared by the browser test modules (one gunicorn and one browser per module). Chromium is
 Debian's (`apt-get install -y chromium`); never `playwright install`. Without it the calling test
 is skipped with the reason, unless `CI=true`, where it fails. Screenshots go to
-`artifacts/screenshots/` (README images are copied from there to docs/img/).
+`artifacts/screenshots/` (the documentation's images in docs/img/ are copied from there).
 """
 
 from __future__ import annotations

@@ -10,7 +10,7 @@ import pytest
 
 from engine.data import log_block as lb
 from engine.errors import CorruptTableError, InvalidInputError
-from engine.timeline import archive_log as al
+from engine.table import archive_log as al
 from engine.timeline import avro_models as am
 from engine.timeline.commit_metadata import CommitMetadata, WriteStat
 from engine.timeline.instant import Action

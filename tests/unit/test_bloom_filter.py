@@ -30,8 +30,8 @@ from engine.errors import CorruptTableError, InvalidInputError
 from engine.index.bloom_filter import (
     DynamicBloomFilter,
     SimpleBloomFilter,
-    _positions,
-    _positions_batch,
+    bit_positions,
+    bit_positions_batch,
     bit_size,
     bloom_filter_from_footer,
     build_for_keys,
@@ -40,7 +40,7 @@ from engine.index.bloom_filter import (
     num_hashes,
     parse_bloom_filter,
 )
-from engine.index.murmur import hash_chain, hash_chain_arrow
+from engine.keygen.murmur import hash_chain, hash_chain_arrow
 from engine.storage import storage_for
 from engine.write.file_writer import BucketWrite, WriteContext, write_bucket
 from tests.support.samples import base_files, list_samples, sample_table
@@ -111,9 +111,9 @@ def test_batch_positions_equal_the_pure_ones() -> None:
     keys += [k for k, _ in _MURMUR]
     encoded = [k.encode("utf-8") for k in keys]
     for nb_hash, size in [(30, 2587966), (7, 959), (3, 8), (1, 2**31 - 1)]:
-        batch = _positions_batch(encoded, nb_hash, size)
+        batch = bit_positions_batch(encoded, nb_hash, size)
         assert batch.shape == (len(keys), nb_hash)
-        assert batch.tolist() == [_positions(b, nb_hash, size) for b in encoded]
+        assert batch.tolist() == [bit_positions(b, nb_hash, size) for b in encoded]
 
 
 def test_arrow_chain_equals_the_bytes_chain() -> None:
@@ -437,7 +437,7 @@ def test_global_lookup_on_the_driver_finds_keys_in_every_partition(tmp_path: Pat
     """Issue 33.5: the driver's eager hashing cached the any-partition keys of a global lookup
     under ANY_PARTITION, then asked for them by each file's partition (KeyError: ('lima', 30))."""
     from engine.data.keys import ANY_PARTITION, ScanFile
-    from engine.index.bloom import locate_on_driver
+    from engine.index.key_lookup import locate_on_driver
 
     schema = pa.schema([pa.field(c, pa.string()) for c in META_COLUMNS] + [pa.field("v", pa.int64())])
     storage = storage_for(str(tmp_path))

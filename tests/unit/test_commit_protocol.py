@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 import pyarrow as pa
@@ -14,14 +15,15 @@ from engine.table.meta_client import MetaClient
 from engine.timeline import Action, State
 from engine.write import commit
 from engine.write.operation import Operation
+from engine.write.outcome import WriteOutcome
 from engine.write.planner import Bucket, BucketType, WritePlan
 
 SCHEMA = pa.schema([("id", pa.int64())])
 PLAN = WritePlan((Bucket(0, BucketType.INSERT, "p1", "f-0", planned_inserts=1),), {}, 100)
-OUTCOME = {
-    "path": "p1/f-0_0-1-1_20260101000000000.parquet", "file_id": "f-0", "partition": "p1", "prev_instant": None,
-    "num_writes": 1, "num_inserts": 1, "num_updates": 0, "num_deletes": 0, "num_stale": 0, "file_size": 10,
-}
+OUTCOME = WriteOutcome(
+    path="p1/f-0_0-1-1_20260101000000000.parquet", file_id="f-0", partition="p1", prev_instant=None,
+    num_writes=1, num_inserts=1, num_updates=0, num_deletes=0, num_stale=0, file_size=10, min_key=None, max_key=None,
+)
 
 
 @pytest.fixture
@@ -67,7 +69,7 @@ def test_abort_removes_everything_but_never_a_completed_commit(meta):
 
     done = commit.start(meta, meta.timeline(), Operation.UPSERT, PLAN)
     Path(meta.storage.base_uri, "p1", f"f-0_0-1-1_{done.instant}.parquet").write_bytes(b"data")
-    commit.complete(meta, done, SCHEMA, [dict(OUTCOME, path=f"p1/f-0_0-1-1_{done.instant}.parquet")], 0)
+    commit.complete(meta, done, SCHEMA, [replace(OUTCOME, path=f"p1/f-0_0-1-1_{done.instant}.parquet")], 0)
     snapshot = sorted(p.as_posix() for p in Path(meta.storage.base_uri).rglob("*"))
     commit.abort(meta, done)
     assert sorted(p.as_posix() for p in Path(meta.storage.base_uri).rglob("*")) == snapshot

@@ -1,4 +1,4 @@
-"""Conflict detection between concurrent writes (`engine.write.conflicts`), case by case against
+"""Conflict detection between concurrent writes (`engine.transaction.conflicts`), case by case against
 Apache Hudi's SimpleConcurrentFileWritesConflictResolutionStrategy."""
 
 from __future__ import annotations
@@ -6,7 +6,7 @@ from __future__ import annotations
 from engine.timeline.commit_metadata import CommitMetadata, WriteStat
 from engine.timeline.instant import Action, Instant, State
 from engine.timeline.timeline import Timeline
-from engine.write.conflicts import ConcurrentOperation, candidate_instants, find_conflict
+from engine.transaction.conflicts import ConcurrentOperation, candidate_instants, find_conflict
 
 T0, T1, T2, T3, T4, T5 = (f"2026112612000000{i}" for i in range(6))
 

@@ -64,7 +64,7 @@ def test_the_table_is_kept_while_another_write_has_an_instant_or_staged_rows(tmp
 
 def test_the_table_is_kept_while_another_process_holds_its_lock(tmp_path):
     created = _new_table(tmp_path / "t")
-    code = ("import time\nfrom engine.storage import storage_for\nfrom engine.table.lock import TableLock\n"
+    code = ("import time\nfrom engine.storage import storage_for\nfrom engine.transaction.lock import TableLock\n"
             f"TableLock(storage_for({str(tmp_path / 't')!r}), 'upsert').acquire()\n"
             "print('held', flush=True)\ntime.sleep(600)\n")
     env = dict(os.environ, PYTHONPATH=str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""))

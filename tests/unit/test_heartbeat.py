@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from engine.storage import Storage, storage_for
-from engine.table.heartbeat import HEARTBEAT_DIR, Heartbeat, heartbeat_file
-from engine.table.liveness import ProcessId
+from engine.transaction.heartbeat import HEARTBEAT_DIR, Heartbeat, heartbeat_file
+from engine.transaction.liveness import ProcessId
 from tests.support.moto_s3 import MotoS3
 
 INSTANT = "20260101000000000"

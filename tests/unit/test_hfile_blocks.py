@@ -87,7 +87,7 @@ def test_records_take_back_their_key_field_from_the_cell(tmp_path: Path) -> None
     t = _t(tmp_path)
     [block] = lb.decode_log_blocks(_hfile_block(t, I[2], [{"id": "k2", "key": "k2", "ts": 5, "val": "x"},
                                                           {"id": "k0", "key": "k0", "ts": 6, "val": "y"}]))
-    records = decode_hfile_content(block)
+    records = decode_hfile_content(block.content, lb.header_writer_schema(block, "HFILE"), block.offset)
     assert [(r["_hoodie_record_key"], r["key"], r["ts"], r["val"]) for r in records] == [
         ("k0", "k0", 6, "y"), ("k2", "k2", 5, "x")]
 
@@ -127,5 +127,5 @@ def test_the_block_apache_hudi_wrote(tmp_path: Path) -> None:
     assert block.block_type == lb.BlockType.HFILE_DATA
     trailer = hfile.read_trailer(block.content)
     assert (trailer.compression_codec, trailer.entry_count) == (hfile.CODEC_GZ, 2)
-    assert [(r["_hoodie_record_key"], r["key"], r["value"], r["num"]) for r in decode_hfile_content(block)] == [
+    assert [(r["_hoodie_record_key"], r["key"], r["value"], r["num"]) for r in decode_hfile_content(block.content, lb.header_writer_schema(block, "HFILE"), block.offset)] == [
         ("k1", "k1", "v1_upd", 11), ("k2", "k2", "v1_upd", 11)]

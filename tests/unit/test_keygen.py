@@ -312,7 +312,8 @@ def test_auto_generated_keys_need_the_meta_key_to_update():
 def test_a_table_without_meta_fields_writes_with_simple_indexes_only():
     from engine.config.table_config import IndexType, TableConfig
     from engine.errors import InvalidConfigError
-    from engine.table.create import new_table_config, write_index
+    from engine.index import write_index_type as write_index
+    from engine.table.create import new_table_config
 
     virtual = TableConfig(name="t", record_key_fields=("id",), populate_meta_fields=False)
     assert KeySpec.from_config(virtual).virtual is True
@@ -342,3 +343,24 @@ def test_a_task_names_new_records_of_auto_generated_keys():
     assert named.column(KEY_COL).to_pylist() == ["20260101000000000_4_0", "20260101000000000_4_1", "20240101000000000_3_9"]
     keyed = pa.table({KEY_COL: ["a"], "v": [1]})
     assert with_auto_keys(keyed, "20260101000000000", 4) is keyed
+
+
+def test_services_and_writes_resolve_the_same_index(tmp_path):
+    """One index resolution: the table services (rollback reverting an index, restore) use the
+    index a write would, also for a table without meta fields (SIMPLE, not the BLOOM default)."""
+    from engine.config.table_config import TableConfig
+    from engine.config.write_config import WriteConfig
+    from engine.index import resolve_index
+    from engine.services.maintenance import Maintenance
+    from engine.storage import storage_for
+    from engine.table.meta_client import MetaClient
+
+    for config, expected in (
+        (TableConfig(name="t", record_key_fields=("id",), populate_meta_fields=False), "SIMPLE"),
+        (TableConfig(name="u", record_key_fields=("id",)), "BLOOM"),
+    ):
+        meta = MetaClient.create(storage_for(str(tmp_path / config.name)), config)
+        assert resolve_index(config, WriteConfig.from_options({})).name == expected
+        assert Maintenance(meta)._index().name == expected
+        assert Maintenance(meta, {"hoodie.index.type": "GLOBAL_SIMPLE"})._index().name == "GLOBAL_SIMPLE"
+

@@ -21,8 +21,8 @@ import pytest
 
 from engine import ConcurrentWriteError, TableLock
 from engine.storage import Storage, storage_for
-from engine.table.heartbeat import Heartbeat, heartbeat_file
-from engine.table.liveness import (
+from engine.transaction.heartbeat import Heartbeat, heartbeat_file
+from engine.transaction.liveness import (
     BOOT_ID_PATH,
     PID_NS_PATH,
     LocalProc,
@@ -31,8 +31,8 @@ from engine.table.liveness import (
     process_start,
     start_ticks,
 )
-from engine.table.lock import LockInfo, lock_file, read_holder
-from engine.table.lock_info import iso_ms
+from engine.transaction.lock import LockInfo, lock_file, read_holder
+from engine.transaction.lock_info import iso_ms
 
 ROOT = Path(__file__).resolve().parents[2]
 HOST = socket.gethostname()
@@ -142,7 +142,7 @@ def _hold_lock_in_child(path: str) -> subprocess.Popen[str]:
     code = (
         "import sys, time\n"
         "from engine.storage import storage_for\n"
-        "from engine.table.lock import TableLock\n"
+        "from engine.transaction.lock import TableLock\n"
         f"TableLock(storage_for({path!r}), 'upsert').acquire()\n"
         "print('held', flush=True)\n"
         "time.sleep(600)\n"
@@ -285,7 +285,7 @@ INSTANT = "20260101000000000"
 
 
 def test_a_heartbeat_naming_a_dead_process_means_its_write_failed_at_once(storage: Storage) -> None:
-    from engine.services.repair import is_writer_gone
+    from engine.transaction.heartbeat import is_writer_gone
 
     who = {"host": HOST, "pid": 42, "boot_id": BOOT, "start": 1000, "pid_ns": NS}
     storage.write_bytes(heartbeat_file(INSTANT), f"{int(time.time() * 1000)}\n{json.dumps(who)}\n".encode())
@@ -302,7 +302,7 @@ def test_a_heartbeat_naming_a_dead_process_means_its_write_failed_at_once(storag
 
 
 def test_a_heartbeat_of_an_older_version_names_nobody_and_is_waited_for(storage: Storage) -> None:
-    from engine.services.repair import is_writer_gone
+    from engine.transaction.heartbeat import is_writer_gone
 
     storage.write_bytes(heartbeat_file(INSTANT), str(int(time.time() * 1000)).encode())
     assert Heartbeat.writer(storage, INSTANT) is None

@@ -15,9 +15,9 @@ import pytest
 
 from engine import CommitConflictError, ConcurrentWriteError, TableLock
 from engine.storage import Storage, storage_for
-from engine.table import lock as lock_module
-from engine.table.liveness import ProcessId
-from engine.table.lock import LOCK_DIR, LockInfo, lock_file, read_holder
+from engine.transaction import lock as lock_module
+from engine.transaction.liveness import ProcessId
+from engine.transaction.lock import LOCK_DIR, LockInfo, lock_file, read_holder
 from tests.support.moto_s3 import MotoS3
 
 ME = ProcessId.current()  # this process: its lock records name it

@@ -20,7 +20,7 @@ def checkout(tmp_path) -> Path:
     if shutil.which("make") is None:
         pytest.skip("make is not installed")
     shutil.copy(REPO / "Makefile", tmp_path / "Makefile")
-    for rel in [*KEPT, "artifacts/screenshots/a.png", ".pytest_cache/x", "spark-warehouse/y"]:
+    for rel in [*KEPT, "artifacts/screenshots/a.png", ".pytest_cache/x", "spark-warehouse/y", "site/index.html"]:
         (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
         (tmp_path / rel).write_text(rel)
     return tmp_path
@@ -40,7 +40,7 @@ def test_make_clean_keeps_the_lakehouse_and_says_so(checkout):
     assert done.returncode == 0, done.stderr
     assert _files(checkout) == sorted(KEPT)
     assert done.stdout.splitlines() == [
-        "rm -rf spark-warehouse .pytest_cache artifacts",
+        "rm -rf spark-warehouse .pytest_cache artifacts site",
         "make clean: kept ./lakehouse (its tables, and lakehouse/.console: the console's database, secret key and "
         "admin password); 'make clean-lakehouse' deletes it"]
 

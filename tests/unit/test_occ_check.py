@@ -1,4 +1,4 @@
-"""The commit check of optimistic concurrency control (`engine.services.occ.check`) on hand-made
+"""The commit check of optimistic concurrency control (`engine.transaction.occ.check`) on hand-made
 tables: what completed since a writer started, compaction plans, and rollbacks of what it read."""
 
 from __future__ import annotations
@@ -8,9 +8,9 @@ from datetime import UTC, datetime
 import pytest
 
 from engine.errors import WriteConflictError
-from engine.services import occ
 from engine.services.maintenance import Maintenance
 from engine.timeline.instant import Action, format_instant_time
+from engine.transaction import occ
 from tests.support import handmade
 
 
@@ -97,7 +97,7 @@ def test_a_write_rolled_back_or_with_an_expired_heartbeat_may_not_complete(tmp_p
     import time as _time
 
     from engine.errors import ConcurrentWriteError
-    from engine.table.heartbeat import Heartbeat
+    from engine.transaction.heartbeat import Heartbeat
 
     t = _table(tmp_path)
     mine = handmade.add_pending(t, datetime(2026, 1, 1, 1, tzinfo=UTC))

@@ -42,6 +42,8 @@ SPARK_MODULES = {
     "engine.write.occ_keys",
     "engine.write.guarded",
     "engine.write.prepare",
+    "engine.write.pipeline",
+    "engine.keygen.spark_keys",
     "engine.write.tagging",
     "engine.write.tasks",
 }

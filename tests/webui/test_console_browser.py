@@ -1,6 +1,6 @@
 """The console in a real browser: Debian's Chromium driven by Playwright, against gunicorn on
-127.0.0.1 and a real job runner. Screenshots go to artifacts/screenshots/ (README images are
-copied from there to docs/img/)."""
+127.0.0.1 and a real job runner. Screenshots go to artifacts/screenshots/ (the documentation's
+images in docs/img/ are copied from there)."""
 
 from __future__ import annotations
 

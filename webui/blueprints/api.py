@@ -11,9 +11,7 @@ from typing import Any
 
 from flask import Blueprint, current_app, jsonify, request
 
-from engine.config.table_config import CREATE_VERSIONS
-from engine.constants import TABLE_VERSION
-from engine.errors import EngineError
+from engine.facade import CREATE_VERSIONS, TABLE_VERSION, EngineError
 from webui.auth import api_error, authorize, current_actor, requires
 from webui.models import Role
 from webui.ratelimit import login_limit

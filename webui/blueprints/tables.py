@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from flask import Blueprint, flash, redirect, render_template, url_for
 
-from engine.errors import EngineError
+from engine.facade import EngineError
 from webui.auth import current_actor, requires
 from webui.forms import CreateTableForm, RegisterTableForm
 from webui.models import Role

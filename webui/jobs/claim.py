@@ -17,7 +17,7 @@ import sqlalchemy as sa
 from sqlalchemy.orm import Session
 
 # `<boot id>:<start ticks>` of a pid: re-exported for the runner, which records its own
-from engine.table.liveness import process_start
+from engine.facade import process_start
 from webui.models import Job, JobState, Worker, utcnow
 
 __all__ = ["STALE_AFTER", "claim_next", "fail_orphans", "local_runner_health", "process_start"]

@@ -17,7 +17,7 @@ from typing import Any
 
 import pyarrow.parquet as pq
 
-from engine.table.meta_client import MetaClient
+from engine.facade import MetaClient
 from webui.jobs.progress import JobReporter, console_group
 from webui.services.plans import to_doc
 
@@ -65,7 +65,7 @@ class Operations:
 
     # ---- writes --------------------------------------------------------------------------------
     def _write(self, operation: str, meta: MetaClient, data: bytes | None, reporter: JobReporter) -> dict[str, Any]:
-        from engine.api import Table
+        from engine.facade import Table
 
         if data is None:
             raise JobRefused("the uploaded batch is gone; upload it again")
@@ -89,7 +89,7 @@ class Operations:
 
     # ---- data preview ---------------------------------------------------------------------------
     def _preview(self, meta: MetaClient, params: dict[str, Any], reporter: JobReporter) -> dict[str, Any]:
-        from engine.api import Table
+        from engine.facade import Table
 
         mode = params.get("mode", "snapshot")
         limit = max(1, min(int(params.get("limit") or 50), PREVIEW_MAX_ROWS))
@@ -127,7 +127,7 @@ class Operations:
 
     # ---- table services ---------------------------------------------------------------------------
     def _service(self, operation: str, meta: MetaClient, params: dict[str, Any], reporter: JobReporter) -> dict[str, Any]:
-        from engine.services.maintenance import Maintenance
+        from engine.facade import Maintenance
         from webui.services.snapshot import TableSnapshot
 
         expected = params.get("fingerprint")

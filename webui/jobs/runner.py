@@ -27,8 +27,7 @@ from typing import Any
 import sqlalchemy as sa
 from flask import Flask
 
-from engine.errors import EngineError
-from engine.table.liveness import process_start
+from engine.facade import EngineError, process_start
 from webui.extensions import db
 from webui.jobs.claim import claim_next, fail_orphans
 from webui.jobs.operations import JobRefused, Operations
@@ -57,7 +56,7 @@ class Runner:
     # ---- Spark -----------------------------------------------------------------------------------
     def _get_spark(self) -> Any:
         if self._spark is None:
-            from engine.spark.session import build_session
+            from engine.facade import build_session
 
             conf = {"spark.ui.enabled": "false"}
             self._spark = build_session(self.master, app_name="hoodie-console-worker", conf=conf)

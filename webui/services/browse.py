@@ -13,10 +13,7 @@ from typing import Any
 
 from werkzeug.exceptions import NotFound
 
-from engine.config.write_config import WriteConfig
-from engine.errors import EngineError
-from engine.table.meta_client import MetaClient
-from engine.timeline.instant import Action, Instant, State, parse_instant_time
+from engine.facade import Action, EngineError, Instant, MetaClient, State, WriteConfig, parse_instant_time
 from webui.services import compactions
 from webui.services.compactions import file_stats
 from webui.services.snapshot import TableSnapshot
@@ -202,7 +199,7 @@ def archived_rows(snap: TableSnapshot) -> list[dict[str, Any]]:
     def build() -> list[dict[str, Any]]:
         if not snap.timeline.has_archive:
             return []
-        from engine.services.archive import read_archived_entries
+        from engine.facade import read_archived_entries
 
         rows = []
         for e in read_archived_entries(snap.meta):
@@ -280,7 +277,7 @@ COMPACTION_COUNTERS = ("totalLogFilesCompacted", "totalLogSizeCompacted", "total
 
 
 def _file_doc(part: str, s: Any) -> dict[str, Any]:
-    from engine.data.file_names import parse_log_file_name
+    from engine.facade import parse_log_file_name
 
     name = (s.path or "").rpartition("/")[2]
     log = parse_log_file_name(name) if s.logVersion is not None or name.startswith(".") else None
@@ -332,7 +329,7 @@ def commit_detail(snap: TableSnapshot, time: str) -> dict[str, Any]:
     doc["replaced"] = cm.partition_to_replace_file_ids or {}
     doc["extra"] = {k: v for k, v in cm.extra_metadata.items() if k != "schema"}
     if cm.schema:
-        from engine.schema.avro import avro_to_arrow
+        from engine.facade import avro_to_arrow
 
         try:
             doc["schema"] = [{"name": f.name, "type": str(f.type), "nullable": f.nullable} for f in avro_to_arrow(cm.schema)]

@@ -12,10 +12,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from engine.config.table_config import TableType
-from engine.config.write_config import WriteConfig
-from engine.errors import EngineError
-from engine.timeline.instant import Action, parse_instant_time
+from engine.facade import Action, EngineError, TableType, WriteConfig, parse_instant_time
 from webui.services.snapshot import TableSnapshot
 
 INLINE_KEY = "hoodie.compact.inline"
@@ -95,7 +92,7 @@ def pending_plans(snap: TableSnapshot) -> list[dict[str, Any]]:
     """The pending compactions, oldest first, each with its operations (cached by fingerprint)."""
 
     def build() -> list[dict[str, Any]]:
-        from engine.table.compaction_plan import read_plan
+        from engine.facade import read_plan
 
         out = []
         for inst in snap.timeline.pending.instants:
@@ -130,7 +127,7 @@ def plan_of(snap: TableSnapshot, instant: str) -> dict[str, Any] | None:
             if p["instant"] == instant:
                 return p
         return None
-    from engine.table.compaction_plan import read_plan
+    from engine.facade import read_plan
 
     try:
         plan = read_plan(snap.meta, instant)
@@ -145,7 +142,7 @@ def log_status(snap: TableSnapshot) -> dict[str, Any]:
     records, the slices to compact soon, and deltacommits since the last compaction."""
 
     def build() -> dict[str, Any]:
-        from engine.services.compaction import deltacommits_since_compaction
+        from engine.facade import deltacommits_since_compaction
 
         view = snap.view()
         stats = file_stats(snap)
@@ -183,16 +180,6 @@ def log_status(snap: TableSnapshot) -> dict[str, Any]:
         return out
 
     return snap.cached("log_status", build)
-
-
-def age_text(seconds: int) -> str:
-    if seconds < 120:
-        return f"{seconds} s"
-    if seconds < 2 * 3600:
-        return f"{seconds // 60} min"
-    if seconds < 2 * 86400:
-        return f"{seconds // 3600} h"
-    return f"{seconds // 86400} days"
 
 
 def overview(snap: TableSnapshot, now: float | None = None) -> dict[str, Any] | None:

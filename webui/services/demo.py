@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from engine.errors import TableExistsError
+from engine.facade import TableExistsError
 from webui.services import audit, jobs, tables, uploads
 from webui.services.tables import NewTable, RegistryError
 

@@ -13,7 +13,7 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
-from engine.table.fs_report import file_group_report
+from engine.facade import file_group_report
 from webui.services.snapshot import TableSnapshot
 
 GROUPS_PAGE = 100

@@ -12,12 +12,11 @@ import time
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from engine.timeline.instant import Action, State, parse_instant_time
-from webui.filters import human_bytes
+from engine.facade import Action, State, parse_instant_time
 from webui.services import compactions
 from webui.services.browse import overview, table_limits
-from webui.services.compactions import age_text
 from webui.services.snapshot import TableSnapshot
+from webui.services.text import age_text, human_bytes
 
 STUCK_AFTER_S = 15 * 60  # a pending write older than this (and no live heartbeat) is stuck
 SKEW_FACTOR = 4.0  # a partition this many times the median size is skewed
@@ -69,7 +68,7 @@ def check(snap: TableSnapshot, now: float | None = None) -> list[dict[str, Any]]
             ))
 
     # stuck pending instants; pending clustering (a replacecommit with a clustering plan) is not stuck
-    from engine.table.clustering import pending_clustering
+    from engine.facade import pending_clustering
 
     clustering = {c.instant.time for c in pending_clustering(snap.meta, snap.timeline)}
     plans = {p["instant"]: p for p in compactions.pending_plans(snap)}

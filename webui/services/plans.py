@@ -15,8 +15,7 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from engine.errors import EngineError
-from engine.timeline.instant import is_valid_instant_time
+from engine.facade import EngineError, is_valid_instant_time
 from webui.models import Role, TableEntry
 from webui.services import compactions
 from webui.services.snapshot import TableSnapshot
@@ -55,7 +54,7 @@ class StalePlanError(PlanError):
 def to_doc(value: Any) -> Any:
     """An engine plan or result as JSON-friendly data: its `to_dict()` (issue 10, step 0), or the
     engine's own conversion for plain values (lists of instants, a savepoint's time)."""
-    from engine.serial import to_doc as engine_doc
+    from engine.facade import to_doc as engine_doc
 
     to_dict = getattr(value, "to_dict", None)
     if callable(to_dict) and not isinstance(value, dict):
@@ -97,7 +96,7 @@ def clean_params(operation: str, raw: dict[str, Any]) -> dict[str, Any]:
 
 
 def _maintenance(entry: TableEntry):  # type: ignore[no-untyped-def]
-    from engine.services.maintenance import Maintenance
+    from engine.facade import Maintenance
 
     return Maintenance(open_meta(entry))
 
@@ -249,7 +248,7 @@ def summarize(snap: TableSnapshot, operation: str, params: dict[str, Any], resul
 def _summarize_archive(snap: TableSnapshot, plan: Any, out: dict[str, Any]) -> None:
     """Archival's files as rollback's: the timeline files that move into the archive file, then
     the data files of failed writes it deletes first (`ArchivePlan.debris`); each with its fate."""
-    from engine.services.archive import timeline_files
+    from engine.facade import timeline_files
 
     sizes = _sizes(snap)
     out["instants"] = [{"time": i.time, "action": i.action.value, "state": i.state.value, "totals": None}

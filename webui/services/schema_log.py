@@ -12,9 +12,8 @@ from typing import Any
 
 import pyarrow as pa
 
-from engine.errors import EngineError
-from engine.schema.avro import META_FIELDS, avro_to_arrow
-from engine.schema.internal import LATEST_SCHEMA_KEY, InternalSchema, search
+from engine.facade import LATEST_SCHEMA_KEY, META_FIELDS, EngineError, InternalSchema, avro_to_arrow
+from engine.facade import schema_version_at as search
 from webui.services.snapshot import TableSnapshot
 
 __all__ = ["diff", "history"]

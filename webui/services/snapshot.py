@@ -18,11 +18,7 @@ from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import Any
 
-from engine.table.fs_view import FileSystemView
-from engine.table.meta_client import MetaClient
-from engine.timeline.commit_metadata import CommitMetadata
-from engine.timeline.instant import Instant
-from engine.timeline.timeline import Timeline
+from engine.facade import CommitMetadata, FileSystemView, Instant, MetaClient, Timeline
 
 _LOCK = threading.Lock()
 _COMMITS: OrderedDict[tuple[str, str], CommitMetadata] = OrderedDict()
@@ -94,7 +90,7 @@ class TableSnapshot:
             return None
 
     def requested_at_ms(self, instant: Instant) -> int | None:
-        from engine.timeline.instant import State
+        from engine.facade import State
 
         return self.mtimes.get(self.meta.layout.file_name(instant.with_state(State.REQUESTED)))
 

@@ -11,12 +11,18 @@ import sqlalchemy as sa
 from flask import current_app
 from werkzeug.exceptions import NotFound
 
-from engine.config.table_config import CREATE_VERSIONS
-from engine.constants import TABLE_VERSION
-from engine.errors import EngineError, TableExistsError, TableNotFoundError
-from engine.storage.uri import is_within
-from engine.table.create import AVAILABLE_INDEXES, DEFAULT_INDEX, new_table_config
-from engine.table.meta_client import MetaClient
+from engine.facade import (
+    AVAILABLE_INDEXES,
+    CREATE_VERSIONS,
+    DEFAULT_INDEX,
+    TABLE_VERSION,
+    EngineError,
+    MetaClient,
+    TableExistsError,
+    TableNotFoundError,
+    is_within,
+    new_table_config,
+)
 from webui.extensions import db
 from webui.models import TableEntry, User
 from webui.paths import PathNotAllowedError, check_table_name, default_table_path, resolve_table_path
@@ -89,8 +95,7 @@ def _check_unique(name: str, path: str) -> None:
 
 def _check_not_nested_on_storage(path: str) -> None:
     """Refuse a location inside a table that exists on storage (registered or not)."""
-    from engine.storage import storage_for
-    from engine.table.placement import enclosing_table
+    from engine.facade import enclosing_table, storage_for
 
     outer = enclosing_table(storage_for(path))
     if outer is not None:
@@ -160,7 +165,7 @@ def create_table(spec: NewTable, actor: User | None) -> TableEntry:
             hive_style=spec.hive_style,
             table_version=spec.table_version,
         )
-        from engine.storage import storage_for
+        from engine.facade import storage_for
 
         meta = MetaClient.create(storage_for(path), config)
     except TableExistsError as exc:  # NestedTableError too: another table inside or around it

@@ -21,12 +21,16 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from engine.errors import InvalidInputError, SchemaMismatchError
-from engine.keygen.keys import KeySpec
-from engine.schema import internal as internal_schema
-from engine.schema.avro import without_meta_fields
-from engine.schema.evolution import canonical_type, resolve_write_schema
-from engine.table.meta_client import MetaClient
+from engine.facade import (
+    InvalidInputError,
+    KeySpec,
+    MetaClient,
+    SchemaMismatchError,
+    canonical_type,
+    internal_schema,
+    resolve_write_schema,
+    without_meta_fields,
+)
 from webui.extensions import db
 from webui.models import TableEntry, Upload, User
 from webui.services.batch_files import UploadError, UploadLimits, read_batch, split_name

@@ -162,10 +162,10 @@ def _delete_table_for_overwrite(path: str, storage_options: dict[str, str], writ
     every other file but this write's staged rows."""
     from engine.config.write_config import WriteConfig
     from engine.errors import ConcurrentWriteError
-    from engine.services.repair import is_writer_gone
     from engine.storage import storage_for
-    from engine.table.lock import TableLock
     from engine.table.meta_client import PROPERTIES_PATH, MetaClient
+    from engine.transaction.heartbeat import is_writer_gone
+    from engine.transaction.lock import TableLock
 
     storage = storage_for(path, storage_options or None)
     if not storage.exists(PROPERTIES_PATH):
@@ -294,9 +294,9 @@ def _drop_new_table(table, stage: str) -> None:
     after the release, the lock files this clean-up saw, then the empty folders, each with an
     atomic removal of an empty directory (a file someone puts there meanwhile stays)."""
     from engine.errors import ConcurrentWriteError
-    from engine.table.heartbeat import HEARTBEAT_DIR
-    from engine.table.lock import TableLock
     from engine.table.meta_client import PROPERTIES_PATH
+    from engine.transaction.heartbeat import HEARTBEAT_DIR
+    from engine.transaction.lock import TableLock
 
     storage = table.meta.storage
     ours = stage.rsplit("/", 1)[-1]

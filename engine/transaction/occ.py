@@ -3,7 +3,7 @@ optimistic_concurrency_control`), run under the table lock right before a write 
 
 A writer under OCC remembers the instants it saw completed when it read the table (`seen`), writes
 its files without the lock, then takes the lock and calls `check`: it reloads the timeline and
-decides with `engine.write.conflicts` (Apache Hudi's `SimpleConcurrentFileWritesConflictResolutionStrategy`)
+decides with `engine.transaction.conflicts` (Apache Hudi's `SimpleConcurrentFileWritesConflictResolutionStrategy`)
 whether a write completed since, or a compaction or clustering scheduled since, touched one of its
 file groups, and whether a rollback or restore completed since undid a commit it saw. Any of
 these raises `WriteConflictError` naming the other instant; the caller rolls its own write back.
@@ -27,7 +27,7 @@ from engine.table.lifecycle import read_avro
 from engine.table.meta_client import MetaClient
 from engine.timeline.instant import Action, Instant, State
 from engine.timeline.timeline import Timeline
-from engine.write.conflicts import (
+from engine.transaction.conflicts import (
     ConcurrentOperation,
     Group,
     candidate_instants,
@@ -119,7 +119,7 @@ def check_still_ours(meta: MetaClient, instant: str, action: Action, interval_ms
     has not expired. A writer (or compaction runner) that stalled past its heartbeat may have been
     rolled back by another writer's repair; it must not complete over deleted files (Apache Hudi
     aborts such a commit too). ConcurrentWriteError otherwise."""
-    from engine.table.heartbeat import Heartbeat
+    from engine.transaction.heartbeat import Heartbeat
 
     inflight = Instant(instant, action, State.INFLIGHT)
     if not meta.storage.exists(meta.instant_path(inflight)):

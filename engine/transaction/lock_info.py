@@ -1,6 +1,6 @@
 """`LockInfo`: the content of one table lock file (`.hoodie/.lock/lock.<epoch>`), and its path.
 
-Pure data (no storage access): `engine.table.lock` reads and writes these, and `engine.errors`
+Pure data (no storage access): `engine.transaction.lock` reads and writes these, and `engine.errors`
 names one in `ConcurrentWriteError.holder`, so it lives apart from both.
 """
 
@@ -13,7 +13,7 @@ from datetime import UTC, datetime
 from typing import TypeVar
 
 from engine.constants import LOCK_FOLDER, METAFOLDER
-from engine.table.liveness import ProcessId
+from engine.transaction.liveness import ProcessId
 
 __all__ = ["FOREVER_MS", "LOCK_DIR", "UNKNOWN_HOLDER", "LockInfo", "iso_ms", "lock_file"]
 
@@ -41,7 +41,7 @@ class LockInfo:
     Times are epoch milliseconds. `corrupt` marks a file that did not parse; its owner,
     host and purpose are then "unknown" and its expiry is derived from the file mtime.
     `boot_id`, `start` and `pid_ns` (the holder's boot id, process start ticks and pid namespace, see
-    `engine.table.liveness`) are optional on disk: records of older versions lack them, and
+    `engine.transaction.liveness`) are optional on disk: records of older versions lack them, and
     then the holder can never be proven dead, only outlived by its lease.
     """
 
@@ -60,7 +60,7 @@ class LockInfo:
 
     @property
     def process(self) -> ProcessId:
-        """The holder's process, for `engine.table.liveness.is_dead_here`."""
+        """The holder's process, for `engine.transaction.liveness.is_dead_here`."""
         return ProcessId(host=self.host, pid=self.pid, boot_id=self.boot_id, start=self.start, pid_ns=self.pid_ns)
 
     def is_held(self, now_ms: int) -> bool:

@@ -13,7 +13,7 @@ exclusive create (`Storage.create_exclusive`, a hard link locally, `If-None-Matc
   only deletes epochs below N-1.
 - takeover of a dead holder: a holder whose lease still runs but whose process is provably
   dead (same host name, boot id and pid namespace as ours, and its pid gone or now another process: see
-  `engine.table.liveness`) is taken over at once, exactly as an expired lease: create lock.N+1.
+  `engine.transaction.liveness`) is taken over at once, exactly as an expired lease: create lock.N+1.
   A holder elsewhere, of another boot, or recorded without boot id and start time (older
   versions, other tools) is waited for until its lease expires.
 - renew: only the creator of lock.N ever writes it, so renewing (a daemon thread, every
@@ -52,8 +52,8 @@ from types import TracebackType
 
 from engine.errors import ConcurrentWriteError, EngineError
 from engine.storage.base import Storage
-from engine.table.liveness import LocalProc, ProcessId, ProcReader, is_dead_here
-from engine.table.lock_info import LOCK_DIR, LockInfo, iso_ms, lock_file
+from engine.transaction.liveness import LocalProc, ProcessId, ProcReader, is_dead_here
+from engine.transaction.lock_info import LOCK_DIR, LockInfo, iso_ms, lock_file
 
 __all__ = ["DEFAULT_LEASE", "LOCK_DIR", "LockInfo", "TableLock", "lock_file", "read_holder"]
 

@@ -22,7 +22,7 @@ _MASK = 0xFFFFFFFF
 Keys: TypeAlias = "Iterable[str] | pa.Array | pa.ChunkedArray"
 
 
-def _int32(value: int) -> int:
+def int32(value: int) -> int:
     value &= _MASK
     return value - 0x1_0000_0000 if value & 0x8000_0000 else value
 
@@ -57,10 +57,10 @@ def murmur_hash(data: bytes, seed: int) -> int:
     h ^= h >> 13
     h = (h * _M) & _MASK
     h ^= h >> 15
-    return _int32(h)
+    return int32(h)
 
 
-def _key_bytes(key: str) -> bytes:
+def key_bytes(key: str) -> bytes:
     if key is None:
         raise InvalidInputError("bloom filter key cannot be null")
     data = key.encode("utf-8")
@@ -69,7 +69,7 @@ def _key_bytes(key: str) -> bytes:
     return data
 
 
-def _positions(data: bytes, nb_hash: int, vector_size: int) -> list[int]:
+def bit_positions(data: bytes, nb_hash: int, vector_size: int) -> list[int]:
     """HashFunction.hash: the `nb_hash` bit positions of one key (pure Python)."""
     out = []
     h = 0
@@ -79,7 +79,7 @@ def _positions(data: bytes, nb_hash: int, vector_size: int) -> list[int]:
     return out
 
 
-def _positions_batch(keys: Sequence[bytes], nb_hash: int, vector_size: int) -> np.ndarray:
+def bit_positions_batch(keys: Sequence[bytes], nb_hash: int, vector_size: int) -> np.ndarray:
     """The bit positions of many keys at once, shape ``(len(keys), nb_hash)``, int64."""
     return hash_chain(keys, nb_hash) % np.int64(vector_size)
 
@@ -184,7 +184,18 @@ def key_chain(keys: Keys, nb_hash: int) -> np.ndarray:
 
 def encode_keys(keys: Iterable[str]) -> list[bytes]:
     """Keys as the bytes the filters hash (UTF-8; null or empty keys are refused)."""
-    return [_key_bytes(k) for k in keys]
+    return [key_bytes(k) for k in keys]
 
 
-__all__ = ["Keys", "encode_keys", "hash_chain", "hash_chain_arrow", "key_chain", "murmur_hash"]
+__all__ = [
+    "Keys",
+    "bit_positions",
+    "bit_positions_batch",
+    "encode_keys",
+    "hash_chain",
+    "hash_chain_arrow",
+    "int32",
+    "key_bytes",
+    "key_chain",
+    "murmur_hash",
+]

@@ -18,7 +18,7 @@ Either way the reader compares against its own clock: the skew between writer (o
 and reader must stay well under `interval * misses`.
 
 Who beats: after the beat time, a second line holds the writing process as JSON (`host`,
-`pid`, `boot_id`, `start`, `pid_ns`; `engine.table.liveness`), so that a writer on the same
+`pid`, `boot_id`, `start`, `pid_ns`; `engine.transaction.liveness`), so that a writer on the same
 host, boot and pid namespace can prove a crashed writer dead at once instead of waiting for
 the heartbeat to expire
 (`Heartbeat.writer`). Files without that line (older versions of this engine, Java Hudi) name
@@ -37,9 +37,10 @@ from types import TracebackType
 
 from engine.constants import HEARTBEAT_DIR, heartbeat_file
 from engine.storage.base import Storage
-from engine.table.liveness import ProcessId, ProcReader
+from engine.transaction.liveness import ProcessId, ProcReader, is_dead_here
 
 __all__ = [
+    "is_writer_gone",
     "DEFAULT_INTERVAL",
     "DEFAULT_TOLERABLE_MISSES",
     "HEARTBEAT_DIR",
@@ -81,8 +82,13 @@ class Heartbeat:
         self.clock = clock
         self.process = ProcessId.current(proc)
         self._who = json.dumps(
-            {"host": self.process.host, "pid": self.process.pid, "boot_id": self.process.boot_id,
-             "start": self.process.start, "pid_ns": self.process.pid_ns},
+            {
+                "host": self.process.host,
+                "pid": self.process.pid,
+                "boot_id": self.process.boot_id,
+                "start": self.process.start,
+                "pid_ns": self.process.pid_ns,
+            },
             sort_keys=True,
         )
         self.beats = 0
@@ -194,7 +200,10 @@ class Heartbeat:
 
     @staticmethod
     def expires_at_ms(
-        storage: Storage, instant: str, interval: float = DEFAULT_INTERVAL, misses: int = DEFAULT_TOLERABLE_MISSES
+        storage: Storage,
+        instant: str,
+        interval: float = DEFAULT_INTERVAL,
+        misses: int = DEFAULT_TOLERABLE_MISSES,
     ) -> int | None:
         """When the heartbeat of `instant` expires if no beat follows (epoch ms); None if it has none."""
         last = Heartbeat.last_beat(storage, instant)
@@ -229,3 +238,23 @@ class Heartbeat:
 def _ms(seconds: float) -> int:
     # Rounded, not truncated: 1767225600.123 * 1000 is 1767225600122.9998 in binary floating point.
     return round(seconds * 1000)
+
+
+def is_writer_gone(
+    storage: Storage,
+    instant: str,
+    heartbeat_interval_ms: int,
+    tolerable_misses: int,
+    proc: ProcReader | None = None,
+) -> bool:
+    """Whether the writer of pending `instant` is gone: its heartbeat expired, or the process its
+    heartbeat names is provably dead (same host and boot, pid gone or reused)."""
+    if Heartbeat.is_expired(storage, instant, heartbeat_interval_ms / 1000, tolerable_misses):
+        return True
+    writer = Heartbeat.writer(storage, instant)
+    if writer is not None and is_dead_here(writer, proc):
+        _log.warning(
+            "the writer of %s (host=%s pid=%s) is dead: its write fails now", instant, writer.host, writer.pid
+        )
+        return True
+    return False

@@ -1,6 +1,6 @@
 """Write conflicts between concurrent writers, as Apache Hudi's default strategy decides them
 (`SimpleConcurrentFileWritesConflictResolutionStrategy` with `ConcurrentOperation`), for optimistic
-concurrency control (called at commit by `engine.services.occ`).
+concurrency control (called at commit by `engine.transaction.occ`).
 
 Pure: instants, commit metadata and plans in, a decision out; no Spark, no I/O.
 
