@@ -24,9 +24,14 @@ $(VENV)/.installed: pyproject.toml
 setup: $(VENV)/.installed
 
 # Everything but tests/stack in one pytest run, then tests/stack against the process stack
-# (its own pytest process: it needs a SparkSession on the stack's master).
+# (its own pytest process: it needs a SparkSession on the stack's master). Two pytest workers
+# (pytest-xdist), each test file on one of them (its module fixtures and tables shared), each with
+# its own SparkSession; the slowest tests are listed at the end. The files that wait most (the
+# console's browser and process tests) go first, the many quick unit tests last, to even out the end.
+PYTEST_WORKERS ?= 2
 test: setup
-	$(PY) -m pytest -q -m "not stack"
+	$(PY) -m pytest -q -m "not stack" -n $(PYTEST_WORKERS) --dist loadfile --durations=25 \
+		tests/webui tests/integration tests/stack_config tests/unit
 	$(MAKE) --no-print-directory stack-local
 
 unit: setup

@@ -26,7 +26,6 @@ The module is pure: it imports neither pyspark nor any I/O layer.
 from __future__ import annotations
 
 import enum
-import json
 import re
 from collections.abc import Iterator, Mapping
 from typing import Any
@@ -35,6 +34,7 @@ import pyarrow as pa
 
 from engine.constants import META_COLUMNS
 from engine.errors import SchemaMismatchError
+from engine.schema.avro_types import MAX_DECIMAL128_PRECISION, avro_to_arrow, avro_to_json, join_path
 
 __all__ = [
     "META_FIELDS",
@@ -62,7 +62,6 @@ _INVALID_CHARS = re.compile(r"[^A-Za-z0-9_]")
 # Spark and Hudi read a struct whose fields are all nullable `member<N>` back into an Avro
 # union (their representation of complex unions), which no reader here understands.
 _UNION_MEMBER = re.compile(r"member\d+\Z")
-_MAX_DECIMAL128_PRECISION = 38
 
 
 # --------------------------------------------------------------------------- names
@@ -88,7 +87,7 @@ def record_name_and_namespace(table_name: str) -> tuple[str, str]:
 def _check_field_names(names: list[str], where: str) -> None:
     seen: set[str] = set()
     for name in names:
-        path = _join(where, name)
+        path = join_path(where, name)
         if not _AVRO_NAME.match(name):
             raise SchemaMismatchError(
                 f"field {path!r}: {name!r} is not a valid Avro name "
@@ -97,10 +96,6 @@ def _check_field_names(names: list[str], where: str) -> None:
         if name in seen:
             raise SchemaMismatchError(f"field {path!r} appears more than once")
         seen.add(name)
-
-
-def _join(parent: str, name: str) -> str:
-    return f"{parent}.{name}" if parent else name
 
 
 # --------------------------------------------------------------------------- Arrow -> Avro
@@ -151,7 +146,7 @@ def _record(fields: list[pa.Field], name: str, namespace: str, path: str, style:
     child_namespace = f"{namespace}.{name}" if namespace else name
     avro_fields = []
     for field in fields:
-        field_path = _join(path, field.name)
+        field_path = join_path(path, field.name)
         avro_type = _avro_type(field.type, field.nullable, field.name, child_namespace, field_path, style)
         entry: dict[str, Any] = {"name": field.name, "type": avro_type}
         if field.nullable and style == _Style.COMMIT:
@@ -237,10 +232,10 @@ def _can_normalize(t: pa.DataType) -> bool:
 
 
 def _check_decimal(t: pa.DataType, path: str) -> None:
-    if t.precision > _MAX_DECIMAL128_PRECISION or not 0 <= t.scale <= t.precision:
+    if t.precision > MAX_DECIMAL128_PRECISION or not 0 <= t.scale <= t.precision:
         raise SchemaMismatchError(
             f"field {path!r}: {t} is outside what Hudi stores "
-            f"(precision 1..{_MAX_DECIMAL128_PRECISION}, 0 <= scale <= precision)"
+            f"(precision 1..{MAX_DECIMAL128_PRECISION}, 0 <= scale <= precision)"
         )
 
 
@@ -256,15 +251,6 @@ def min_bytes_for_precision(precision: int) -> int:
 
 
 # --------------------------------------------------------------------------- Avro forms
-
-
-def avro_to_json(avro: Mapping[str, Any] | list[Any] | str) -> str:
-    """Compact JSON of an Avro schema, as Avro's ``Schema.toString()`` writes it.
-
-    Keys keep their insertion order (the converters here build them in Avro's order)
-    and non-ASCII characters are written as is, as Jackson does.
-    """
-    return json.dumps(avro, separators=(",", ":"), ensure_ascii=False)
 
 
 def avro_for_table_create(avro: Mapping[str, Any]) -> dict[str, Any]:
@@ -311,163 +297,6 @@ def avro_with_meta_fields(avro: Mapping[str, Any]) -> dict[str, Any]:
     out = dict(avro)  # "fields" keeps its place in Avro's key order
     out["fields"] = meta + [dict(f) for f in avro["fields"] if f["name"] not in META_FIELDS]
     return out
-
-
-# --------------------------------------------------------------------------- Avro -> Arrow
-
-
-def avro_to_arrow(avro: Mapping[str, Any] | str) -> pa.Schema:
-    """The Arrow schema of a Hudi table's Avro schema (a record, as dict or JSON text).
-
-    Accepts both union orders (``["null", T]`` and ``[T, "null"]``); a union of null and
-    one type is that type, nullable. Logical types: ``date`` -> date32,
-    ``timestamp-millis/micros/nanos`` -> timestamp[ms/us/ns, tz="UTC"],
-    ``local-timestamp-*`` -> timestamp without zone, ``decimal`` (bytes or fixed) ->
-    decimal128, ``time-millis/micros`` -> time32[ms]/time64[us], ``uuid`` -> string.
-    Enums are strings, other fixed types fixed_size_binary, records structs, arrays
-    ``list<element>`` and maps ``map<string, value>``. Other unions, a bare ``null`` and
-    decimals wider than 38 digits raise :class:`SchemaMismatchError`.
-    """
-    if isinstance(avro, str):
-        try:
-            avro = json.loads(avro)
-        except json.JSONDecodeError as exc:
-            raise SchemaMismatchError(f"the Avro schema is not valid JSON: {exc}") from exc
-    if not isinstance(avro, Mapping) or avro.get("type") != "record":
-        raise SchemaMismatchError("a table schema must be an Avro record")
-    reader = _AvroReader()
-    struct = reader.named(avro, namespace="", path="")
-    assert isinstance(struct, pa.StructType)
-    return pa.schema(list(struct))
-
-
-class _AvroReader:
-    """One pass over an Avro schema; remembers named types so references resolve."""
-
-    def __init__(self) -> None:
-        self._named: dict[str, pa.DataType] = {}
-
-    def field(self, name: str, avro: Any, namespace: str, path: str) -> pa.Field:
-        arrow_type, nullable = self.nullable_type(avro, namespace, path)
-        return pa.field(name, arrow_type, nullable=nullable)
-
-    def nullable_type(self, avro: Any, namespace: str, path: str) -> tuple[pa.DataType, bool]:
-        if isinstance(avro, list):
-            branches = [b for b in avro if b != "null" and not _is_null_object(b)]
-            if len(branches) == 1:
-                return self.type(branches[0], namespace, path), len(branches) < len(avro)
-            raise SchemaMismatchError(
-                f"field {path!r}: union {avro_to_json(avro)} is not supported "
-                "(only a union of null and one type)"
-            )
-        return self.type(avro, namespace, path), False
-
-    def type(self, avro: Any, namespace: str, path: str) -> pa.DataType:
-        if isinstance(avro, str):
-            return self._by_name(avro, namespace, path)
-        if isinstance(avro, list):
-            raise SchemaMismatchError(f"field {path!r}: nested unions are not supported")
-        if not isinstance(avro, Mapping) or "type" not in avro:
-            raise SchemaMismatchError(f"field {path!r}: invalid Avro schema {avro!r}")
-        kind = avro["type"]
-        if isinstance(kind, (list, Mapping)):
-            # {"type": {...}} wraps a full schema; Avro's parser accepts it.
-            arrow_type, nullable = self.nullable_type(kind, namespace, path)
-            if nullable:
-                raise SchemaMismatchError(f"field {path!r}: nested unions are not supported")
-            return arrow_type
-        logical = avro.get("logicalType")
-        if kind in ("record", "error", "enum", "fixed"):
-            return self.named(avro, namespace, path)
-        if kind == "array":
-            element = self.field("element", avro.get("items"), namespace, path)
-            return pa.list_(element)
-        if kind == "map":
-            value = self.field("value", avro.get("values"), namespace, path)
-            return pa.map_(pa.string(), value)
-        if kind == "bytes" and logical == "decimal":
-            return _decimal(avro, path)
-        if kind == "int" and logical == "date":
-            return pa.date32()
-        if kind == "int" and logical == "time-millis":
-            return pa.time32("ms")
-        if kind == "long" and logical in _LONG_LOGICAL:
-            return _LONG_LOGICAL[logical]
-        # Unknown logical types are ignored, as the Avro specification requires.
-        return self._by_name(kind, namespace, path)
-
-    def named(self, avro: Mapping[str, Any], namespace: str, path: str) -> pa.DataType:
-        name, space = _full_name(avro, namespace)
-        kind = avro["type"]
-        if kind in ("record", "error"):
-            fields = []
-            for f in avro.get("fields", []):
-                fields.append(self.field(f["name"], f["type"], space, _join(path, f["name"])))
-            arrow_type: pa.DataType = pa.struct(fields)
-        elif kind == "enum":
-            arrow_type = pa.string()
-        elif avro.get("logicalType") == "decimal":
-            arrow_type = _decimal(avro, path)
-        else:
-            arrow_type = pa.binary(int(avro["size"]))
-        self._named[name] = arrow_type
-        return arrow_type
-
-    def _by_name(self, name: str, namespace: str, path: str) -> pa.DataType:
-        primitive = _AVRO_PRIMITIVES.get(name)
-        if primitive is not None:
-            return primitive
-        if name == "null":
-            raise SchemaMismatchError(f"field {path!r}: a field of type null alone is not supported")
-        for candidate in (name, f"{namespace}.{name}" if namespace else name):
-            if candidate in self._named:
-                return self._named[candidate]
-        raise SchemaMismatchError(f"field {path!r}: unknown Avro type {name!r}")
-
-
-def _is_null_object(branch: Any) -> bool:
-    return isinstance(branch, Mapping) and branch.get("type") == "null"
-
-
-def _full_name(avro: Mapping[str, Any], enclosing: str) -> tuple[str, str]:
-    """(full name, namespace for nested names) of a named Avro type."""
-    name = avro["name"]
-    if "." in name:
-        return name, name.rsplit(".", 1)[0]
-    space = avro.get("namespace", enclosing) or ""
-    return (f"{space}.{name}" if space else name), space
-
-
-def _decimal(avro: Mapping[str, Any], path: str) -> pa.DataType:
-    precision = int(avro["precision"])
-    scale = int(avro.get("scale", 0))
-    if not 1 <= precision <= _MAX_DECIMAL128_PRECISION or not 0 <= scale <= precision:
-        raise SchemaMismatchError(
-            f"field {path!r}: decimal({precision}, {scale}) is outside decimal128 "
-            f"(precision 1..{_MAX_DECIMAL128_PRECISION}, 0 <= scale <= precision)"
-        )
-    return pa.decimal128(precision, scale)
-
-
-_AVRO_PRIMITIVES: dict[str, pa.DataType] = {
-    "boolean": pa.bool_(),
-    "int": pa.int32(),
-    "long": pa.int64(),
-    "float": pa.float32(),
-    "double": pa.float64(),
-    "bytes": pa.binary(),
-    "string": pa.string(),
-}
-
-_LONG_LOGICAL: dict[str, pa.DataType] = {
-    "timestamp-millis": pa.timestamp("ms", tz="UTC"),
-    "timestamp-micros": pa.timestamp("us", tz="UTC"),
-    "timestamp-nanos": pa.timestamp("ns", tz="UTC"),
-    "local-timestamp-millis": pa.timestamp("ms"),
-    "local-timestamp-micros": pa.timestamp("us"),
-    "local-timestamp-nanos": pa.timestamp("ns"),
-    "time-micros": pa.time64("us"),
-}
 
 
 # --------------------------------------------------------------------------- meta columns
@@ -519,7 +348,7 @@ def _normalize_type(t: pa.DataType, path: str) -> pa.DataType:
                 "by Apache Hudi as an Avro union, which readers cannot map back; rename its fields"
             )
         _check_field_names([f.name for f in t], path)
-        return pa.struct([_normalize_field(f, _join(path, f.name)) for f in t])
+        return pa.struct([_normalize_field(f, join_path(path, f.name)) for f in t])
     if pa.types.is_map(t):
         key = _normalize_type(t.key_type, path)
         if key != pa.string():
@@ -557,7 +386,7 @@ def _normalized(t: pa.DataType) -> pa.DataType | None:
     if pa.types.is_fixed_size_binary(t):
         return pa.binary()
     if pa.types.is_decimal(t):
-        if t.precision > _MAX_DECIMAL128_PRECISION or not 0 <= t.scale <= t.precision:
+        if t.precision > MAX_DECIMAL128_PRECISION or not 0 <= t.scale <= t.precision:
             return None
         return pa.decimal128(t.precision, t.scale)
     return None

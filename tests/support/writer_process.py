@@ -34,7 +34,11 @@ def main() -> int:
         from engine import Table
         from engine.spark import build_session
 
-        spark = build_session("local[1]", app_name="writer-process", conf={"spark.ui.enabled": "false"})
+        # a short-lived JVM: the client compiler only and the serial collector spend less CPU on
+        # starting it (the suite starts dozens of these beside its own session)
+        conf = {"spark.ui.enabled": "false",
+                "spark.driver.extraJavaOptions": "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"}
+        spark = build_session("local[1]", app_name="writer-process", conf=conf)
         table = Table.open(spark, job["path"])
         for n, batch in enumerate(job["batches"]):
             time.sleep((job.get("delays") or [0.0] * (n + 1))[n])
