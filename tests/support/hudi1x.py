@@ -30,6 +30,8 @@ import pytest
 SDIST = "hudi-0.5.0.tar.gz"
 SDIST_SHA256 = "dc8e1f3405d262491b97e8f009bcae2cbd66279dd2a8300b738ecdc3d9cba51d"
 DATA_PREFIX = "hudi-0.5.0/crates/test/data/"
+CORE_DATA_PREFIX = "hudi-0.5.0/crates/core/tests/data/"
+CORE_DATA_FOLDERS = ("hfile/", "metadata_slices/")
 
 
 def cache_dir() -> Path:
@@ -79,8 +81,18 @@ def _fetch_sdist(target: Path) -> None:
 
 def data_dir() -> Path:
     """The folder of hudi-rs's fixture zips (fetched once); skips (fails with CI=true) if it cannot be had."""
+    return _extracted("hudi-rs-0.5.0-data", DATA_PREFIX, (".zip",))
+
+
+def core_data_dir() -> Path:
+    """hudi-rs's own HFile test files (`hfile/`: HFiles HBase wrote for Hudi 1.0's tests;
+    `metadata_slices/`: metadata-table HFiles Hudi's HFileWriterImpl wrote, see its README.md)."""
+    return _extracted("hudi-rs-0.5.0-core-data", CORE_DATA_PREFIX, (".hfile", ".avsc", ".md"), CORE_DATA_FOLDERS)
+
+
+def _extracted(folder: str, prefix: str, suffixes: tuple[str, ...], subfolders: tuple[str, ...] = ("",)) -> Path:
     root = cache_dir()
-    data = root / "hudi-rs-0.5.0-data"
+    data = root / folder
     if (data / ".complete").exists():
         return data
     try:
@@ -91,8 +103,9 @@ def data_dir() -> Path:
         data.mkdir(exist_ok=True)
         with tarfile.open(sdist) as tar:
             for member in tar.getmembers():
-                if member.isfile() and member.name.startswith(DATA_PREFIX) and member.name.endswith(".zip"):
-                    rel = member.name[len(DATA_PREFIX):]
+                if (member.isfile() and member.name.startswith(prefix) and member.name.endswith(suffixes)
+                        and member.name[len(prefix):].startswith(subfolders)):
+                    rel = member.name[len(prefix):]
                     if ".." in Path(rel).parts:
                         continue
                     dest = data / rel
