@@ -24,7 +24,16 @@ def spark():
     """One local SparkSession for the whole test run (Spark start-up costs seconds)."""
     from engine.spark import build_session
 
-    session = build_session("local[2]", app_name="hoodie-tests", conf={"spark.ui.enabled": "false"})
+    session = build_session(
+        "local[2]",
+        app_name="hoodie-tests",
+        conf={
+            "spark.ui.enabled": "false",
+            # the tests' batches are tiny: compiling whole-stage code costs more than it saves
+            # (measured: test_writes + test_mor_writes + test_datasource 112 s -> 100 s)
+            "spark.sql.codegen.wholeStage": "false",
+        },
+    )
     yield session
     session.stop()
 
