@@ -16,6 +16,7 @@ from engine.data.file_group import FileSlice
 from engine.data.slice_read import CommitRange, SliceRead, commit_filter  # noqa: F401  (re-exported)
 from engine.data.slice_reader import merge_mode_for
 from engine.errors import InstantNotFoundError, InvalidInputError, UnsupportedFeatureError
+from engine.metadata import listing
 from engine.schema.avro import with_meta_fields
 from engine.table.meta_client import MetaClient
 from engine.timeline.instant import Instant, is_valid_instant_time
@@ -31,6 +32,10 @@ class ReadPlan:
     slices: list[FileSlice]
     how: SliceRead
     base_only: bool
+    # where the file listing came from ("metadata table" or "storage"), and why not the metadata
+    # table when the table has one that could not answer
+    listing: str = listing.STORAGE
+    listing_notice: str | None = None
 
     @property
     def commit_range(self) -> CommitRange | None:
@@ -95,9 +100,12 @@ def check_as_of(timeline: Timeline, as_of: str | None, meta: MetaClient | None =
 def _plan(
     meta: MetaClient, timeline: Timeline, slices: list[FileSlice], schema: pa.Schema, *,
     as_of: str | None = None, commit_range: CommitRange | None = None, read_optimized: bool = False,
+    listed: listing.Listing | None = None,
 ) -> ReadPlan:
     base_only = read_optimized or not any(s.log_files for s in slices)
-    return ReadPlan(schema, slices, slice_read(meta, timeline, as_of, commit_range), base_only)
+    listed = listed or listing.Listing(None, listing.STORAGE)
+    return ReadPlan(schema, slices, slice_read(meta, timeline, as_of, commit_range), base_only,
+                    listed.source, listed.notice)
 
 
 def plan_snapshot(
@@ -109,8 +117,9 @@ def plan_snapshot(
     timeline = timeline if timeline is not None else meta.timeline()
     as_of = check_as_of(timeline, as_of, meta)
     schema = table_schema_or_empty(meta, timeline, as_of)
-    slices = meta.file_system_view(timeline, as_of=as_of).latest_slices()
-    return _plan(meta, timeline, slices, schema, as_of=as_of, read_optimized=read_optimized), timeline
+    listed = listing.data_files(meta, timeline)
+    slices = meta.file_system_view(timeline, as_of=as_of, files=listed.files).latest_slices()
+    return _plan(meta, timeline, slices, schema, as_of=as_of, read_optimized=read_optimized, listed=listed), timeline
 
 
 def incremental_groups(meta: MetaClient, timeline: Timeline, start: str, end: str | None) -> set[tuple[str, str]]:
@@ -181,8 +190,9 @@ def plan_incremental(
         groups = _groups_of(meta, chosen)
     else:
         groups = incremental_groups(meta, timeline, start, end)
-    view = meta.file_system_view(timeline, as_of=end)
+    listed = listing.data_files(meta, timeline)
+    view = meta.file_system_view(timeline, as_of=end, files=listed.files)
     slices = [s for s in view.latest_slices() if (s.partition, s.file_id) in groups]
-    return _plan(meta, timeline, slices, schema, as_of=end, commit_range=(start, end)), timeline
+    return _plan(meta, timeline, slices, schema, as_of=end, commit_range=(start, end), listed=listed), timeline
 
 

@@ -270,8 +270,10 @@ class MetaClient:
         return out
 
     def file_system_view(
-        self, timeline: Timeline | None = None, as_of: str | None = None
+        self, timeline: Timeline | None = None, as_of: str | None = None, files: list[DataFile] | None = None
     ) -> FileSystemView:
+        """The file groups of the table (as of `as_of`), from `files` when the caller listed them
+        (the metadata table's listing, `engine.metadata.listing`), else from listing storage."""
         tl = timeline or self.timeline()
         replaced: dict[str, list[str]] = {}
         for inst in tl.completed.instants:
@@ -290,7 +292,7 @@ class MetaClient:
             older = partial(lsm_history.completion_times, self)  # archived instants' logs are sliced by it
 
         return FileSystemView.build(
-            self.list_data_files(), tl, as_of=as_of, replaced=replaced, pending_compaction=pending,
+            self.list_data_files() if files is None else files, tl, as_of=as_of, replaced=replaced, pending_compaction=pending,
             archived_completions=older,
         )
 

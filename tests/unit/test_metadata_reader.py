@@ -1,0 +1,167 @@
+"""Apache Hudi's metadata table read (issue 35.4): the `files` partition of every fixture table
+Apache Hudi 1.x wrote lists exactly the committed data files storage holds, with their sizes;
+reads plan from it when it is in sync, and list storage (with a notice) when it is missing,
+behind or unreadable. Records merge as HoodieMetadataPayload merges them."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+from engine.data.file_names import parse_base_file_name, parse_log_file_name
+from engine.errors import CorruptTableError
+from engine.metadata import listing
+from engine.metadata import records as mdr
+from engine.metadata.reader import MetadataTableReader, MetadataTableUnavailable
+from engine.read.plan import plan_incremental, plan_snapshot
+from engine.table.meta_client import MetaClient
+from tests.support import hudi1x
+
+WITH_FILES = [
+    "quickstart_trips_table/mor/avro/table_evo_add_col",
+    "quickstart_trips_table/mor/avro/v8_trips_8i3u1d",
+    "sample_table/cow/v9_timebasedkeygen_epochmillis",
+    "sample_table/cow/v9_txns_complex_meta",
+    "sample_table/cow/v9_txns_nonpart_meta",
+    "sample_table/cow/v9_txns_simple_overwrite",
+    "sample_table/mor/avro/v9_nonpartitioned_rollback",
+    "sample_table/mor/avro/v9_txns_simple_meta",
+    "sample_table/cow/v9_lance_txns_simple",
+]
+
+
+def _storage_listing(meta: MetaClient) -> dict[str, dict[str, int]]:
+    out: dict[str, dict[str, int]] = {}
+    for df in meta.list_data_files():
+        if parse_base_file_name(df.name) or parse_log_file_name(df.name):
+            out.setdefault(df.partition, {})[df.name] = df.size
+    return out
+
+
+def _ours(listed: dict[str, dict[str, int]]) -> dict[str, dict[str, int]]:
+    """The listing without the files this engine does not read (Lance base files)."""
+    kept = {p: {n: s for n, s in files.items() if parse_base_file_name(n) or parse_log_file_name(n)}
+            for p, files in listed.items()}
+    return {p: files for p, files in kept.items() if files}
+
+
+@pytest.mark.parametrize("name", WITH_FILES)
+def test_the_files_partition_lists_what_storage_holds(name: str, tmp_path: Path) -> None:
+    fx = hudi1x.fixture(name, tmp_path)
+    meta = MetaClient.open(str(fx.table))
+    reader = MetadataTableReader(meta, meta.timeline())
+    reader.check_in_sync()
+    listed = reader.file_listing()
+    assert _ours(listed) == _storage_listing(meta)
+    # the partition list names every partition, a non-partitioned table as ""
+    assert sorted(listed) == sorted(reader.file_listing(sorted(listed)))
+    if "lance" not in name:  # this engine refuses to read Lance tables
+        plan, _ = plan_snapshot(meta)
+        assert (plan.listing, plan.listing_notice) == (listing.METADATA, None)
+
+
+def test_a_log_written_while_the_compaction_was_planned_joins_the_new_slice(tmp_path: Path) -> None:
+    """In v9_txns_complex_meta the metadata compaction 20260307162518840 was planned while the
+    deltacommit 20260307162518815 was in flight: its log (named 18815, completed at 20146) is
+    not in the base and belongs to the slice after it, as the completion time says."""
+    fx = hudi1x.fixture("sample_table/cow/v9_txns_complex_meta", tmp_path)
+    meta = MetaClient.open(str(fx.table))
+    (sl,) = MetadataTableReader(meta, meta.timeline()).slices("files")
+    assert sl.base == "files/files-0000-0_13-170-402_20260307162518840.hfile"
+    assert sl.logs[0] == "files/.files-0000-0_20260307162518815.log.1_3-184-443"
+    assert len(sl.logs) == 6
+
+
+def _latest_write(meta: MetaClient) -> str:
+    last = meta.timeline().completed_writes.last
+    assert last is not None
+    return last.time
+
+
+def test_a_metadata_table_behind_the_data_table_is_not_used(tmp_path: Path) -> None:
+    fx = hudi1x.fixture("sample_table/cow/v9_txns_simple_meta", tmp_path)
+    meta = MetaClient.open(str(fx.table))
+    last = _latest_write(meta)
+    timeline_dir = fx.table / ".hoodie" / "metadata" / ".hoodie" / "timeline"
+    (completed,) = timeline_dir.glob(f"{last}_*.deltacommit")
+    completed.unlink()  # another engine committed `last` without updating the metadata table
+    with pytest.raises(MetadataTableUnavailable, match=f"behind the data table: no deltacommit for {last}"):
+        MetadataTableReader(meta, meta.timeline()).check_in_sync()
+    plan, _ = plan_snapshot(meta)
+    assert plan.listing == listing.STORAGE
+    assert plan.listing_notice is not None and last in plan.listing_notice
+    # the storage listing still sees the commit's files
+    assert {s.base_file.name.instant for s in plan.slices if s.base_file} >= {last}
+
+
+def test_a_failed_write_is_listed_by_neither(tmp_path: Path) -> None:
+    """The last write's metadata log was written but neither instant completed: its files are in
+    no listing, and the table is in sync without it."""
+    fx = hudi1x.fixture("sample_table/cow/v9_txns_simple_meta", tmp_path)
+    meta = MetaClient.open(str(fx.table))
+    last = _latest_write(meta)
+    for folder in (fx.table / ".hoodie" / "timeline", fx.table / ".hoodie" / "metadata" / ".hoodie" / "timeline"):
+        (completed,) = [p for p in folder.glob(f"{last}_*") if p.suffix in (".commit", ".deltacommit")]
+        completed.unlink()
+    meta = MetaClient.open(str(fx.table))
+    reader = MetadataTableReader(meta, meta.timeline())
+    reader.check_in_sync()
+    listed = reader.file_listing()
+    names = {n for files in listed.values() for n in files}
+    assert not any(n.endswith(f"_{last}.parquet") for n in names)
+    storage = _storage_listing(meta)
+    assert any(n.endswith(f"_{last}.parquet") for files in storage.values() for n in files)
+    assert listed == {p: {n: s for n, s in files.items() if not n.endswith(f"_{last}.parquet")}
+                      for p, files in storage.items()}
+
+
+def test_a_corrupt_metadata_hfile_is_named_and_reads_list_storage(tmp_path: Path) -> None:
+    fx = hudi1x.fixture("sample_table/cow/v9_txns_simple_meta", tmp_path)
+    meta = MetaClient.open(str(fx.table))
+    (sl,) = MetadataTableReader(meta, meta.timeline()).slices("files")
+    assert sl.base is not None
+    path = fx.table / ".hoodie" / "metadata" / sl.base
+    path.write_bytes(path.read_bytes()[:-5000])
+    with pytest.raises(CorruptTableError, match=sl.base.rsplit("/", 1)[-1]):
+        MetadataTableReader(meta, meta.timeline()).file_listing()
+    plan, _ = plan_snapshot(meta)
+    assert plan.listing == listing.STORAGE and "not a readable metadata HFile" in (plan.listing_notice or "")
+    inc, _ = plan_incremental(meta, "20000101000000000")
+    assert inc.listing == listing.STORAGE
+
+
+def test_version_6_and_tables_without_one_list_storage(tmp_path: Path) -> None:
+    fx = hudi1x.fixture("sample_table/cow/v6_simplekeygen_nonhivestyle", tmp_path / "a")
+    meta = MetaClient.open(str(fx.table))
+    with pytest.raises(MetadataTableUnavailable, match="table version 6"):
+        MetadataTableReader(meta, meta.timeline())
+    assert listing.data_files(meta, meta.timeline()) == listing.Listing(None, listing.STORAGE)
+    fx = hudi1x.fixture("sample_table/cow/v9_txns_simple_nometa", tmp_path / "b")
+    meta = MetaClient.open(str(fx.table))
+    assert listing.data_files(meta, meta.timeline()) == listing.Listing(None, listing.STORAGE)
+    shutil.rmtree(tmp_path)
+
+
+def _files(entries: dict[str, tuple[int, bool]]) -> dict:
+    return {"key": "p", "type": mdr.TYPE_FILE_LIST,
+            "filesystemMetadata": {n: {"size": s, "isDeleted": d} for n, (s, d) in entries.items()}}
+
+
+def test_files_records_merge_as_hudis_payload() -> None:
+    base = _files({"a.parquet": (10, False), ".a.log.1": (5, False)})
+    grown = _files({".a.log.1": (9, False), "b.parquet": (7, False)})
+    shrunk = _files({".a.log.1": (3, False)})  # sizes only grow: the larger one stays
+    gone = _files({"a.parquet": (0, True), "c.parquet": (0, True)})  # c: a tombstone for a file not listed
+    merged = mdr.merge_all([base, grown, shrunk, gone])
+    assert mdr.live_files(merged) == {".a.log.1": 9, "b.parquet": 7}
+    assert merged is not None and merged["filesystemMetadata"]["c.parquet"] == {"size": 0, "isDeleted": True}
+    # the tombstone carried forward removes the file from a base merged under it
+    assert mdr.live_files(mdr.combine_file_lists(_files({"c.parquet": (4, False)}), merged)) == {
+        ".a.log.1": 9, "b.parquet": 7}
+    # a DELETE resets the key; other record types are replaced by the newer version
+    assert mdr.merge_all([base, None, grown]) == grown
+    stats = [{"key": "k", "type": mdr.TYPE_COLUMN_STATS, "v": 1}, {"key": "k", "type": mdr.TYPE_COLUMN_STATS, "v": 2}]
+    assert mdr.merge_all(stats) == stats[1]
+    assert mdr.partition_key("") == "." and mdr.data_partition(".") == "" and mdr.data_partition("a=1") == "a=1"
