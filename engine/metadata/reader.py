@@ -250,9 +250,9 @@ class MetadataTableReader:
                 else:
                     raise CorruptTableError(f"{where}: a block of type {block.block_type} in a metadata log file")
             for key, vs in versions.items():
-                record = mdr.merge_all(vs)
-                if record is not None:
-                    merged[key] = record
+                final = mdr.merge_all(vs)
+                if final is not None:
+                    merged[key] = final
         return merged
 
     def file_listing(self, partitions: Iterable[str] | None = None) -> dict[str, dict[str, int]]:
