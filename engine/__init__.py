@@ -21,6 +21,8 @@ from engine.errors import (
     TableExistsError,
     TableNotFoundError,
 )
+# every instant this process completes keeps a table's metadata table in step (engine.metadata.writer)
+from engine.metadata import writer as _metadata_writer  # noqa: F401  (registers its hooks)
 
 __all__ = [
     "CommitConflictError",

@@ -34,6 +34,7 @@ POINTS = (
     "write.before_commit_lock",  # optimistic concurrency: files written, the commit lock not yet taken
     "write.commit_locked",  # optimistic concurrency: the commit lock held, the conflict check not run
     "write.before_complete",  # every data (and index) file written, the commit not completed
+    "metadata.written",  # the metadata table's deltacommit of an instant completed, the instant not yet
     "write.after_complete",  # the commit completed, the lock still held (automatic services not run)
     "rollback.after_revert",  # a rolled-back completed instant was made pending, files not yet deleted
     "rollback.files_deleted",  # some of the rollback's files deleted

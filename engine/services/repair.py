@@ -1,9 +1,10 @@
 """Repair: bring a table back to a clean state after crashes, under the table lock.
 
 Runs at the start of every write and through `hoodie repair`, in this order:
-0. a metadata table Apache Hudi left (`.hoodie/metadata/`) is removed, first from
-   hoodie.properties, then from storage, since this engine does not keep it up to date
-   (`engine.table.metadata_table`; `hoodie.metadata.enable=true` is refused instead);
+0. Apache Hudi's metadata table (`.hoodie/metadata/`) is kept on tables of version 8 and 9 when
+   its `files` partition is in sync (`engine.metadata.writer`: the partitions this engine does
+   not keep are dropped alone); otherwise it is removed, first from hoodie.properties, then from
+   storage (`engine.table.metadata_table`; `hoodie.metadata.enable=true` is refused instead);
    an archival killed after writing its archive file is finished;
 1. pending restores and rollbacks are finished from their plans;
 2. pending writes whose heartbeat expired (their writer died) are rolled back: partial data and
@@ -29,6 +30,7 @@ from dataclasses import dataclass, field
 from engine.constants import HEARTBEAT_FOLDER, METAFOLDER
 from engine.errors import ConcurrentWriteError
 from engine.index.base import Index
+from engine.metadata import writer as metadata_writer
 from engine.serial import Documented
 from engine.services import archive as archive_service
 from engine.services import clean as clean_service
@@ -62,6 +64,9 @@ class RepairReport(Documented):
     left_pending: dict[str, str] = field(default_factory=dict)
     # the notice when Apache Hudi's metadata table was removed (engine.table.metadata_table)
     metadata_table_removed: str | None = None
+    # the partitions of a kept metadata table this engine does not keep, dropped alone
+    # (engine.metadata.writer)
+    metadata_partitions_dropped: list[str] = field(default_factory=list)
     # a version 4 or 5 table upgraded before the write ("table version 5 -> 6")
     upgraded: str | None = None
     dry_run: bool = False
@@ -78,6 +83,7 @@ class RepairReport(Documented):
             or self.savepoints_removed
             or self.compactions_reverted
             or self.metadata_table_removed
+            or self.metadata_partitions_dropped
             or self.upgraded
         )
 
@@ -152,19 +158,31 @@ def repair(
     refused before anything changes when `auto_upgrade` is false)."""
     report = RepairReport(dry_run=dry_run)
     upgrade.check_allowed(meta.config, auto_upgrade, meta.properties_uri)
-    metadata_table.check_enable_option(metadata_enable, meta.storage)
     # before anything changes: a timeline this engine cannot read (layouts mixed, the latest
     # commit's metadata truncated) refuses the write or service with the table as it was
     timeline = meta.timeline()
     meta.latest_avro_schema(timeline)
-    if metadata_table.is_present(meta.storage, meta.config):
-        report.metadata_table_removed = metadata_table.removal_notice(
-            meta.storage, metadata_table.named_partitions(meta.config)
-        )
-        if not dry_run:
-            remove_metadata_table(
-                meta, fence
-            )  # the metadata folder and properties: the timeline stays as listed
+    present = metadata_table.is_present(meta.storage, meta.config)
+    metadata_table.check_enable_option(metadata_enable, meta.storage, present)
+    if present:
+        decision = metadata_writer.decide(meta, timeline, metadata_enable)
+        metadata_table.check_enable_option(
+            metadata_enable, meta.storage, present, None if decision.keep else decision.reason)
+        if decision.keep:
+            # kept up to date from here on (engine.metadata.writer); what it cannot keep goes alone
+            report.metadata_partitions_dropped = decision.dropped
+            if not dry_run:
+                if fence is not None:
+                    fence()
+                metadata_writer.apply(meta, decision)
+        else:
+            report.metadata_table_removed = metadata_table.removal_notice(
+                meta.storage, metadata_table.named_partitions(meta.config)
+            ) + f" ({decision.reason})"
+            if not dry_run:
+                remove_metadata_table(
+                    meta, fence
+                )  # the metadata folder and properties: the timeline stays as listed
     if timeline.has_archive:
         if dry_run:
             report.archival_finished = []

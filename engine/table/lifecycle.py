@@ -7,6 +7,7 @@ Used by writes (`engine.write.commit`) and every table service.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import UTC, datetime
 
 from engine.constants import heartbeat_file
@@ -37,6 +38,36 @@ def claim_instant(
     raise CommitConflictError("could not claim a new instant time: the timeline keeps moving")
 
 
+# Called with (meta, completed instant, its body) before an instant of a table completes, and with
+# (meta, time) when an unfinished write is abandoned: the metadata table's writer keeps it in step
+# (`engine.metadata.writer` registers itself; this layer cannot import it).
+BeforeComplete = Callable[["MetaClient", Instant, bytes], None]
+Abandoned = Callable[["MetaClient", str], None]
+_before_complete: list[BeforeComplete] = []
+_abandoned: list[Abandoned] = []
+
+
+def on_before_complete(hook: BeforeComplete) -> None:
+    if hook not in _before_complete:
+        _before_complete.append(hook)
+
+
+def on_abandoned(hook: Abandoned) -> None:
+    if hook not in _abandoned:
+        _abandoned.append(hook)
+
+
+def before_complete(meta: MetaClient, instant: Instant, body: bytes) -> None:
+    for hook in list(_before_complete):
+        hook(meta, instant, body)
+
+
+def abandoned(meta: MetaClient, time: str) -> None:
+    """An unfinished write at `time` is being removed: hooks undo what they did for it."""
+    for hook in list(_abandoned):
+        hook(meta, time)
+
+
 def transition_to_inflight(meta: MetaClient, time: str, action: Action, body: bytes) -> None:
     """Create the inflight file of a requested instant (exclusively)."""
     meta.storage.create_exclusive(meta.instant_path(Instant(time, action, State.INFLIGHT)), body)
@@ -56,6 +87,8 @@ def complete_instant(meta: MetaClient, time: str, action: Action, body: bytes) -
             if meta.storage.read_bytes(f"{meta.layout.folder}/{existing}") == body:
                 return
             raise CommitConflictError(f"instant {time} was completed by another writer")
+    before_complete(meta, done, body)
+    if meta.layout.version >= 2:
         done = done.with_completion(next_instant_time(datetime.now(UTC), time))
     path = meta.instant_path(done)
     try:
@@ -75,6 +108,8 @@ def write_avro(meta: MetaClient, instant: Instant, model: str, record: dict, exc
     from engine.timeline import avro_models
 
     body = avro_models.serialize(model, record)
+    if instant.state is State.COMPLETED:
+        before_complete(meta, instant, body)
     path = meta.instant_path(instant)
     if exclusive:
         try:

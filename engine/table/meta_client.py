@@ -100,14 +100,16 @@ class MetaClient:
         """Where `hoodie.properties` is (named in errors about the table's properties)."""
         return self.storage.uri(PROPERTIES_PATH)
 
-    def remove_properties(self, keys: tuple[str, ...], reason: str) -> None:
-        """Drop `keys` from hoodie.properties and keep every other line as it is (any version:
-        the file is edited, not rewritten from our model); the caller holds the table lock."""
+    def remove_properties(self, keys: tuple[str, ...], reason: str, updates: dict[str, str] | None = None) -> None:
+        """Drop `keys` from hoodie.properties (and set `updates`), keeping every other line as it is
+        (any version: the file is edited, not rewritten from our model); the caller holds the
+        table lock."""
         import javaproperties
 
         text = self.storage.read_bytes(PROPERTIES_PATH).decode("utf-8")
         props = javaproperties.loads(text)
         kept = {k: v for k, v in props.items() if k not in keys}
+        kept.update(updates or {})
         stamp = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
         body = f"#{reason} at {stamp}\n" + javaproperties.dumps(kept, timestamp=False, sort_keys=False)
         self.storage.write_bytes(PROPERTIES_PATH, body.encode())

@@ -1,19 +1,23 @@
-"""Apache Hudi's metadata table (`.hoodie/metadata/`): this engine does not keep it up to date, so
-it never leaves one stale.
+"""Apache Hudi's metadata table (`.hoodie/metadata/`): which partitions the properties name, and
+removing it where this engine cannot keep it up to date, so it never leaves one stale.
 
 Tables written by Apache Hudi 0.11+ usually carry a metadata table: an internal merge-on-read
 table whose `files` partition lists every data file, named in `hoodie.properties` by
 `hoodie.table.metadata.partitions` (and `...partitions.inflight` while one is being built).
 Readers that list files through it (Apache Hudi on Spark by default, hudi-rs where the
-property names `files`) would miss every file this engine writes and see the files it deletes.
-So before a write or a table service changes anything, under the table lock, `remove` does what
-Apache Hudi does when a writer runs with `hoodie.metadata.enable=false`: the properties stop
-naming it first (readers then list storage), then its folder is deleted (a crash in between
-leaves a folder no reader looks at, removed by the next write). An Apache Hudi writer with the
-metadata table enabled builds it again from the files.
+property names `files`) would miss every file a writer that does not update it writes.
 
-Asking this engine for it (`hoodie.metadata.enable=true`) is refused with `InvalidConfigError`
-before anything is touched: it cannot keep the promise.
+On tables of version 8 and 9 this engine keeps its `files` partition up to date
+(`engine.metadata.writer`). Elsewhere (version 6, a metadata table behind the data table or
+unreadable, `hoodie.metadata.enable=false`), before a write or a table service changes
+anything, under the table lock, `remove` does what Apache Hudi does when a writer runs with
+`hoodie.metadata.enable=false`: the properties stop naming it first (readers then list
+storage), then its folder is deleted (a crash in between leaves a folder no reader looks at,
+removed by the next write). An Apache Hudi writer with the metadata table enabled builds it
+again from the files.
+
+`hoodie.metadata.enable=true` is refused with `InvalidConfigError` before anything is touched
+where this engine cannot keep the promise (no metadata table: it does not create one yet).
 """
 
 from __future__ import annotations
@@ -43,20 +47,29 @@ def is_present(storage: Storage, config: TableConfig) -> bool:
     return bool(named_partitions(config)) or storage.exists(FOLDER)
 
 
-def check_enable_option(enable: bool | None, storage: Storage) -> None:
-    """Refuse `hoodie.metadata.enable=true`: this engine cannot write the metadata table."""
-    if enable:
+def check_enable_option(enable: bool | None, storage: Storage, present: bool, keep_reason: str | None = None) -> None:
+    """Refuse `hoodie.metadata.enable=true` where this engine cannot honour it: a table without a
+    metadata table (this engine does not create one yet), or one whose metadata table it cannot
+    keep (`keep_reason` says why)."""
+    if not enable:
+        return
+    if not present:
         raise InvalidConfigError(
-            f"{ENABLE_OPTION}=true: this engine does not write Apache Hudi's metadata table, so it cannot keep one "
-            f"up to date for {storage.base_uri}; leave the option unset (or false): a metadata table Apache Hudi "
-            f"left is then removed before the write, as Apache Hudi does with {ENABLE_OPTION}=false"
+            f"{ENABLE_OPTION}=true: {storage.base_uri} has no metadata table and this engine does not create one "
+            f"yet; it keeps one Apache Hudi created (table versions 8 and 9). Leave the option unset"
+        )
+    if keep_reason is not None:
+        raise InvalidConfigError(
+            f"{ENABLE_OPTION}=true: this engine cannot keep the metadata table of {storage.base_uri} up to date "
+            f"({keep_reason}); leave the option unset (or false) and it is removed before the write, as Apache "
+            f"Hudi does with {ENABLE_OPTION}=false"
         )
 
 
 def removal_notice(storage: Storage, partitions: list[str]) -> str:
     named = f" (partitions: {', '.join(partitions)})" if partitions else ""
     return (
-        f"removed Apache Hudi's metadata table{named} from {storage.base_uri}: this engine does not keep it "
+        f"removed Apache Hudi's metadata table{named} from {storage.base_uri}: this engine cannot keep it "
         f"up to date, and readers listing files through it would miss this write; an Apache Hudi writer with "
         f"{ENABLE_OPTION}=true rebuilds it"
     )

@@ -23,7 +23,7 @@ from engine.data.file_names import (
 from engine.data.log_file import next_log_version
 from engine.schema import internal as internal_schema
 from engine.schema.avro import arrow_to_avro, avro_to_json, without_meta_fields
-from engine.table import failed_writes, schema_history
+from engine.table import failed_writes, lifecycle, schema_history
 from engine.table.clustering import REQUESTED_MODEL
 from engine.table.lifecycle import (
     claim_instant,
@@ -300,6 +300,7 @@ def abort(meta: MetaClient, pending: PendingCommit, concurrent: bool = False) ->
     """
     if is_completed(meta, pending):
         return
+    lifecycle.abandoned(meta, pending.instant)  # the metadata table's deltacommit for it goes first
     remove_debris(meta, pending, [], concurrent)
     created = [] if concurrent else (
         meta.partitions_with_metadata() if pending.streamed else pending.created_partitions)

@@ -255,6 +255,28 @@ def _changed_and_added(spark, table: Table):
         column, F.lit(MARK2[field.dataType.typeName()]).cast(field.dataType))
 
 
+def _metadata_in_step(path: Path, name: str) -> None:
+    """Where the table has a metadata table, its files partition lists exactly the committed data
+    files storage holds (names and sizes), and the properties name only that partition."""
+    from engine.data.file_names import parse_base_file_name, parse_log_file_name
+    from engine.metadata.reader import MetadataTableReader
+
+    if not (path / ".hoodie" / "metadata").exists():
+        return
+    meta = MetaClient.open(str(path))
+    timeline = meta.timeline()
+    listed = MetadataTableReader(meta, timeline).file_listing()
+    committed = timeline.completed_times
+    storage: dict[str, dict[str, int]] = {}
+    for df in meta.list_data_files():
+        parsed = parse_base_file_name(df.name) or parse_log_file_name(df.name)
+        if parsed is not None:
+            storage.setdefault(df.partition, {})[df.name] = df.size
+    assert {p: f for p, f in listed.items() if f} == storage, name
+    assert committed  # (every listed file's instant completed: the storage side holds no failed write)
+    assert dict(meta.config.extra)["hoodie.table.metadata.partitions"] == "files", name
+
+
 def _oracle(path: Path) -> list[dict]:
     return sorted(({k: _norm(v) for k, v in r.items() if not k.startswith("_hoodie_")} for r in
                    hudi_rs.snapshot(str(path))), key=lambda r: json.dumps(r, sort_keys=True, default=str))
@@ -280,6 +302,7 @@ def test_upsert_then_rollback_agree_with_hudi_rs(spark, versioned, tmp_path):
             continue
         after = _oracle(fx.table)
         assert len(after) == len(before) + 1, name
+        _metadata_in_step(fx.table, name)
         changed = [r for r in after if r[column] in MARK.values()]
         assert len(changed) == 1, name  # the one changed value
         assert all(changed[0][k] == original[k] for k in table.meta.config.record_key_fields), name
@@ -297,19 +320,22 @@ def test_upsert_then_rollback_agree_with_hudi_rs(spark, versioned, tmp_path):
             json.dumps({c: r[c] for c in after[0]}, sort_keys=True, default=str) for r in after), name
         if action == "deltacommit":  # an update alone goes to a log file named with the deltacommit
             second = table.upsert(again)
-            logs = [p.name for p in fx.table.rglob(f".*_{second.instant}.log.1_*")]
+            logs = [p.name for p in fx.table.rglob(f".*_{second.instant}.log.1_*") if ".hoodie" not in p.parts]
             assert len(logs) == 1, (name, logs)
             updated = _oracle(fx.table)
             assert [r[column] for r in updated if r[column] in MARK2.values()] == [
                 MARK2[table.read().schema[column].dataType.typeName()]], name
             assert len(updated) == len(after), name
+            _metadata_in_step(fx.table, name)
             table.maintenance.rollback(second.instant)
-            assert not list(fx.table.rglob(f".*_{second.instant}.log.1_*")), name
+            assert not [p for p in fx.table.rglob(f".*_{second.instant}.log.1_*") if ".hoodie" not in p.parts], name
             assert _oracle(fx.table) == after, name
+            _metadata_in_step(fx.table, name)
         assert (fx.table / ".hoodie" / "timeline" / done[0]).read_bytes()[:4] == b"Obj\x01", name
         assert not (fx.table / ".hoodie" / f"{result.instant}.commit").exists(), name  # nothing in layout 1
         table.maintenance.rollback(result.instant)
         assert _oracle(fx.table) == before, name
+        _metadata_in_step(fx.table, name)
         written.append((name, "written"))
     # every fixture is written now: the TimestampBasedKeyGenerator ones (test_timestamp_keygen.py
     # also checks the folder a new record lands in) and the one without meta fields (test_virtual_keys.py)
@@ -319,29 +345,46 @@ def test_upsert_then_rollback_agree_with_hudi_rs(spark, versioned, tmp_path):
     assert len(written) == 28
 
 
-def test_a_write_removes_the_metadata_table_hudi_rs_would_list_through(spark, tmp_path):
-    """Issue 23: hudi-rs lists a version 9 table's files through its metadata table when the
-    properties name its `files` partition. After our upsert (which removed it) hudi-rs sees the
-    new record; had it been left in place, stale, hudi-rs would not: the control puts the old
-    metadata table and properties back over the written table and hudi-rs misses the write."""
+def test_a_write_keeps_the_metadata_table_hudi_rs_lists_through(spark, tmp_path):
+    """Issue 35: hudi-rs lists a version 9 table's files through its metadata table when the
+    properties name its `files` partition. Our upsert keeps the metadata table: its files
+    partition gets a deltacommit at the upsert's instant, the partitions this engine does not keep
+    are dropped alone (properties, index definitions, folders), and hudi-rs, listing through it,
+    sees the write. The control puts the metadata table as it was before the write back: hudi-rs
+    then misses the write, so it did list through ours."""
     import shutil
+
+    from engine.metadata.reader import MetadataTableReader
 
     name = "sample_table/cow/v9_txns_simple_meta"
     fx = hudi1x.fixture(name, tmp_path / "written")
     pristine = hudi1x.fixture(name, tmp_path / "pristine").table
     props = fx.table / ".hoodie" / "hoodie.properties"
     assert "files" in javaproperties.loads(props.read_text())["hoodie.table.metadata.partitions"].split(",")
-    assert (fx.table / ".hoodie" / "metadata" / "files").is_dir()
     before = _oracle(fx.table)
     table = Table.open(spark, str(fx.table))
     batch, _column, _original, _again = _changed_and_added(spark, table)
     result = table.upsert(batch)
 
-    assert result.repaired is not None and "partitions: " in result.repaired.metadata_table_removed
-    assert not (fx.table / ".hoodie" / "metadata").exists()
-    assert "hoodie.table.metadata.partitions" not in javaproperties.loads(props.read_text())
-    assert len(_oracle(fx.table)) == len(before) + 1  # hudi-rs lists storage: it sees the write
+    assert result.repaired is not None and result.repaired.metadata_table_removed is None
+    dropped = ["column_stats", "partition_stats", "record_index", "secondary_index_merchant_idx",
+               "secondary_index_txn_date_idx"]
+    assert result.repaired.metadata_partitions_dropped == dropped
+    assert javaproperties.loads(props.read_text())["hoodie.table.metadata.partitions"] == "files"
+    assert sorted(p.name for p in (fx.table / ".hoodie" / "metadata").iterdir()) == [".hoodie", "files"]
+    defs = json.loads((fx.table / ".hoodie" / ".index_defs" / "index.json").read_text())["indexDefinitions"]
+    assert defs == {}  # record_index, column_stats and both secondary indexes were defined; none is left
+    done = [p.name for p in (fx.table / ".hoodie" / "metadata" / ".hoodie" / "timeline").iterdir()
+            if p.name.startswith(f"{result.instant}_")]
+    assert len(done) == 1 and done[0].endswith(".deltacommit")
+    assert [p.name for p in (fx.table / ".hoodie" / "metadata" / "files").glob(f".files-0000-0_{result.instant}.log.*")] == [
+        f".files-0000-0_{result.instant}.log.1_0-0-0"]
+    after = _oracle(fx.table)
+    assert len(after) == len(before) + 1  # hudi-rs, listing through the metadata table, sees the write
+    meta = MetaClient.open(str(fx.table))
+    listed = MetadataTableReader(meta, meta.timeline()).file_listing()
+    assert any(n.endswith(f"_{result.instant}.parquet") for files in listed.values() for n in files)
 
+    shutil.rmtree(fx.table / ".hoodie" / "metadata")
     shutil.copytree(pristine / ".hoodie" / "metadata", fx.table / ".hoodie" / "metadata")
-    shutil.copy(pristine / ".hoodie" / "hoodie.properties", props)
-    assert len(_oracle(fx.table)) == len(before)  # a stale metadata table hides the write
+    assert len(_oracle(fx.table)) == len(before)  # the metadata table as it was hides the write

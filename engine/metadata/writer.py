@@ -1,0 +1,359 @@
+"""Keeping Apache Hudi's metadata table in step with this engine's writes and table services
+(tables of version 8 and 9), as Hudi's `HoodieBackedTableMetadataWriter` does.
+
+At the start of a write (repair, under the table lock) `decide` looks at the metadata table:
+kept when its `files` partition is in sync with the data timeline (`MetadataTableReader`);
+removed whole (as before) for older versions, a metadata table behind the data table or one
+that cannot be read. A kept one loses, alone, the partitions this engine does not keep yet
+(`column_stats`, `partition_stats`, `record_index`, `bloom_filters`, secondary and expression
+indexes): hoodie.properties stops naming them and the index definitions stop defining them
+before their folders go, as when Hudi drops an index; a notice names them. Hudi's writers build
+a dropped index again from the files.
+
+Before every instant of the data table completes (`engine.table.lifecycle.before_complete`),
+its changes to the file listing go to the metadata table as a deltacommit at the same instant:
+
+- a commit, deltacommit or replacecommit (writes, compaction, clustering): the files its write
+  stats name, with their sizes, per partition, and the partitions in the partition list;
+- a clean: tombstones for the files it deleted (a deleted partition leaves the partition list);
+- a rollback: tombstones for the files it deleted, the new sizes of log files it appended to;
+- savepoints and indexing instants change no file: no deltacommit (as in Hudi); a restore (not kept yet) removes the
+  metadata table before it rolls anything back (`engine.services.restore`), so readers list
+  storage; so does any other action this writer does not know.
+
+The deltacommit is `T.deltacommit.requested`, `T.deltacommit.inflight`, one log file
+`files/.files-0000-0_T.log.1_0-0-0` holding an HFILE block (the records, keyed and sorted, Avro
+in the metadata table's own `HoodieMetadataRecord` schema), and the completed deltacommit naming
+it: written before the data instant completes, so a reader never sees the data instant without
+it. A write abandoned before completing (`engine.table.lifecycle.abandoned`) takes its
+deltacommit away again, completed file first; a crash between the two leaves a pending data
+instant whose rollback tombstones its files (Hudi's valid-instant rules read both).
+Not done yet (issue 35): the metadata table's own compaction, clean and archival (Apache Hudi's
+next writer runs them), the other partitions, version 6 tables.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import logging
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+import fastavro
+
+from engine import failpoints
+from engine.constants import METAFOLDER
+from engine.data.hfile import CODEC_GZ, HFileReader
+from engine.data.hfile_writer import write_hfile
+from engine.data.log_block import BlockType, HeaderKey, encode_log_block
+from engine.data.log_file import read_log_blocks, write_log_file
+from engine.errors import CorruptTableError, StorageError, UnsupportedFeatureError
+from engine.metadata import records as mdr
+from engine.metadata.reader import FOLDER, PARTITIONS_PROPERTY, MetadataTableReader, MetadataTableUnavailable
+from engine.storage import storage_for
+from engine.table import lifecycle
+from engine.table.meta_client import MetaClient
+from engine.timeline import avro_models
+from engine.timeline.commit_metadata import CommitMetadata, WriteStat
+from engine.timeline.instant import Action, Instant, State
+from engine.timeline.timeline import Timeline
+
+_log = logging.getLogger(__name__)
+
+PARTITIONS_INFLIGHT = "hoodie.table.metadata.partitions.inflight"
+INDEX_DEFS_PATH = "hoodie.table.index.defs.path"
+KEPT = (mdr.FILES,)
+LOG_TOKEN = "0-0-0"
+OPERATION = "UPSERT_PREPPED"  # what Hudi records for a metadata deltacommit
+NO_FILE_CHANGE = (Action.SAVEPOINT, Action.INDEXING)
+FILE_WRITES = (Action.COMMIT, Action.DELTA_COMMIT, Action.REPLACE_COMMIT, Action.COMPACTION,
+               Action.CLUSTERING, Action.LOG_COMPACTION)
+
+
+def is_metadata_table(meta: MetaClient) -> bool:
+    return meta.storage.base_uri.rstrip("/").endswith(f"/{FOLDER}")
+
+
+def _open(meta: MetaClient) -> MetaClient | None:
+    if is_metadata_table(meta) or not meta.storage.exists(f"{FOLDER}/{METAFOLDER}/hoodie.properties"):
+        return None
+    return MetaClient.open(storage_for(meta.storage.uri(FOLDER), meta.storage.options))
+
+
+def has_metadata_table(meta: MetaClient) -> bool:
+    return _open(meta) is not None
+
+
+@dataclass
+class Decision:
+    """What a write does with the table's metadata table: keep it (dropping `dropped`), or remove it
+    (`reason` says why)."""
+
+    keep: bool
+    dropped: list[str] = field(default_factory=list)
+    reason: str = ""
+    orphans: list[str] = field(default_factory=list)
+
+    def notice(self, base_uri: str) -> str | None:
+        if self.keep and self.dropped:
+            return (
+                f"{base_uri}: dropped the metadata table partitions {', '.join(self.dropped)} (this engine does not "
+                f"keep them yet; Apache Hudi's writers build them again); kept {', '.join(KEPT)}, which this "
+                "engine keeps up to date"
+            )
+        return None
+
+
+def _named(meta: MetaClient, key: str) -> list[str]:
+    value = dict(meta.config.extra).get(key) or ""
+    return [p.strip() for p in value.split(",") if p.strip()]
+
+
+def decide(meta: MetaClient, timeline: Timeline, enable: bool | None = None) -> Decision:
+    """Keep or remove the metadata table of the table at `meta` (which has one); `enable` is the
+    writer's hoodie.metadata.enable (false: removed, as Apache Hudi's writers do)."""
+    if enable is False:
+        return Decision(False, reason="hoodie.metadata.enable=false")
+    if meta.config.version < 8:
+        return Decision(False, reason=f"table version {meta.config.version}: kept from version 8")
+    try:
+        mdt = _open(meta)
+        if mdt is None:
+            return Decision(False, reason="its properties are missing")
+        orphans = orphan_deltacommits(mdt, meta, timeline)
+        reader = MetadataTableReader(meta, timeline)
+        if orphans:  # read without them: they are removed before anything is written
+            reader.valid = reader.valid - set(orphans)
+        reader.check_in_sync()
+        schema_of(reader)
+    except (MetadataTableUnavailable, CorruptTableError, UnsupportedFeatureError, StorageError) as exc:
+        return Decision(False, reason=str(exc))
+    present = {p for p in (_named(meta, PARTITIONS_PROPERTY) + _named(meta, PARTITIONS_INFLIGHT))}
+    present |= {i.name for i in mdt.storage.list_dir("") if i.is_dir and not i.name.startswith(".")}
+    return Decision(True, sorted(present - set(KEPT)), orphans=orphans)
+
+
+def orphan_deltacommits(mdt: MetaClient, meta: MetaClient, timeline: Timeline) -> list[str]:
+    """Metadata deltacommits of data instants that are gone without a rollback naming them (a
+    write abandoned while its deltacommit was being removed)."""
+    first = timeline.first_time
+    if first is None:
+        return []
+    known = {i.time for i in timeline.instants}
+    undone: set[str] = set()
+    for inst in timeline.filter(actions=[Action.ROLLBACK, Action.RESTORE], completed=True).instants:
+        model = "HoodieRollbackMetadata" if inst.action is Action.ROLLBACK else "HoodieRestoreMetadata"
+        record = lifecycle.read_avro(meta, inst, model)
+        undone.update(str(t) for t in record.get("commitsRollback") or record.get("instantsToRollback") or [])
+    return sorted({
+        i.time for i in mdt.timeline().filter(actions=[Action.DELTA_COMMIT]).instants
+        if i.time > first and i.time not in known and i.time not in undone
+    })
+
+
+def apply(meta: MetaClient, decision: Decision) -> None:
+    """Carry out a keep decision (the caller holds the table lock): orphaned deltacommits go, then
+    the dropped partitions: properties first, index definitions, folders last."""
+    mdt = _open(meta)
+    if mdt is None:
+        return
+    for time in decision.orphans:
+        remove_deltacommit(mdt, time)
+    if not decision.dropped:
+        return
+    kept = [p for p in _named(meta, PARTITIONS_PROPERTY) if p in KEPT]
+    meta.remove_properties((PARTITIONS_INFLIGHT,), "Metadata table partitions dropped",
+                           {PARTITIONS_PROPERTY: ",".join(kept)})
+    _drop_index_definitions(meta, decision.dropped)
+    for partition in decision.dropped:
+        mdt.storage.delete_dir(partition)
+    _log.warning("%s", decision.notice(meta.storage.base_uri))
+
+
+def _drop_index_definitions(meta: MetaClient, dropped: Iterable[str]) -> None:
+    path = dict(meta.config.extra).get(INDEX_DEFS_PATH)
+    if not path or not meta.storage.exists(path):
+        return
+    try:
+        doc = json.loads(meta.storage.read_bytes(path))
+        defs = doc.get("indexDefinitions") or {}
+    except (ValueError, AttributeError) as exc:
+        raise CorruptTableError(f"{meta.storage.uri(path)}: not Hudi's index definitions: {exc}") from exc
+    gone = set(dropped)
+    if not gone & set(defs):
+        return
+    doc["indexDefinitions"] = {k: v for k, v in defs.items() if k not in gone}
+    meta.storage.write_bytes(path, json.dumps(doc, indent=2).encode("utf-8"))
+
+
+# ---- the deltacommit of a data instant -----------------------------------------------------------------
+
+def schema_of(reader: MetadataTableReader) -> str:
+    """The metadata table's record schema (JSON), as its files partition holds it."""
+    for sl in reader.slices(mdr.FILES):
+        if sl.base is not None:
+            info = HFileReader(reader.meta.storage.read_bytes(sl.base)).file_info
+            if b"schema" in info:
+                return info[b"schema"].decode("utf-8")
+        for path in sl.logs:
+            for block in read_log_blocks(reader.meta.storage, path):
+                if block.block_type == BlockType.HFILE_DATA and HeaderKey.SCHEMA in block.header:
+                    return block.header[HeaderKey.SCHEMA]
+    raise MetadataTableUnavailable("its files partition holds no record schema")
+
+
+def _name(path: str) -> str:
+    return path.rstrip("/").rsplit("/", 1)[-1]
+
+
+def _file_list(partition: str, entries: dict[str, tuple[int, bool]]) -> mdr.Record:
+    return {"key": mdr.partition_key(partition), "type": mdr.TYPE_FILE_LIST,
+            "filesystemMetadata": {n: {"size": s, "isDeleted": d} for n, (s, d) in sorted(entries.items())}}
+
+
+def _partition_list(partitions: dict[str, bool]) -> mdr.Record:
+    return {"key": mdr.ALL_PARTITIONS_KEY, "type": mdr.TYPE_PARTITION_LIST,
+            "filesystemMetadata": {mdr.partition_key(p): {"size": 0, "isDeleted": d} for p, d in sorted(partitions.items())}}
+
+
+def records_for(instant: Instant, body: bytes) -> list[mdr.Record] | None:
+    """The files-partition records of a data instant about to complete (None: an action this
+    writer does not keep, which removes the metadata table)."""
+    files: dict[str, dict[str, tuple[int, bool]]] = {}
+    partitions: dict[str, bool] = {}
+    if instant.action in NO_FILE_CHANGE:
+        return []
+    if instant.action in FILE_WRITES:
+        metadata = CommitMetadata.from_bytes(body)
+        for partition, stats in metadata.partition_to_write_stats.items():
+            partitions[partition] = False
+            for stat in stats:
+                if stat.path:
+                    files.setdefault(partition, {})[_name(stat.path)] = (int(stat.fileSizeInBytes or 0), False)
+    elif instant.action is Action.CLEAN:
+        record = avro_models.deserialize("HoodieCleanMetadata", body)
+        for partition, pm in (record.get("partitionMetadata") or {}).items():
+            for path in pm.get("successDeleteFiles") or []:
+                files.setdefault(partition, {})[_name(path)] = (0, True)
+            if pm.get("isPartitionDeleted"):
+                partitions[partition] = True
+    elif instant.action is Action.ROLLBACK:
+        record = avro_models.deserialize("HoodieRollbackMetadata", body)
+        for partition, pm in (record.get("partitionMetadata") or {}).items():
+            for path in pm.get("successDeleteFiles") or []:
+                files.setdefault(partition, {})[_name(path)] = (0, True)
+            for path, size in (pm.get("rollbackLogFiles") or {}).items():
+                files.setdefault(partition, {})[_name(path)] = (int(size), False)
+    else:
+        return None
+    out = [_file_list(p, entries) for p, entries in files.items()]
+    if partitions:
+        out.append(_partition_list(partitions))
+    return sorted(out, key=lambda r: r["key"])
+
+
+def _encode(records: list[mdr.Record], schema_json: str) -> bytes:
+    schema = fastavro.parse_schema(json.loads(schema_json))
+    cells = []
+    for record in records:
+        out = io.BytesIO()
+        # the key lives in the cell; Hudi's HFILE blocks leave the record's own key empty
+        fastavro.schemaless_writer(out, schema, {**record, "key": ""})
+        cells.append((record["key"], out.getvalue()))
+    return write_hfile(cells, file_info={"schema": schema_json.encode("utf-8")}, codec=CODEC_GZ)
+
+
+def _files_group(mdt: MetaClient) -> str:
+    for info in mdt.storage.list_dir(mdr.FILES):
+        name = info.name.lstrip(".")
+        if name.startswith("files-"):
+            return name.split("_", 1)[0]
+    return "files-0000-0"
+
+
+def log_path(mdt: MetaClient, time: str) -> str:
+    return f"{mdr.FILES}/.{_files_group(mdt)}_{time}.log.1_{LOG_TOKEN}"
+
+
+def write_deltacommit(mdt: MetaClient, time: str, records: list[mdr.Record], schema_json: str) -> None:
+    """The metadata deltacommit at `time` holding `records` (completed when this returns)."""
+    requested = Instant(time, Action.DELTA_COMMIT, State.REQUESTED)
+    lifecycle.ensure_file(mdt, requested)
+    inflight_body = mdt.encode_commit_metadata(CommitMetadata({}, OPERATION))
+    lifecycle.ensure_file(mdt, requested.with_state(State.INFLIGHT), inflight_body)
+    stats: dict[str, list[WriteStat]] = {}
+    if records:
+        path = log_path(mdt, time)
+        if mdt.storage.exists(path):  # an earlier attempt of this instant that never completed
+            mdt.storage.delete(path)
+        block = encode_log_block(
+            BlockType.HFILE_DATA, {HeaderKey.SCHEMA: schema_json, HeaderKey.INSTANT_TIME: time},
+            _encode(records, schema_json),
+        )
+        size = write_log_file(mdt.storage, path, [block])
+        name = _name(path)
+        stats[mdr.FILES] = [WriteStat(
+            fileId=name.lstrip(".").split("_", 1)[0], path=path, partitionPath=mdr.FILES, prevCommit=time,
+            numWrites=len(records), numUpdateWrites=len(records), totalWriteBytes=size, fileSizeInBytes=size,
+            baseFile="", logFiles=[name], logVersion=1, logOffset=0,
+        )]
+    lifecycle.complete_instant(mdt, time, Action.DELTA_COMMIT, mdt.encode_commit_metadata(CommitMetadata(stats, OPERATION)))
+
+
+def remove_deltacommit(mdt: MetaClient, time: str) -> None:
+    """Take the metadata deltacommit at `time` away: completed file first, then its log, then the rest."""
+    for state in (State.COMPLETED, State.INFLIGHT, State.REQUESTED):
+        instant = Instant(time, Action.DELTA_COMMIT, state)
+        if state is State.COMPLETED:
+            name = mdt.completed_file_name(time, Action.DELTA_COMMIT)
+            if name is not None:
+                mdt.storage.delete(f"{mdt.layout.folder}/{name}")
+            for info in mdt.storage.list_dir(mdr.FILES):
+                if info.name.startswith(".") and f"_{time}.log." in info.name:
+                    mdt.storage.delete(info.path)
+            continue
+        if mdt.storage.exists(mdt.instant_path(instant)):
+            mdt.storage.delete(mdt.instant_path(instant))
+
+
+def remove_whole(meta: MetaClient, reason: str) -> None:
+    """Remove the metadata table as a writer with hoodie.metadata.enable=false does: properties
+    first (readers list storage from then on), the folder last."""
+    meta.remove_properties((PARTITIONS_PROPERTY, PARTITIONS_INFLIGHT), "Metadata table removed")
+    meta.storage.delete_dir(FOLDER)
+    _log.warning("%s: removed Apache Hudi's metadata table: %s", meta.storage.base_uri, reason)
+
+
+def before_complete(meta: MetaClient, instant: Instant, body: bytes) -> None:
+    """The hook: the deltacommit of `instant` on the metadata table, before `instant` completes."""
+    mdt = _open(meta) if meta.config.version >= 8 else None
+    if mdt is None or instant.action in NO_FILE_CHANGE:
+        return
+    if mdt.completed_file_name(instant.time, Action.DELTA_COMMIT) is not None:
+        return  # written by an earlier attempt of this completion
+    records = records_for(instant, body)
+    if records is None:
+        remove_whole(meta, f"{instant.action.value} {instant.time} is not kept in it by this engine yet")
+        return
+    reader = MetadataTableReader(meta, meta.timeline())
+    write_deltacommit(mdt, instant.time, records, schema_of(reader))
+    failpoints.hit("metadata.written")
+
+
+def abandoned(meta: MetaClient, time: str) -> None:
+    """The hook: an unfinished write at `time` is removed, and so is its metadata deltacommit."""
+    mdt = _open(meta)
+    if mdt is not None:
+        remove_deltacommit(mdt, time)
+
+
+def register() -> None:
+    """Have every instant completion and abandoned write of this process pass through here."""
+    lifecycle.on_before_complete(before_complete)
+    lifecycle.on_abandoned(abandoned)
+
+
+register()
+
+__all__ = ["Decision", "apply", "decide", "has_metadata_table", "records_for", "register", "remove_whole", "write_deltacommit"]

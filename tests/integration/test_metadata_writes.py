@@ -1,0 +1,235 @@
+"""Apache Hudi's metadata table kept by this engine's writes and services (issue 35.2, the files
+partition), on a merge-on-read table of version 8 that Apache Hudi 1.0 wrote (hudi-rs's
+`v8_trips_8i3u1d`, which has a metadata table with five partitions). After every step hudi-rs,
+which lists the table's files through the metadata table, reads exactly what this engine reads
+and what the model says, and the files partition lists exactly the committed files storage holds.
+A writer SIGKILLed between the metadata deltacommit and the data commit, or before either, leaves
+a table both readers read as before, which the next write repairs."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import javaproperties
+import pytest
+
+from engine import Table
+from engine.data.file_names import parse_base_file_name, parse_log_file_name
+from engine.errors import InvalidConfigError, StorageError
+from engine.metadata.reader import MetadataTableReader
+from engine.services.maintenance import Maintenance
+from engine.table import lifecycle
+from engine.table.meta_client import MetaClient
+from tests.support import hudi1x, hudi_rs
+from tests.support.tables import tree_bytes
+
+pytestmark = pytest.mark.spark
+
+NAME = "quickstart_trips_table/mor/avro/v8_trips_8i3u1d"
+SCHEMA = "ts long, uuid string, rider string, driver string, fare double, city string"
+ROOT = Path(__file__).resolve().parents[2]
+FAST = {
+    "hoodie.client.heartbeat.interval_in_ms": "300",
+    "hoodie.client.heartbeat.tolerable.misses": "2",
+    "hoodie.write.lock.lease_ms": "1500",
+    "hoodie.clean.automatic": "false",
+    "hoodie.archive.automatic": "false",
+}
+COLUMNS = ("uuid", "ts", "rider", "driver", "fare", "city")
+
+
+def _rows(records) -> list[tuple]:
+    return sorted(tuple(r[c] for c in COLUMNS) for r in records)
+
+
+def oracle(path: Path) -> list[tuple]:
+    return _rows(hudi_rs.snapshot(str(path)))
+
+
+def ours(table: Table) -> list[tuple]:
+    return _rows(r.asDict() for r in table.read().collect())
+
+
+def apply(model: list[tuple], batch: list[tuple]) -> list[tuple]:
+    """The model after an upsert of `batch` (rows in SCHEMA order; the later ts wins)."""
+    by_key = {r[0]: r for r in model}
+    for ts, uuid, rider, driver, fare, city in batch:
+        old = by_key.get(uuid)
+        if old is None or old[1] <= ts:
+            by_key[uuid] = (uuid, ts, rider, driver, fare, city)
+    return sorted(by_key.values())
+
+
+def in_step(path: Path) -> dict[str, dict[str, int]]:
+    """The files partition equals the committed files storage holds; returns the listing."""
+    meta = MetaClient.open(str(path))
+    reader = MetadataTableReader(meta, meta.timeline())
+    reader.check_in_sync()
+    listed = {p: f for p, f in reader.file_listing().items() if f}
+    storage: dict[str, dict[str, int]] = {}
+    for df in meta.list_data_files():
+        if parse_base_file_name(df.name) or parse_log_file_name(df.name):
+            storage.setdefault(df.partition, {})[df.name] = df.size
+    assert listed == storage
+    assert dict(meta.config.extra)["hoodie.table.metadata.partitions"] == "files"
+    return listed
+
+
+@pytest.fixture
+def trips(tmp_path: Path) -> Path:
+    return hudi1x.fixture(NAME, tmp_path).table
+
+
+def test_writes_and_services_keep_the_metadata_table(spark, trips):
+    table = Table.open(spark, str(trips))
+    model = oracle(trips)
+    assert ours(table) == model
+    batches = [
+        [(1695332066300, "1dced545-862b-4ceb-8b43-d2a568f6616b", "rider-X", "driver-X", 1.5, "san_francisco"),
+         (1700000000000, "new-1", "rider-N", "driver-N", 2.5, "oslo")],
+        [(1700000000001, "new-2", "rider-M", "driver-M", 3.5, "oslo"),
+         (1700000000002, "new-1", "rider-N2", "driver-N2", 4.5, "oslo")],
+    ]
+    for batch in batches:
+        result = table.upsert(spark.createDataFrame(batch, SCHEMA), options=FAST)
+        model = apply(model, batch)
+        assert oracle(trips) == ours(table) == model
+        listed = in_step(trips)
+        assert "city=oslo" in listed
+        done = list((trips / ".hoodie" / "metadata" / ".hoodie" / "timeline").glob(f"{result.instant}_*.deltacommit"))
+        assert len(done) == 1
+    # a delete: the record goes for both readers
+    table.delete(spark.createDataFrame([batches[1][0]], SCHEMA), options=FAST)
+    model = [r for r in model if r[0] != "new-2"]
+    assert oracle(trips) == ours(table) == model
+    in_step(trips)
+    # compaction writes base files the metadata table lists
+    compacted = Maintenance(MetaClient.open(str(trips)), FAST).compact(spark=spark)
+    assert compacted is not None, "a compaction ran"
+    assert oracle(trips) == ours(table) == model
+    before_clean = in_step(trips)
+    # clean: the replaced versions leave the listing as they leave storage
+    cleaned = Maintenance(MetaClient.open(str(trips)), {**FAST, "hoodie.cleaner.commits.retained": "1"}).clean()
+    assert cleaned is not None
+    after_clean = in_step(trips)
+    assert sum(map(len, after_clean.values())) < sum(map(len, before_clean.values()))
+    assert oracle(trips) == ours(table) == model
+    # insert_overwrite_table: a replacecommit; the replaced groups stay listed until cleaned
+    before_overwrite = model
+    overwrite = [(1800000000000, "only-1", "r", "d", 9.0, "oslo")]
+    table.insert_overwrite_table(spark.createDataFrame(overwrite, SCHEMA), options=FAST)
+    model = apply([], overwrite)
+    assert oracle(trips) == ours(table) == model
+    in_step(trips)
+    # rollback of that overwrite: tombstones for its files
+    last = table.timeline().completed_writes.last
+    assert last is not None
+    table.maintenance.rollback(last.time)
+    in_step(trips)
+    assert oracle(trips) == ours(table) == before_overwrite
+
+
+def test_a_restore_removes_the_metadata_table(spark, trips):
+    table = Table.open(spark, str(trips))
+    model = oracle(trips)
+    first = table.upsert(spark.createDataFrame(
+        [(1700000000000, "new-1", "r", "d", 1.0, "oslo")], SCHEMA), options=FAST)
+    table.maintenance.create_savepoint(first.instant)
+    table.upsert(spark.createDataFrame([(1700000000001, "new-2", "r", "d", 1.0, "oslo")], SCHEMA), options=FAST)
+    table.maintenance.restore(first.instant)
+    props = javaproperties.loads((trips / ".hoodie" / "hoodie.properties").read_text())
+    assert "hoodie.table.metadata.partitions" not in props
+    assert not (trips / ".hoodie" / "metadata").exists()
+    assert oracle(trips) == ours(table) == apply(model, [(1700000000000, "new-1", "r", "d", 1.0, "oslo")])
+
+
+def test_the_enable_option(spark, trips, tmp_path):
+    table = Table.open(spark, str(trips))
+    batch = spark.createDataFrame([(1700000000000, "new-1", "r", "d", 1.0, "oslo")], SCHEMA)
+    # true on a table whose metadata table is kept: accepted
+    table.upsert(batch, options={**FAST, "hoodie.metadata.enable": "true"})
+    in_step(trips)
+    # false: removed, as Apache Hudi's writers do
+    result = table.upsert(batch, options={**FAST, "hoodie.metadata.enable": "false"})
+    assert result.repaired is not None and "hoodie.metadata.enable=false" in (result.repaired.metadata_table_removed or "")
+    assert not (trips / ".hoodie" / "metadata").exists()
+    # true on a table without one: refused, nothing touched
+    files = tree_bytes(trips)
+    with pytest.raises(InvalidConfigError, match="does not create one yet"):
+        table.upsert(batch, options={**FAST, "hoodie.metadata.enable": "true"})
+    assert tree_bytes(trips) == files
+
+
+def test_a_metadata_table_behind_is_removed_by_the_next_write(spark, trips):
+    meta = MetaClient.open(str(trips))
+    last = meta.timeline().completed_writes.last
+    assert last is not None
+    timeline_dir = trips / ".hoodie" / "metadata" / ".hoodie" / "timeline"
+    (done,) = timeline_dir.glob(f"{last.time}_*.deltacommit")
+    done.unlink()  # as if another engine had committed `last` without updating it
+    table = Table.open(spark, str(trips))
+    model = oracle(trips)  # hudi-rs would miss `last`'s files here: it does not check
+    result = table.upsert(spark.createDataFrame([(1700000000000, "new-1", "r", "d", 1.0, "oslo")], SCHEMA),
+                          options=FAST)
+    assert result.repaired is not None and "behind the data table" in (result.repaired.metadata_table_removed or "")
+    assert not (trips / ".hoodie" / "metadata").exists()
+    assert oracle(trips) == ours(table)
+    assert len(ours(table)) >= len(model)
+
+
+def test_a_write_that_fails_after_its_metadata_deltacommit_takes_it_away(spark, trips):
+    table = Table.open(spark, str(trips))
+    model = oracle(trips)
+
+    def fail(meta: MetaClient, instant, body: bytes) -> None:
+        if not meta.storage.base_uri.endswith("metadata"):
+            raise OSError("injected: the commit file could not be written")
+
+    lifecycle.on_before_complete(fail)
+    try:
+        with pytest.raises(StorageError):
+            table.upsert(spark.createDataFrame([(1700000000000, "new-1", "r", "d", 1.0, "oslo")], SCHEMA),
+                         options=FAST)
+    finally:
+        lifecycle._before_complete.remove(fail)
+    meta = MetaClient.open(str(trips))
+    pending = [i.time for i in meta.timeline().pending.instants]
+    mdt_times = [p.name.split(".")[0].split("_")[0] for p in (trips / ".hoodie" / "metadata" / ".hoodie" / "timeline").iterdir()
+                 if p.is_file()]
+    assert not set(pending) & set(mdt_times)
+    assert oracle(trips) == ours(table) == model
+    in_step(trips)
+
+
+def _run_writer(job: dict, failpoint: str) -> subprocess.CompletedProcess:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("HOODIE_FAILPOINT")}
+    env["HOODIE_FAILPOINT"] = failpoint
+    env["PYTHONPATH"] = str(ROOT) + os.pathsep + env.get("PYTHONPATH", "")
+    return subprocess.run([sys.executable, "-m", "tests.support.writer_process", json.dumps(job)], cwd=ROOT,
+                          env=env, capture_output=True, text=True, timeout=240, start_new_session=True)
+
+
+@pytest.mark.parametrize("point", ["metadata.written", "write.before_complete"])
+def test_a_writer_killed_around_the_metadata_deltacommit(spark, trips, point):
+    model = oracle(trips)
+    batch = [[1700000000000, "new-1", "r", "d", 1.0, "oslo"],
+             [1695332066300, "1dced545-862b-4ceb-8b43-d2a568f6616b", "rider-X", "driver-X", 1.5, "san_francisco"]]
+    proc = _run_writer({"path": str(trips), "action": "upsert", "schema": SCHEMA, "options": FAST,
+                        "batches": [batch]}, point)
+    assert proc.returncode == -9, proc.stderr[-2000:]
+    mdt_timeline = trips / ".hoodie" / "metadata" / ".hoodie" / "timeline"
+    meta = MetaClient.open(str(trips))
+    (pending,) = [i.time for i in meta.timeline().pending.instants]
+    assert bool(list(mdt_timeline.glob(f"{pending}_*.deltacommit"))) == (point == "metadata.written")
+    table = Table.open(spark, str(trips))
+    assert oracle(trips) == ours(table) == model  # neither reader sees the unfinished write
+    nxt = [(1700000000005, "new-3", "r", "d", 3.0, "oslo")]
+    table.upsert(spark.createDataFrame(nxt, SCHEMA), options=FAST)
+    assert oracle(trips) == ours(table) == apply(model, nxt)
+    in_step(trips)
+    shutil.rmtree(trips.parent)
