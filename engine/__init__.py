@@ -21,8 +21,7 @@ from engine.errors import (
     TableExistsError,
     TableNotFoundError,
 )
-# every instant this process completes keeps a table's metadata table in step (engine.metadata.writer)
-from engine.metadata import writer as _metadata_writer  # noqa: F401  (registers its hooks)
+from engine.metadata import writer as _metadata_writer  # noqa: F401  (its hooks keep metadata tables in step)
 
 __all__ = [
     "CommitConflictError",

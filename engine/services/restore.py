@@ -21,11 +21,11 @@ from datetime import datetime
 from engine import failpoints
 from engine.errors import InstantNotFoundError, InvalidInputError, RollbackRefusedError
 from engine.index.base import Index
+from engine.metadata import writer as metadata_writer
 from engine.serial import Documented
 from engine.services import rollback as rb
 from engine.services.rollback_checks import undoable
 from engine.services.savepoint import missing_snapshot_files, remove_savepoint_files
-from engine.metadata import writer as metadata_writer
 from engine.table.lifecycle import claim_instant, ensure_file, read_avro, write_avro
 from engine.table.meta_client import MetaClient
 from engine.timeline.instant import Action, Instant, State
