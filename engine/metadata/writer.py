@@ -28,8 +28,9 @@ it: written before the data instant completes, so a reader never sees the data i
 it. A write abandoned before completing (`engine.table.lifecycle.abandoned`) takes its
 deltacommit away again, completed file first; a crash between the two leaves a pending data
 instant whose rollback tombstones its files (Hudi's valid-instant rules read both).
-Not done yet (issue 35): the metadata table's own compaction, clean and archival (Apache Hudi's
-next writer runs them), the other partitions, version 6 tables.
+Every `compaction.MAX_DELTA_COMMITS` deltacommits the files partition is compacted into a new base
+HFile first (`engine.metadata.compaction`). Not done yet (issue 35): the metadata table's clean
+and archival (Apache Hudi's next writer runs them), the other partitions, version 6 tables.
 """
 
 from __future__ import annotations
@@ -49,6 +50,7 @@ from engine.data.hfile_writer import write_hfile
 from engine.data.log_block import BlockType, HeaderKey, encode_log_block
 from engine.data.log_file import read_log_blocks, write_log_file
 from engine.errors import CorruptTableError, StorageError, UnsupportedFeatureError
+from engine.metadata import compaction
 from engine.metadata import records as mdr
 from engine.metadata.reader import FOLDER, PARTITIONS_PROPERTY, MetadataTableReader, MetadataTableUnavailable
 from engine.storage import storage_for
@@ -337,7 +339,10 @@ def before_complete(meta: MetaClient, instant: Instant, body: bytes) -> None:
         remove_whole(meta, f"{instant.action.value} {instant.time} is not kept in it by this engine yet")
         return
     reader = MetadataTableReader(meta, meta.timeline())
-    write_deltacommit(mdt, instant.time, records, schema_of(reader))
+    schema = schema_of(reader)
+    if compaction.deltacommits_since_compaction(mdt) >= compaction.MAX_DELTA_COMMITS:
+        compaction.compact(reader, schema)
+    write_deltacommit(mdt, instant.time, records, schema)
     failpoints.hit("metadata.written")
 
 

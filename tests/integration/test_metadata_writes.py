@@ -233,3 +233,53 @@ def test_a_writer_killed_around_the_metadata_deltacommit(spark, trips, point):
     assert oracle(trips) == ours(table) == apply(model, nxt)
     in_step(trips)
     shutil.rmtree(trips.parent)
+
+
+def test_the_metadata_table_compacts_its_files_partition(spark, trips, monkeypatch):
+    """Every MAX_DELTA_COMMITS deltacommits (three here) the files partition becomes one new base
+    HFile, written before the next deltacommit; both readers keep reading the same table. A
+    compaction left pending by a crash is ignored by readers and removed by the next one."""
+    from engine.data.bloom_filter import TYPE_DYNAMIC_V0, parse_bloom_filter
+    from engine.data.hfile import HFileReader
+    from engine.metadata import compaction
+
+    monkeypatch.setattr(compaction, "MAX_DELTA_COMMITS", 3)
+    table = Table.open(spark, str(trips))
+    model = oracle(trips)
+    mdt = trips / ".hoodie" / "metadata"
+    bases_before = sorted(p.name for p in (mdt / "files").glob("*.hfile"))
+    for n in range(4):
+        batch = [(1700000000000 + n, f"new-{n}", "r", "d", float(n), "oslo")]
+        table.upsert(spark.createDataFrame(batch, SCHEMA), options=FAST)
+        model = apply(model, batch)
+        assert oracle(trips) == ours(table) == model
+        in_step(trips)
+    bases = sorted(p.name for p in (mdt / "files").glob("*.hfile"))
+    (new_base,) = sorted(set(bases) - set(bases_before))
+    instant = new_base.removesuffix(".hfile").rsplit("_", 1)[-1]
+    assert list((mdt / ".hoodie" / "timeline").glob(f"{instant}_*.commit"))
+    meta = MetaClient.open(str(trips))
+    (sl,) = MetadataTableReader(meta, meta.timeline()).slices("files")
+    assert sl.base == f"files/{new_base}" and 1 <= len(sl.logs) <= 3
+    reader = HFileReader((mdt / "files" / new_base).read_bytes())
+    keys = [k for k, _ in reader.cells()]
+    assert keys[0] == b"__all_partitions__" and b"city=oslo" in keys
+    assert reader.file_info[b"minRecordKey"] == keys[0] and reader.file_info[b"maxRecordKey"] == keys[-1]
+    bloom = parse_bloom_filter(reader.meta_block(b"bloomFilter") or b"", TYPE_DYNAMIC_V0)
+    assert all(bloom.might_contain(k.decode()) for k in keys)
+
+    # a compaction that died after writing its base file: no reader uses it; the next one removes it
+    listed = in_step(trips)
+    later = "29991231235959999"
+    (mdt / ".hoodie" / "timeline" / f"{later}.compaction.requested").write_bytes(b"")
+    (mdt / "files" / f"files-0000-0_0-0-0_{later}.hfile").write_bytes(b"partial")
+    assert in_step(trips) == listed
+    assert oracle(trips) == ours(table) == model
+    monkeypatch.setattr(compaction, "MAX_DELTA_COMMITS", 1)
+    batch = [(1700000000009, "new-9", "r", "d", 9.0, "oslo")]
+    table.upsert(spark.createDataFrame(batch, SCHEMA), options=FAST)
+    model = apply(model, batch)
+    assert not (mdt / "files" / f"files-0000-0_0-0-0_{later}.hfile").exists()
+    assert not (mdt / ".hoodie" / "timeline" / f"{later}.compaction.requested").exists()
+    assert oracle(trips) == ours(table) == model
+    in_step(trips)
