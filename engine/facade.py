@@ -23,6 +23,7 @@ from engine.errors import (
     TableNotFoundError,
 )
 from engine.keygen.keys import KeySpec
+from engine.metadata.summary import summarize as summarize_metadata
 from engine.schema import internal as internal_schema
 from engine.schema.avro import META_FIELDS, avro_to_arrow, without_meta_fields
 from engine.schema.evolution import canonical_type, resolve_write_schema
@@ -111,6 +112,7 @@ __all__ = [
     "resolve_write_schema",
     "schema_version_at",
     "storage_for",
+    "summarize_metadata",
     "timeline_files",
     "to_doc",
     "without_meta_fields",

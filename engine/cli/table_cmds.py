@@ -16,6 +16,7 @@ from engine.cli.common import (
     print_table,
 )
 from engine.errors import InstantNotFoundError
+from engine.metadata.summary import summarize as summarize_metadata
 from engine.storage import storage_for
 from engine.table.create import new_table_config
 from engine.table.meta_client import MetaClient
@@ -83,14 +84,26 @@ def cmd_show(args: argparse.Namespace) -> int:
         "pending": [i.time for i in timeline.pending],
         "latest_completed_write": last_write.time if last_write else None,
     }
+    summary = summarize_metadata(meta, timeline)
+    doc["metadata_table"] = summary.to_dict() if summary.present else None
     if args.json:
         emit_json(doc)
         return EXIT_OK
+    doc.pop("metadata_table")
     _print_config(doc)
     print()
     print("timeline:")
     print_pairs([(f"  {k}", v) for k, v in doc["timeline"].items()])
     print()
+    if summary.present:
+        print(f"metadata table: reads list files through {summary.listing}"
+              + (f" ({summary.reason})" if summary.reason else "") + f"; {summary.instants} completed instants")
+        print_table(
+            ["  PARTITION", "BUILT", "KEPT BY THIS ENGINE", "FILE GROUPS", "FILES", "BYTES", "LATEST BASE"],
+            [(f"  {p.name}", "yes" if p.named else "no", "yes" if p.kept else "no (dropped at the next write)",
+              p.file_groups, p.files, p.bytes, p.latest_base or "-") for p in summary.partitions],
+        )
+        print()
     if schema is None:
         print("schema: (table never written)")
     else:

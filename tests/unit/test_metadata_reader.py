@@ -144,6 +144,45 @@ def test_version_6_and_tables_without_one_list_storage(tmp_path: Path) -> None:
     shutil.rmtree(tmp_path)
 
 
+def test_the_summary_and_hoodie_show(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    import json
+
+    from engine.cli import main
+    from engine.metadata.summary import summarize
+
+    fx = hudi1x.fixture("sample_table/cow/v9_txns_simple_meta", tmp_path)
+    meta = MetaClient.open(str(fx.table))
+    summary = summarize(meta)
+    assert (summary.present, summary.listing, summary.reason) == (True, "metadata table", None)
+    by_name = {p.name: p for p in summary.partitions}
+    assert sorted(by_name) == ["column_stats", "files", "partition_stats", "record_index",
+                               "secondary_index_merchant_idx", "secondary_index_txn_date_idx"]
+    files = by_name["files"]
+    assert (files.named, files.kept, files.file_groups, files.latest_base) == (True, True, 1, "20260307162449278")
+    on_disk = [p for p in (fx.table / ".hoodie" / "metadata" / "files").iterdir()
+               if not p.name.startswith(".hoodie_partition_metadata")]
+    assert (files.files, files.bytes) == (len(on_disk), sum(p.stat().st_size for p in on_disk))
+    assert not any(p.kept for n, p in by_name.items() if n != "files")
+    assert main(["show", str(fx.table), "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["metadata_table"]["listing"] == "metadata table"
+    assert [p["name"] for p in doc["metadata_table"]["partitions"]] == sorted(by_name)
+    assert main(["show", str(fx.table)]) == 0
+    text = capsys.readouterr().out
+    assert "metadata table: reads list files through metadata table" in text
+    assert "record_index" in text and "no (dropped at the next write)" in text
+    # behind the data table: reads list storage, and nothing is kept (the next write removes it)
+    last = meta.timeline().completed_writes.last
+    assert last is not None
+    (done,) = (fx.table / ".hoodie" / "metadata" / ".hoodie" / "timeline").glob(f"{last.time}_*.deltacommit")
+    done.unlink()
+    behind = summarize(MetaClient.open(str(fx.table)))
+    assert behind.listing == "storage" and "behind the data table" in (behind.reason or "")
+    assert not any(p.kept for p in behind.partitions)
+    nometa = hudi1x.fixture("sample_table/cow/v9_txns_simple_nometa", tmp_path / "b")
+    assert summarize(MetaClient.open(str(nometa.table))).present is False
+
+
 def _files(entries: dict[str, tuple[int, bool]]) -> dict:
     return {"key": "p", "type": mdr.TYPE_FILE_LIST,
             "filesystemMetadata": {n: {"size": s, "isDeleted": d} for n, (s, d) in entries.items()}}

@@ -47,6 +47,27 @@ def test_a_version_8_table_is_registered_and_browsed(console):
     assert tree_bytes(fx.table) == before
 
 
+def test_the_overview_shows_the_metadata_table(console):
+    """Issue 35.6: the overview lists the metadata table's partitions (groups, files, size), which
+    this engine keeps, and where reads list files from; browsing changes nothing."""
+    import re
+
+    fx = _registered(console)
+    before = tree_bytes(fx.table)
+    page = console.client("viewer").get("/tables/trips8").get_data(as_text=True)
+    assert 'data-testid="metadata-table"' in page
+    listing = re.search(r'data-testid="metadata-listing">(.*?)</div>', page, re.S)
+    assert listing is not None and "Reads list files through <strong>metadata table</strong>" in listing.group(1)
+    rows = re.findall(r'<tr data-testid="metadata-partition"><td><code>([^<]+)</code>(.*?)</tr>', page, re.S)
+    names = [name for name, _ in rows]
+    assert names == ["column_stats", "files", "partition_stats", "record_index", "secondary_index_rider_idx"]
+    kept = {name: ">kept<" in rest for name, rest in rows}
+    assert kept == {"column_stats": False, "files": True, "partition_stats": False, "record_index": False,
+                    "secondary_index_rider_idx": False}
+    assert all("dropped at the next write" in rest for name, rest in rows if name != "files")
+    assert tree_bytes(fx.table) == before
+
+
 def test_archival_of_a_version_8_table_is_planned_like_any_table(console):
     fx = _registered(console)
     before = tree_bytes(fx.table)

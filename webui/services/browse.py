@@ -13,7 +13,16 @@ from typing import Any
 
 from werkzeug.exceptions import NotFound
 
-from engine.facade import Action, EngineError, Instant, MetaClient, State, WriteConfig, parse_instant_time
+from engine.facade import (
+    Action,
+    EngineError,
+    Instant,
+    MetaClient,
+    State,
+    WriteConfig,
+    parse_instant_time,
+    summarize_metadata,
+)
 from webui.services import compactions
 from webui.services.compactions import file_stats
 from webui.services.snapshot import TableSnapshot
@@ -137,6 +146,7 @@ def overview(snap: TableSnapshot) -> dict[str, Any]:
             "completed_writes": len(writes),
             "latest_commit": last_doc,
             "per_partition": per_partition,
+            "metadata_table": _metadata_doc(snap),
             "limits": {"small_file_limit": limits.small_file_limit, "max_file_size": limits.max_file_size},
             "charts": {
                 "records_per_commit": chart,
@@ -145,6 +155,12 @@ def overview(snap: TableSnapshot) -> dict[str, Any]:
         }
 
     return snap.cached("overview", build)
+
+
+def _metadata_doc(snap: TableSnapshot) -> dict[str, Any] | None:
+    """Apache Hudi's metadata table: its partitions and where reads list files from (None: none)."""
+    summary = summarize_metadata(snap.meta, snap.timeline)
+    return summary.to_dict() if summary.present else None
 
 
 def size_histogram(sizes: list[int], limits: Limits) -> dict[str, Any]:
