@@ -5,6 +5,8 @@ Runs at the start of every write and through `hoodie repair`, in this order:
    its `files` partition is in sync (`engine.metadata.writer`: the partitions this engine does
    not keep are dropped alone); otherwise it is removed, first from hoodie.properties, then from
    storage (`engine.table.metadata_table`; `hoodie.metadata.enable=true` is refused instead);
+   with `hoodie.metadata.enable=true` a table of version 8 or 9 without one gets one, with its
+   files partition, once everything below is done (`engine.metadata.create`);
    an archival killed after writing its archive file is finished;
 1. pending restores and rollbacks are finished from their plans;
 2. pending writes whose heartbeat expired (their writer died) are rolled back: partial data and
@@ -30,6 +32,7 @@ from dataclasses import dataclass, field
 from engine.constants import HEARTBEAT_FOLDER, METAFOLDER
 from engine.errors import ConcurrentWriteError
 from engine.index.base import Index
+from engine.metadata import create as metadata_create
 from engine.metadata import writer as metadata_writer
 from engine.serial import Documented
 from engine.services import archive as archive_service
@@ -67,6 +70,8 @@ class RepairReport(Documented):
     # the partitions of a kept metadata table this engine does not keep, dropped alone
     # (engine.metadata.writer)
     metadata_partitions_dropped: list[str] = field(default_factory=list)
+    # a metadata table with its files partition created (hoodie.metadata.enable=true, versions 8, 9)
+    metadata_table_created: bool = False
     # a version 4 or 5 table upgraded before the write ("table version 5 -> 6")
     upgraded: str | None = None
     dry_run: bool = False
@@ -84,6 +89,7 @@ class RepairReport(Documented):
             or self.compactions_reverted
             or self.metadata_table_removed
             or self.metadata_partitions_dropped
+            or self.metadata_table_created
             or self.upgraded
         )
 
@@ -163,7 +169,10 @@ def repair(
     timeline = meta.timeline()
     meta.latest_avro_schema(timeline)
     present = metadata_table.is_present(meta.storage, meta.config)
-    metadata_table.check_enable_option(metadata_enable, meta.storage, present)
+    # hoodie.metadata.enable=true on a table of version 8 or 9 without one: created at the end
+    create_metadata = bool(metadata_enable) and not present and meta.config.version >= 8
+    if not create_metadata:
+        metadata_table.check_enable_option(metadata_enable, meta.storage, present)
     if present:
         decision = metadata_writer.decide(meta, timeline, metadata_enable)
         metadata_table.check_enable_option(
@@ -255,6 +264,12 @@ def repair(
             report.savepoints_removed.append(inst.time)
             if not dry_run:
                 remove_savepoint_files(meta, inst.time)
+    if create_metadata:
+        report.metadata_table_created = True
+        if not dry_run:
+            if fence is not None:
+                fence()
+            metadata_create.initialize(meta, meta.timeline())
     pending = {i.time for i in meta.timeline().pending.instants}
     folder = f"{METAFOLDER}/{HEARTBEAT_FOLDER}"
     for f in meta.storage.list_dir(folder):

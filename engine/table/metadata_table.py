@@ -16,8 +16,9 @@ storage), then its folder is deleted (a crash in between leaves a folder no read
 removed by the next write). An Apache Hudi writer with the metadata table enabled builds it
 again from the files.
 
-`hoodie.metadata.enable=true` is refused with `InvalidConfigError` before anything is touched
-where this engine cannot keep the promise (no metadata table: it does not create one yet).
+`hoodie.metadata.enable=true` creates one on a table of version 8 or 9 that has none
+(`engine.metadata.create`), and is refused with `InvalidConfigError` before anything is touched
+where this engine cannot keep the promise (version 6, or one it cannot keep).
 """
 
 from __future__ import annotations
@@ -48,15 +49,15 @@ def is_present(storage: Storage, config: TableConfig) -> bool:
 
 
 def check_enable_option(enable: bool | None, storage: Storage, present: bool, keep_reason: str | None = None) -> None:
-    """Refuse `hoodie.metadata.enable=true` where this engine cannot honour it: a table without a
-    metadata table (this engine does not create one yet), or one whose metadata table it cannot
-    keep (`keep_reason` says why)."""
+    """Refuse `hoodie.metadata.enable=true` where this engine cannot honour it: a table of version 6
+    without a metadata table (this engine creates them from version 8), or one whose metadata
+    table it cannot keep (`keep_reason` says why)."""
     if not enable:
         return
     if not present:
         raise InvalidConfigError(
-            f"{ENABLE_OPTION}=true: {storage.base_uri} has no metadata table and this engine does not create one "
-            f"yet; it keeps one Apache Hudi created (table versions 8 and 9). Leave the option unset"
+            f"{ENABLE_OPTION}=true: {storage.base_uri} has no metadata table and this engine creates one for "
+            f"tables of version 8 and 9 only; leave the option unset"
         )
     if keep_reason is not None:
         raise InvalidConfigError(

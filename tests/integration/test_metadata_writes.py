@@ -150,19 +150,68 @@ def test_a_restore_removes_the_metadata_table(spark, trips):
 
 def test_the_enable_option(spark, trips, tmp_path):
     table = Table.open(spark, str(trips))
-    batch = spark.createDataFrame([(1700000000000, "new-1", "r", "d", 1.0, "oslo")], SCHEMA)
+    model = oracle(trips)
+    batch = [(1700000000000, "new-1", "r", "d", 1.0, "oslo")]
     # true on a table whose metadata table is kept: accepted
-    table.upsert(batch, options={**FAST, "hoodie.metadata.enable": "true"})
+    table.upsert(spark.createDataFrame(batch, SCHEMA), options={**FAST, "hoodie.metadata.enable": "true"})
+    model = apply(model, batch)
     in_step(trips)
     # false: removed, as Apache Hudi's writers do
-    result = table.upsert(batch, options={**FAST, "hoodie.metadata.enable": "false"})
+    result = table.upsert(spark.createDataFrame(batch, SCHEMA), options={**FAST, "hoodie.metadata.enable": "false"})
     assert result.repaired is not None and "hoodie.metadata.enable=false" in (result.repaired.metadata_table_removed or "")
     assert not (trips / ".hoodie" / "metadata").exists()
-    # true on a table without one: refused, nothing touched
-    files = tree_bytes(trips)
-    with pytest.raises(InvalidConfigError, match="does not create one yet"):
-        table.upsert(batch, options={**FAST, "hoodie.metadata.enable": "true"})
-    assert tree_bytes(trips) == files
+    assert oracle(trips) == ours(table) == model
+    # true on a table of version 8 without one: created from the committed files, then kept
+    batch = [(1700000000001, "new-2", "r", "d", 2.0, "oslo")]
+    result = table.upsert(spark.createDataFrame(batch, SCHEMA), options={**FAST, "hoodie.metadata.enable": "true"})
+    model = apply(model, batch)
+    assert result.repaired is not None and result.repaired.metadata_table_created
+    assert (trips / ".hoodie" / "metadata" / "files" / "files-0000-0_0-0-0_00000000000000000.hfile").exists()
+    assert oracle(trips) == ours(table) == model  # hudi-rs lists through the new metadata table
+    in_step(trips)
+    # true on a table of version 6: refused, nothing touched
+    v6 = hudi1x.fixture("sample_table/cow/v6_simplekeygen_nonhivestyle", tmp_path / "v6").table
+    files = tree_bytes(v6)
+    t6 = Table.open(spark, str(v6))
+    some = t6.read().limit(1)
+    with pytest.raises(InvalidConfigError, match="creates one for tables of version 8 and 9 only"):
+        t6.upsert(some, options={**FAST, "hoodie.metadata.enable": "true"})
+    assert tree_bytes(v6) == files
+
+
+@pytest.mark.parametrize("table_type", ["COPY_ON_WRITE", "MERGE_ON_READ"])
+def test_a_new_table_of_version_9_gets_one_and_hudi_rs_lists_through_it(spark, tmp_path, table_type):
+    path = tmp_path / "rides"
+    table = Table.create(spark, str(path), name="rides", record_key="uuid", partition_fields="city",
+                         precombine_field="ts", table_type=table_type, table_version=9)
+    on = {**FAST, "hoodie.metadata.enable": "true"}
+    model: list[tuple] = []
+    batches = [
+        [(1, "a", "r1", "d1", 1.0, "oslo"), (1, "b", "r1", "d1", 1.0, "rome")],
+        [(2, "a", "r2", "d2", 2.0, "oslo"), (2, "c", "r2", "d2", 2.0, "paris")],
+        [(3, "d", "r3", "d3", 3.0, "rome")],
+    ]
+    instants = []
+    for batch in batches:
+        result = table.upsert(spark.createDataFrame(batch, SCHEMA), options=on)
+        instants.append(result.instant)
+        model = apply(model, batch)
+        assert oracle(path) == ours(table) == model
+        listed = in_step(path)
+    assert sorted(listed) == ["oslo", "paris", "rome"]
+    table.maintenance.rollback(instants[-1])
+    model = [r for r in model if r[0] != "d"]
+    assert oracle(path) == ours(table) == model
+    in_step(path)
+    result = table.delete(spark.createDataFrame([batches[1][1]], SCHEMA), options=on)
+    model = [r for r in model if r[0] != "c"]
+    assert oracle(path) == ours(table) == model
+    in_step(path)
+    # control: without the delete's metadata log, hudi-rs (listing through the metadata table)
+    # no longer sees the delete's files
+    (log,) = (path / ".hoodie" / "metadata" / "files").glob(f".files-0000-0_{result.instant}.log.*")
+    log.unlink()
+    assert oracle(path) != model
 
 
 def test_a_metadata_table_behind_is_removed_by_the_next_write(spark, trips):
