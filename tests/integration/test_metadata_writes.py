@@ -332,3 +332,29 @@ def test_the_metadata_table_compacts_its_files_partition(spark, trips, monkeypat
     assert not (mdt / ".hoodie" / "timeline" / f"{later}.compaction.requested").exists()
     assert oracle(trips) == ours(table) == model
     in_step(trips)
+
+
+def test_two_optimistic_writers_keep_both_their_deltacommits(spark, trips, tmp_path, monkeypatch):
+    """Optimistic concurrency: a writer paused before the commit lock while another commits; both
+    commits reach the metadata table (each writes its deltacommit under the commit lock)."""
+    from tests.integration.test_concurrency import OCC, paused_in_thread, resume
+
+    table = Table.open(spark, str(trips))
+    model = oracle(trips)
+    first = [(1700000000000, "occ-1", "r", "d", 1.0, "oslo")]
+    second = [(1700000000001, "occ-2", "r", "d", 2.0, "lima")]
+    options = {**FAST, **OCC}
+    results = []
+    thread, caught = paused_in_thread(
+        lambda: results.append(table.upsert(spark.createDataFrame(first, SCHEMA), options=options)),
+        tmp_path / "pause", monkeypatch)
+    other = Table.open(spark, str(trips)).upsert(spark.createDataFrame(second, SCHEMA), options=options)
+    resume(tmp_path / "pause")
+    thread.join(180)
+    assert not caught, caught
+    model = apply(apply(model, second), first)
+    assert oracle(trips) == ours(table) == model
+    in_step(trips)
+    timeline = trips / ".hoodie" / "metadata" / ".hoodie" / "timeline"
+    for instant in (other.instant, results[0].instant):
+        assert len(list(timeline.glob(f"{instant}_*.deltacommit"))) == 1
