@@ -25,11 +25,12 @@ The deltacommit is `T.deltacommit.requested`, `T.deltacommit.inflight`, one log 
 `files/.files-0000-0_T.log.1_0-0-0` holding an HFILE block (the records, keyed and sorted, Avro
 in the metadata table's own `HoodieMetadataRecord` schema), and the completed deltacommit naming
 it: written before the data instant completes, so a reader never sees the data instant without
-it. A write abandoned before completing (`engine.table.lifecycle.abandoned`) takes its
-deltacommit away again, completed file first; a crash between the two leaves a pending data
+it; one an earlier attempt of the same instant left is replaced. A write abandoned before
+completing, a rollback of an instant and a reverted compaction (`engine.table.lifecycle.abandoned`)
+take its deltacommit away again, completed file first; a crash between the two leaves a pending data
 instant whose rollback tombstones its files (Hudi's valid-instant rules read both).
 Every `compaction.MAX_DELTA_COMMITS` deltacommits the files partition is compacted into a new base
-HFile first (`engine.metadata.compaction`). Not done yet (issue 35): the metadata table's clean
+HFile first (`engine.metadata.compaction`), unless another data instant is pending. Not done yet (issue 35): the metadata table's clean
 and archival (Apache Hudi's next writer runs them), the other partitions, version 6 tables.
 """
 
@@ -249,6 +250,9 @@ def records_for(instant: Instant, body: bytes) -> list[mdr.Record] | None:
                 files.setdefault(partition, {})[_name(path)] = (int(size), False)
     else:
         return None
+    # the table's own folders (this engine's RECORD index files under .hoodie/) are no data partitions
+    files = {p: e for p, e in files.items() if not p.startswith(".hoodie")}
+    partitions = {p: d for p, d in partitions.items() if not p.startswith(".hoodie")}
     out = [_file_list(p, entries) for p, entries in files.items()]
     if partitions:
         out.append(_partition_list(partitions))
@@ -332,15 +336,22 @@ def before_complete(meta: MetaClient, instant: Instant, body: bytes) -> None:
     mdt = _open(meta) if meta.config.version >= 8 else None
     if mdt is None or instant.action in NO_FILE_CHANGE:
         return
-    if mdt.completed_file_name(instant.time, Action.DELTA_COMMIT) is not None:
-        return  # written by an earlier attempt of this completion
+    if meta.completed_file_name(instant.time, instant.action) is not None:
+        return  # the data instant is complete already (a retried completion): its deltacommit stands
     records = records_for(instant, body)
     if records is None:
         remove_whole(meta, f"{instant.action.value} {instant.time} is not kept in it by this engine yet")
         return
-    reader = MetadataTableReader(meta, meta.timeline())
+    # an earlier attempt of this instant (a compaction run again after a crash writes other files)
+    # may have left a deltacommit: the data instant is not complete, so it is replaced
+    remove_deltacommit(mdt, instant.time)
+    timeline = meta.timeline()
+    reader = MetadataTableReader(meta, timeline)
     schema = schema_of(reader)
-    if compaction.deltacommits_since_compaction(mdt) >= compaction.MAX_DELTA_COMMITS:
+    others_pending = [i.time for i in timeline.pending.instants if i.time != instant.time]
+    if not others_pending and compaction.deltacommits_since_compaction(mdt) >= compaction.MAX_DELTA_COMMITS:
+        # as Hudi's compactIfNecessary: never while another data instant is pending (its records
+        # would be left out of the base and then read below it)
         compaction.compact(reader, schema)
     write_deltacommit(mdt, instant.time, records, schema)
     failpoints.hit("metadata.written")

@@ -41,6 +41,7 @@ from engine.errors import InstantNotFoundError, InvalidInputError
 from engine.schema import internal as internal_schema
 from engine.schema.avro import arrow_to_avro, avro_to_json, with_meta_fields
 from engine.serial import Documented
+from engine.table import lifecycle
 from engine.table.compaction_plan import (
     PLAN_MODEL,
     CompactionOperation,
@@ -303,6 +304,7 @@ def revert_to_requested(meta: MetaClient, instant: str, fence: Fence = None) -> 
     rollbackInflightCompaction). Returns the files deleted."""
     plan = read_plan(meta, instant)
     _fence(fence)
+    lifecycle.abandoned(meta, instant)  # a metadata deltacommit of the attempt names its files
     removed = remove_partial_files(meta, plan)
     meta.storage.delete(meta.instant_path(Instant(instant, Action.COMPACTION, State.INFLIGHT)))
     meta.storage.delete(heartbeat_file(instant))

@@ -175,8 +175,11 @@ def repair(
         metadata_table.check_enable_option(metadata_enable, meta.storage, present)
     if present:
         decision = metadata_writer.decide(meta, timeline, metadata_enable)
-        metadata_table.check_enable_option(
-            metadata_enable, meta.storage, present, None if decision.keep else decision.reason)
+        if metadata_enable and not decision.keep and meta.config.version >= 8:
+            create_metadata = True  # one it cannot keep (behind, half made) is built again below
+        else:
+            metadata_table.check_enable_option(
+                metadata_enable, meta.storage, present, None if decision.keep else decision.reason)
         if decision.keep:
             # kept up to date from here on (engine.metadata.writer); what it cannot keep goes alone
             report.metadata_partitions_dropped = decision.dropped

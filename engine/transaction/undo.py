@@ -27,7 +27,7 @@ from engine.constants import (
 from engine.data.file_names import file_instant, parse_base_file_name, parse_log_file_name
 from engine.errors import InvalidInputError
 from engine.index.base import Index, RollbackChange
-from engine.table import schema_history
+from engine.table import lifecycle, schema_history
 from engine.table.lifecycle import (
     ensure_file,
     heartbeat_path,
@@ -124,6 +124,9 @@ def undo_instant(
         # revert to inflight: the instant stops being visible before any of its files goes
         ensure_file(meta, completed.with_state(State.INFLIGHT))
         storage.delete(meta.instant_path(completed))
+    # its deltacommit on the metadata table goes before its files (as Hudi rolls back the metadata
+    # table's first); the rollback's tombstones cover what a metadata compaction already holds
+    lifecycle.abandoned(meta, time)
     failpoints.hit("rollback.after_revert")
     logs = action is not Action.COMPACTION
     found = sorted(set(planned) | set(instant_files(meta, time, index, planned_groups or None, logs)))

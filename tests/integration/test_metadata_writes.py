@@ -358,3 +358,68 @@ def test_two_optimistic_writers_keep_both_their_deltacommits(spark, trips, tmp_p
     timeline = trips / ".hoodie" / "metadata" / ".hoodie" / "timeline"
     for instant in (other.instant, results[0].instant):
         assert len(list(timeline.glob(f"{instant}_*.deltacommit"))) == 1
+
+
+def test_a_compaction_killed_after_its_metadata_deltacommit_runs_again_and_is_listed(spark, trips):
+    """Review finding: the compaction's second attempt writes other base files; the deltacommit of
+    the first (killed after it completed on the metadata table) is taken away when the attempt
+    is reverted, and the new one names the new files."""
+    table = Table.open(spark, str(trips))
+    batch = [(1695332066300, "1dced545-862b-4ceb-8b43-d2a568f6616b", "rider-X", "driver-X", 1.5, "san_francisco")]
+    table.upsert(spark.createDataFrame(batch, SCHEMA), options=FAST)  # a log file to compact
+    model = oracle(trips)
+    proc = _run_writer({"path": str(trips), "action": "run_compaction", "options": FAST}, "metadata.written")
+    assert proc.returncode == -9, proc.stderr[-2000:]
+    meta = MetaClient.open(str(trips))
+    (pending,) = [i for i in meta.timeline().pending.instants]
+    mdt_timeline = trips / ".hoodie" / "metadata" / ".hoodie" / "timeline"
+    assert list(mdt_timeline.glob(f"{pending.time}_*.deltacommit"))  # written before the kill
+    assert oracle(trips) == ours(table) == model
+    done = Maintenance(MetaClient.open(str(trips)), FAST).run_compaction(spark=spark)
+    assert done is not None
+    assert oracle(trips) == ours(table) == model
+    listed = in_step(trips)
+    bases = {n for files in listed.values() for n in files if n.endswith(f"_{pending.time}.parquet")}
+    assert bases and all((trips / p / n).exists() for p, files in listed.items() for n in files if n in bases)
+
+
+def test_a_rollback_killed_after_the_revert_leaves_no_deltacommit_for_its_target(spark, trips):
+    """Review finding: the metadata deltacommit of a rolled-back instant goes before its files, so
+    no listing shows files the rollback is deleting; the next write finishes the rollback."""
+    table = Table.open(spark, str(trips))
+    model = oracle(trips)
+    result = table.upsert(spark.createDataFrame([(1700000000000, "new-1", "r", "d", 1.0, "oslo")], SCHEMA),
+                          options=FAST)
+    mdt_timeline = trips / ".hoodie" / "metadata" / ".hoodie" / "timeline"
+    assert list(mdt_timeline.glob(f"{result.instant}_*.deltacommit"))
+    proc = _run_writer({"path": str(trips), "action": "rollback", "args": [result.instant], "options": FAST},
+                       "rollback.after_revert")
+    assert proc.returncode == -9, proc.stderr[-2000:]
+    assert not [p for p in mdt_timeline.iterdir() if p.name.startswith(result.instant)]
+    assert not list((trips / ".hoodie" / "metadata" / "files").glob(f".files-0000-0_{result.instant}.log.*"))
+    assert oracle(trips) == ours(table) == model
+    nxt = [(1700000000005, "new-3", "r", "d", 3.0, "oslo")]
+    table.upsert(spark.createDataFrame(nxt, SCHEMA), options=FAST)
+    assert oracle(trips) == ours(table) == apply(model, nxt)
+    in_step(trips)
+
+
+def test_a_half_made_metadata_table_is_built_again_when_asked(spark, tmp_path):
+    """Review finding: a creation killed before the property was written leaves a folder no reader
+    uses; a write with hoodie.metadata.enable=true removes it and builds it again (no refusal)."""
+    path = tmp_path / "rides"
+    table = Table.create(spark, str(path), name="rides", record_key="uuid", partition_fields="city",
+                         precombine_field="ts", table_version=9)
+    on = {**FAST, "hoodie.metadata.enable": "true"}
+    first = [(1, "a", "r1", "d1", 1.0, "oslo")]
+    table.upsert(spark.createDataFrame(first, SCHEMA), options=on)
+    meta = MetaClient.open(str(path))
+    meta.remove_properties(("hoodie.table.metadata.partitions",), "as a creation killed before it")
+    table = Table.open(spark, str(path))  # the next writer's process
+    second = [(2, "b", "r2", "d2", 2.0, "rome")]
+    result = table.upsert(spark.createDataFrame(second, SCHEMA), options=on)
+    assert result.repaired is not None
+    assert "files partition is not built" in (result.repaired.metadata_table_removed or "")
+    assert result.repaired.metadata_table_created
+    assert oracle(path) == ours(table) == apply(apply([], first), second)
+    in_step(path)

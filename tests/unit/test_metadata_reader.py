@@ -204,3 +204,25 @@ def test_files_records_merge_as_hudis_payload() -> None:
     stats = [{"key": "k", "type": mdr.TYPE_COLUMN_STATS, "v": 1}, {"key": "k", "type": mdr.TYPE_COLUMN_STATS, "v": 2}]
     assert mdr.merge_all(stats) == stats[1]
     assert mdr.partition_key("") == "." and mdr.data_partition(".") == "" and mdr.data_partition("a=1") == "a=1"
+
+
+def test_records_for_a_commit_skip_the_tables_own_folders() -> None:
+    from engine.metadata.writer import records_for
+    from engine.timeline.commit_metadata import CommitMetadata, WriteStat
+    from engine.timeline.instant import Action, Instant, State
+
+    stats = {
+        "city=oslo": [WriteStat(fileId="f1", path="city=oslo/f1_0-1-1_20260101000000000.parquet",
+                                partitionPath="city=oslo", fileSizeInBytes=10)],
+        ".hoodie/.record_index": [WriteStat(fileId="b", path=".hoodie/.record_index/b.parquet",
+                                            partitionPath=".hoodie/.record_index", fileSizeInBytes=5)],
+    }
+    body = CommitMetadata(stats, "UPSERT").to_bytes()
+    out = records_for(Instant("20260101000000000", Action.COMMIT, State.COMPLETED), body)
+    assert out == [
+        {"key": "__all_partitions__", "type": 1, "filesystemMetadata": {"city=oslo": {"size": 0, "isDeleted": False}}},
+        {"key": "city=oslo", "type": 2,
+         "filesystemMetadata": {"f1_0-1-1_20260101000000000.parquet": {"size": 10, "isDeleted": False}}},
+    ]
+    assert records_for(Instant("20260101000000000", Action.SAVEPOINT, State.COMPLETED), b"") == []
+    assert records_for(Instant("20260101000000000", Action.RESTORE, State.COMPLETED), b"") is None
