@@ -53,6 +53,7 @@ from engine.cli.table_cmds import (
     cmd_commits,
     cmd_fsview,
     cmd_index_build,
+    cmd_index_drop,
     cmd_init,
     cmd_show,
 )
@@ -174,10 +175,17 @@ def build_parser() -> argparse.ArgumentParser:
     p = isub.add_parser("build", help=help_text, description=help_text)
     p.add_argument("path", metavar="PATH", help="table base path (local path, file:// or s3://)")
     p.add_argument("--json", action="store_true", help="print one JSON document")
-    p.add_argument("--type", required=True, metavar="TYPE", help="index type (RECORD)")
+    p.add_argument("--type", metavar="TYPE", help="index type (RECORD)")
     p.add_argument("--buckets", type=int, metavar="N", help="number of buckets (default 16; fixed afterwards)")
     p.add_argument("--hash", metavar="NAME", help="hash function (default JAVA_STRING_HASH)")
+    p.add_argument("--partition", metavar="P", help="build a metadata-table partition instead (files)")
     p.set_defaults(handler=cmd_index_build)
+    help_text = "drop a partition of Apache Hudi's metadata table (files: the whole metadata table)"
+    p = isub.add_parser("drop", help=help_text, description=help_text)
+    p.add_argument("path", metavar="PATH", help="table base path (local path, file:// or s3://)")
+    p.add_argument("--partition", required=True, metavar="P", help="the metadata partition, e.g. column_stats")
+    p.add_argument("--json", action="store_true", help="print one JSON document")
+    p.set_defaults(handler=cmd_index_drop)
     return parser
 
 

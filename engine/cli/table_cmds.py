@@ -185,12 +185,46 @@ def cmd_fsview(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _metadata_build(args: argparse.Namespace) -> int:
+    from engine.services.maintenance import Maintenance
+
+    meta = MetaClient.open(args.path)
+    report = Maintenance(meta).build_metadata_partition(args.partition)
+    summary = summarize_metadata(MetaClient.open(args.path))
+    doc = {"path": meta.storage.base_uri, "partition": args.partition, "created": report.metadata_table_created,
+           "listing": summary.listing}
+    if args.json:
+        emit_json(doc)
+    else:
+        verb = "built" if report.metadata_table_created else "already had"
+        print(f"{verb} the metadata table's {args.partition} partition of {doc['path']}; reads list files "
+              f"through the {summary.listing}")
+    return EXIT_OK
+
+
+def cmd_index_drop(args: argparse.Namespace) -> int:
+    """Drop one partition of the metadata table (files: all of it)."""
+    from engine.services.maintenance import Maintenance
+
+    meta = MetaClient.open(args.path)
+    dropped = Maintenance(meta).drop_metadata_partition(args.partition)
+    doc = {"path": meta.storage.base_uri, "dropped": dropped}
+    if args.json:
+        emit_json(doc)
+    else:
+        print(f"dropped the metadata partition(s) {', '.join(dropped)} of {doc['path']}")
+    return EXIT_OK
+
+
 def cmd_index_build(args: argparse.Namespace) -> int:
     """Build the RECORD index of a table from its data files and make it the table's index."""
     from engine.services.maintenance import Maintenance
 
-    if args.type.upper() != "RECORD":
-        raise UsageError(f"only the RECORD index can be built, not {args.type}")
+    if args.partition is not None:
+        return _metadata_build(args)
+    if args.type is None or args.type.upper() != "RECORD":
+        raise UsageError(f"only the RECORD index can be built, not {args.type}" if args.type
+                         else "say what to build: --type RECORD, or --partition files (the metadata table)")
     meta = MetaClient.open(args.path)
     started = time.monotonic()
     updated, stats = Maintenance(meta).build_record_index(args.buckets, args.hash)

@@ -132,9 +132,16 @@ def decide(meta: MetaClient, timeline: Timeline, enable: bool | None = None) -> 
         schema_of(reader)
     except (MetadataTableUnavailable, CorruptTableError, UnsupportedFeatureError, StorageError) as exc:
         return Decision(False, reason=str(exc))
-    present = {p for p in (_named(meta, PARTITIONS_PROPERTY) + _named(meta, PARTITIONS_INFLIGHT))}
-    present |= {i.name for i in mdt.storage.list_dir("") if i.is_dir and not i.name.startswith(".")}
-    return Decision(True, sorted(present - set(KEPT)), orphans=orphans)
+    return Decision(True, sorted(set(present_partitions(meta)) - set(KEPT)), orphans=orphans)
+
+
+def present_partitions(meta: MetaClient) -> list[str]:
+    """The metadata partitions the properties name (built or being built) or storage holds."""
+    mdt = _open(meta)
+    present = set(_named(meta, PARTITIONS_PROPERTY) + _named(meta, PARTITIONS_INFLIGHT))
+    if mdt is not None:
+        present |= {i.name for i in mdt.storage.list_dir("") if i.is_dir and not i.name.startswith(".")}
+    return sorted(present)
 
 
 def orphan_deltacommits(mdt: MetaClient, meta: MetaClient, timeline: Timeline) -> list[str]:
@@ -165,7 +172,7 @@ def apply(meta: MetaClient, decision: Decision) -> None:
         remove_deltacommit(mdt, time)
     if not decision.dropped:
         return
-    kept = [p for p in _named(meta, PARTITIONS_PROPERTY) if p in KEPT]
+    kept = [p for p in _named(meta, PARTITIONS_PROPERTY) if p not in decision.dropped]
     meta.remove_properties((PARTITIONS_INFLIGHT,), "Metadata table partitions dropped",
                            {PARTITIONS_PROPERTY: ",".join(kept)})
     _drop_index_definitions(meta, decision.dropped)
@@ -372,4 +379,4 @@ def register() -> None:
 
 register()
 
-__all__ = ["Decision", "apply", "decide", "has_metadata_table", "records_for", "register", "remove_whole", "write_deltacommit"]
+__all__ = ["Decision", "apply", "decide", "has_metadata_table", "present_partitions", "records_for", "register", "remove_whole", "write_deltacommit"]

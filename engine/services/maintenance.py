@@ -41,6 +41,7 @@ class Maintenance:
 
     def __init__(self, meta: MetaClient, options: Mapping[str, object] | None = None) -> None:
         self.meta = meta
+        self._options = dict(options or {})
         self.config = WriteConfig.from_options(options)
         # what the repair before the last service did (None before the first, or in dry runs)
         self.last_repair: RepairReport | None = None
@@ -272,6 +273,42 @@ class Maintenance:
             tx.fence()
         self.meta = updated
         return updated, stats
+
+    def build_metadata_partition(self, partition: str = "files") -> RepairReport:
+        """Create the metadata table with its `files` partition (tables of version 8 and 9; kept
+        from then on by every write), as a write with hoodie.metadata.enable=true does. Other
+        partitions are not built by this engine yet."""
+        from engine.errors import UnsupportedFeatureError
+
+        if partition != "files":
+            raise UnsupportedFeatureError(
+                f"metadata partition {partition!r}: this engine builds and keeps the files partition only")
+        return Maintenance(self.meta, {**self._options, "hoodie.metadata.enable": "true"}).repair()
+
+    def drop_metadata_partition(self, partition: str) -> list[str]:
+        """Drop one partition of the metadata table (`files`: the whole metadata table, as a writer
+        with hoodie.metadata.enable=false does), under the table lock after repair: properties
+        first, then index definitions, then the folder. Returns what was dropped."""
+        from engine.errors import InvalidInputError
+        from engine.metadata import writer as metadata_writer
+
+        present = metadata_writer.present_partitions(self.meta)
+        if partition not in present:
+            raise InvalidInputError(
+                f"{self.meta.storage.base_uri} has no metadata partition {partition!r}"
+                + (f" (it has: {', '.join(present)})" if present else " (it has no metadata table)"))
+        with self._tx("metadata drop", self._index()) as tx:
+            tx.fence()
+            # the repair before it may have dropped it already (with the others this engine does not keep)
+            dropped = list((tx.repair_report.metadata_partitions_dropped if tx.repair_report else None) or [])
+            if partition == "files":
+                if metadata_writer.has_metadata_table(self.meta):
+                    metadata_writer.remove_whole(self.meta, "dropped on request")
+                return present
+            if partition in metadata_writer.present_partitions(self.meta):
+                metadata_writer.apply(self.meta, metadata_writer.Decision(True, [partition]))
+                dropped.append(partition)
+            return sorted(set(dropped))
 
     # ---- repair ------------------------------------------------------------------------
     def alter(self, changes: Sequence[Change], dry_run: bool = False) -> AlterResult:

@@ -226,3 +226,40 @@ def test_records_for_a_commit_skip_the_tables_own_folders() -> None:
     ]
     assert records_for(Instant("20260101000000000", Action.SAVEPOINT, State.COMPLETED), b"") == []
     assert records_for(Instant("20260101000000000", Action.RESTORE, State.COMPLETED), b"") is None
+
+
+def test_hoodie_index_drop_and_build_of_metadata_partitions(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    import json
+
+    import javaproperties
+
+    from engine.cli import main
+    from tests.support import hudi_rs
+    from tests.support.tables import tree_bytes
+
+    fx = hudi1x.fixture("sample_table/cow/v9_txns_simple_meta", tmp_path)
+    rows = sorted(r["txn_id"] for r in hudi_rs.snapshot(fx.table))
+    props = fx.table / ".hoodie" / "hoodie.properties"
+    mdt = fx.table / ".hoodie" / "metadata"
+    before = tree_bytes(fx.table)
+    assert main(["index", "drop", str(fx.table), "--partition", "nope"]) == 2
+    assert "has no metadata partition 'nope'" in capsys.readouterr().err
+    assert tree_bytes(fx.table) == before
+    assert main(["index", "drop", str(fx.table), "--partition", "column_stats", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["dropped"] == [
+        "column_stats", "partition_stats", "record_index", "secondary_index_merchant_idx", "secondary_index_txn_date_idx"]
+    assert javaproperties.loads(props.read_text())["hoodie.table.metadata.partitions"] == "files"
+    assert sorted(p.name for p in mdt.iterdir()) == [".hoodie", "files"]
+    assert sorted(r["txn_id"] for r in hudi_rs.snapshot(fx.table)) == rows
+    assert main(["index", "drop", str(fx.table), "--partition", "files"]) == 0
+    assert not mdt.exists() and "hoodie.table.metadata.partitions" not in javaproperties.loads(props.read_text())
+    assert main(["index", "build", str(fx.table), "--partition", "column_stats"]) != 0
+    assert "files partition only" in capsys.readouterr().err
+    assert main(["index", "build", str(fx.table), "--partition", "files", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out) == {
+        "path": str(fx.table), "partition": "files", "created": True, "listing": "metadata table"}
+    meta = MetaClient.open(str(fx.table))
+    reader = MetadataTableReader(meta, meta.timeline())
+    reader.check_in_sync()
+    assert _ours(reader.file_listing()) == _storage_listing(meta)
+    assert sorted(r["txn_id"] for r in hudi_rs.snapshot(fx.table)) == rows  # hudi-rs lists through it again
