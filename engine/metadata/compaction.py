@@ -18,7 +18,8 @@ As Apache Hudi's metadata writer compacts (its `performTableServices`, before a 
   and so reads on top of the new base (completion-time slicing).
 
 A crash before the commit leaves a pending compaction readers ignore (its base file's instant is
-not completed); the next compaction removes it first.
+not completed); the next compaction removes it first. After a compaction the slices older than the
+one before it are deleted (`clean`): readers read the latest slice only.
 """
 
 from __future__ import annotations
@@ -130,7 +131,39 @@ def compact(reader: MetadataTableReader, schema_json: str, now: datetime | None 
     )
     metadata = CommitMetadata({mdr.FILES: [stat]}, "COMPACT", compacted=True)
     lifecycle.complete_instant(mdt, time, Action.COMMIT, mdt.encode_commit_metadata(metadata))
+    clean(mdt, file_id)
     return time
 
 
-__all__ = ["MAX_DELTA_COMMITS", "compact", "deltacommits_since_compaction", "remove_pending"]
+def clean(mdt: MetaClient, file_id: str) -> list[str]:
+    """Delete the file slices of the files partition older than the one before the latest (no
+    reader reads them: readers read the latest slice; the one before stays for a reader that
+    began before the latest compaction). Log files whose deltacommit is not a completed instant
+    of the metadata table are left alone. Returns the paths deleted."""
+    timeline = mdt.timeline()
+    completed = timeline.completed
+    done = completed.completion_times
+    bases = sorted(
+        (info.name.rsplit("_", 1)[-1].removesuffix(".hfile"), info.path)
+        for info in mdt.storage.list_dir(mdr.FILES)
+        if info.name.startswith(f"{file_id}_") and info.name.endswith(".hfile")
+        and (info.name.rsplit("_", 1)[-1].removesuffix(".hfile") in completed.completed_times
+             or info.name.rsplit("_", 1)[-1].startswith("00000000000000"))
+    )
+    if len(bases) < 3:
+        return []
+    keep_from = bases[-2][0]  # the slice before the latest begins here
+    deleted = [path for instant, path in bases if instant < keep_from]
+    for info in mdt.storage.list_dir(mdr.FILES):
+        if not (info.name.startswith(f".{file_id}_") and ".log." in info.name):
+            continue
+        instant = info.name[len(file_id) + 2:].split(".log.", 1)[0]
+        finished = done.get(instant) or (instant if instant.startswith("00000000000000") else None)
+        if finished is not None and finished < keep_from:
+            deleted.append(info.path)
+    for path in deleted:
+        mdt.storage.delete(path)
+    return deleted
+
+
+__all__ = ["MAX_DELTA_COMMITS", "clean", "compact", "deltacommits_since_compaction", "remove_pending"]

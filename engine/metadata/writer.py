@@ -30,8 +30,9 @@ completing, a rollback of an instant and a reverted compaction (`engine.table.li
 take its deltacommit away again, completed file first; a crash between the two leaves a pending data
 instant whose rollback tombstones its files (Hudi's valid-instant rules read both).
 Every `compaction.MAX_DELTA_COMMITS` deltacommits the files partition is compacted into a new base
-HFile first (`engine.metadata.compaction`), unless another data instant is pending. Not done yet (issue 35): the metadata table's clean
-and archival (Apache Hudi's next writer runs them), the other partitions, version 6 tables.
+HFile first (`engine.metadata.compaction`, which then deletes the slices no reader needs), unless
+another data instant is pending. Not done yet (issue 35): the archival of the metadata table's
+timeline (Apache Hudi's next writer runs it), the other partitions, version 6 tables.
 """
 
 from __future__ import annotations

@@ -305,6 +305,10 @@ def test_the_metadata_table_compacts_its_files_partition(spark, trips, monkeypat
         in_step(trips)
     bases = sorted(p.name for p in (mdt / "files").glob("*.hfile"))
     (new_base,) = sorted(set(bases) - set(bases_before))
+    # the compaction cleaned the slices older than the one before it: Hudi's initial base went
+    assert bases_before[0].endswith("_00000000000000000.hfile")
+    assert bases == sorted(bases_before[1:] + [new_base])
+    assert not list((mdt / "files").glob(".files-0000-0_00000000000000000.log.*"))
     instant = new_base.removesuffix(".hfile").rsplit("_", 1)[-1]
     assert list((mdt / ".hoodie" / "timeline").glob(f"{instant}_*.commit"))
     meta = MetaClient.open(str(trips))
@@ -332,6 +336,8 @@ def test_the_metadata_table_compacts_its_files_partition(spark, trips, monkeypat
     assert not (mdt / ".hoodie" / "timeline" / f"{later}.compaction.requested").exists()
     assert oracle(trips) == ours(table) == model
     in_step(trips)
+    final = sorted(p.name for p in (mdt / "files").glob("*.hfile"))
+    assert len(final) == 2 and final[0] == new_base  # the latest two slices stay
 
 
 def test_two_optimistic_writers_keep_both_their_deltacommits(spark, trips, tmp_path, monkeypatch):
