@@ -115,3 +115,18 @@ def test_a_table_of_version_8_or_9_is_created_from_the_page_and_the_api(console)
     assert not (console.root / "nine").exists()
     assert [(a[1], a[2], a[3].get("table_version"), a[5]) for a in audit_rows(console.app) if a[1] == "table.create"] == [
         ("table.create", "rides8", 8, "created"), ("table.create", "rides9", 9, "created")]
+
+
+def test_the_job_log_says_what_happened_to_the_metadata_table():
+    from engine.services.repair import RepairReport
+    from webui.jobs.operations import repair_notes
+
+    assert repair_notes(None) == [] and repair_notes(RepairReport()) == []
+    lines = repair_notes(RepairReport(metadata_partitions_dropped=["column_stats", "record_index"],
+                                      metadata_table_created=False))
+    assert lines == ["dropped the metadata table partitions column_stats, record_index (not kept by this engine "
+                     "yet; Apache Hudi's writers build them again); its files partition is kept up to date"]
+    assert repair_notes(RepairReport(metadata_table_removed="removed Apache Hudi's metadata table (x)",
+                                     metadata_table_created=True)) == [
+        "removed Apache Hudi's metadata table (x)",
+        "created Apache Hudi's metadata table with its files partition (hoodie.metadata.enable=true)"]

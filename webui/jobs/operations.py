@@ -24,6 +24,24 @@ from webui.services.plans import to_doc
 PREVIEW_MAX_ROWS = 500
 
 
+
+def repair_notes(repaired: Any) -> list[str]:
+    """The job-log lines of what the repair before a write or service did to Apache Hudi's metadata
+    table: removed (and why), partitions dropped alone, created (engine.metadata)."""
+    if repaired is None:
+        return []
+    lines = []
+    removed = getattr(repaired, "metadata_table_removed", None)
+    if removed:
+        lines.append(removed)
+    dropped = getattr(repaired, "metadata_partitions_dropped", None) or []
+    if dropped:
+        lines.append(f"dropped the metadata table partitions {', '.join(dropped)} (not kept by this engine yet; "
+                     "Apache Hudi's writers build them again); its files partition is kept up to date")
+    if getattr(repaired, "metadata_table_created", False):
+        lines.append("created Apache Hudi's metadata table with its files partition (hoodie.metadata.enable=true)")
+    return lines
+
 class JobRefused(Exception):
     """The job cannot run as asked (e.g. the table changed since its plan was confirmed)."""
 
@@ -82,9 +100,8 @@ class Operations:
         finally:
             sc.setLocalProperty("spark.jobGroup.id", None)  # type: ignore[arg-type]
         reporter.log(f"committed instant {result.instant}" if result.instant else "nothing to commit (empty batch)")
-        removed = getattr(result.repaired, "metadata_table_removed", None)
-        if removed:
-            reporter.log(removed)  # Apache Hudi's metadata table went before the write (engine.table.metadata_table)
+        for line in repair_notes(result.repaired):
+            reporter.log(line)  # what happened to Apache Hudi's metadata table before the write
         return jsonable(result.to_dict())
 
     # ---- data preview ---------------------------------------------------------------------------
@@ -162,8 +179,8 @@ class Operations:
         doc = doc if isinstance(doc, dict) else {"value": doc}
         if m.last_repair is not None and not m.last_repair.nothing_done:
             doc["repaired"] = jsonable(m.last_repair.to_dict())  # e.g. a stale metadata table removed
-            if m.last_repair.metadata_table_removed:
-                reporter.log(m.last_repair.metadata_table_removed)
+            for line in repair_notes(m.last_repair):
+                reporter.log(line)
         return doc
 
     def _compaction(self, m: Any, instant: str | None, reporter: JobReporter) -> dict[str, Any]:
