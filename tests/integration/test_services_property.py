@@ -107,10 +107,57 @@ def test_random_service_sequences_match_the_model(spark, version, ops):
         shutil.rmtree(root, ignore_errors=True)
 
 
-def apply(spark, t: Table, model: Model, step: int, op: str, arg) -> None:
+def metadata_in_step(path: str) -> None:
+    """Where the table has a metadata table, its files partition equals the committed data files
+    storage holds (a recomputation from storage)."""
+    from engine.data.file_names import parse_base_file_name, parse_log_file_name
+    from engine.metadata.reader import MetadataTableReader
+    from engine.table.meta_client import MetaClient
+
+    meta = MetaClient.open(path)
+    if not os.path.exists(f"{path}/.hoodie/metadata/.hoodie/hoodie.properties"):
+        return
+    timeline = meta.timeline()
+    listed = {p: f for p, f in MetadataTableReader(meta, timeline).file_listing().items() if f}
+    committed = timeline.completed_times
+    storage: dict[str, dict[str, int]] = {}
+    for df in meta.list_data_files():
+        base, log = parse_base_file_name(df.name), parse_log_file_name(df.name)
+        instant = base.instant if base else (log.base_instant if log else None)
+        if instant is not None and instant in committed:
+            storage.setdefault(df.partition, {})[df.name] = df.size
+    assert listed == storage
+
+
+@pytest.mark.parametrize("table_type", ["COPY_ON_WRITE", "MERGE_ON_READ"])
+@settings(max_examples=6, deadline=None, database=None, derandomize=True,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+@given(ops=st.lists(OPS, min_size=5, max_size=9))
+def test_random_sequences_keep_the_metadata_table(spark, table_type, ops):
+    """Issue 35: the same random sequences on a version 9 table whose writes ask for Apache Hudi's
+    metadata table: after every step our reads equal the model and its files partition equals the
+    recomputation from storage (a restore removes it; the next write builds it again); at the end
+    hudi-rs, which lists through it, agrees."""
+    root = tempfile.mkdtemp(prefix="hoodie-prop-mdt-")
+    options = {**MANUAL, "hoodie.metadata.enable": "true"}
+    try:
+        t = Table.create(spark, f"{root}/t", name="trips", record_key="id", partition_fields="city",
+                         precombine_field="ts", table_version=9, table_type=table_type)
+        model = Model()
+        for step, (op, arg) in enumerate(ops):
+            apply(spark, t, model, step, op, arg, options)
+            assert ours(t) == model.expected(), (step, op, arg)
+            metadata_in_step(t.path)
+        assert sorted((r["id"], r["name"], r["city"], r["ts"]) for r in hudi_rs.snapshot(t.path)) == model.expected()
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+
+
+def apply(spark, t: Table, model: Model, step: int, op: str, arg, options: dict | None = None) -> None:
+    options = options or MANUAL
     if op == "upsert":
         batch = [(k, f"s{step}", city(k), step) for k in arg]
-        r = t.upsert(spark.createDataFrame(batch, SCHEMA), options=MANUAL)
+        r = t.upsert(spark.createDataFrame(batch, SCHEMA), options=options)
         state = model.state
         for row in batch:
             state[row[0]] = row
@@ -118,7 +165,7 @@ def apply(spark, t: Table, model: Model, step: int, op: str, arg) -> None:
         model.ops.append(("upsert", batch))
     elif op == "delete":
         batch = [(k, "x", city(k), step) for k in arg]
-        r = t.delete(spark.createDataFrame(batch, SCHEMA), options=MANUAL)
+        r = t.delete(spark.createDataFrame(batch, SCHEMA), options=options)
         state = model.state
         for k in arg:
             state.pop(k, None)
@@ -182,6 +229,6 @@ def apply(spark, t: Table, model: Model, step: int, op: str, arg) -> None:
     elif op == "clean":
         policy, n = arg
         key = "hoodie.cleaner.commits.retained" if policy == "KEEP_LATEST_COMMITS" else "hoodie.cleaner.fileversions.retained"
-        Maintenance(t.meta, {**MANUAL, "hoodie.cleaner.policy": policy, key: str(n)}).clean()
+        Maintenance(t.meta, {**options, "hoodie.cleaner.policy": policy, key: str(n)}).clean()
         if model.commits:
             model.cleaned_after = model.commits[-1][0]
