@@ -429,3 +429,51 @@ def test_a_half_made_metadata_table_is_built_again_when_asked(spark, tmp_path):
     assert result.repaired.metadata_table_created
     assert oracle(path) == ours(table) == apply(apply([], first), second)
     in_step(path)
+
+
+def test_on_s3_the_metadata_table_is_created_kept_and_listed_through(spark, s3_server):
+    """On S3 (moto: conditional puts for the timeline): a version 9 table whose writes ask for the
+    metadata table; our reads plan from it (no listing of the data folders), hudi-rs lists through
+    it, and its files partition equals the objects the bucket holds."""
+    from engine.read.plan import plan_snapshot
+
+    bucket = s3_server.create_bucket()
+    uri = f"s3://{bucket}/lake/rides"
+    opts = s3_server.storage_options()
+    table = Table.create(spark, uri, name="rides", record_key="uuid", partition_fields="city",
+                         precombine_field="ts", table_type="MERGE_ON_READ", table_version=9, storage_options=opts)
+    on = {**FAST, "hoodie.metadata.enable": "true"}
+    model: list[tuple] = []
+    for batch in ([(1, "a", "r", "d", 1.0, "oslo"), (1, "b", "r", "d", 1.0, "rome")],
+                  [(2, "a", "r2", "d2", 2.0, "oslo")]):
+        table.upsert(spark.createDataFrame(batch, SCHEMA), options=on)
+        model = apply(model, batch)
+    theirs = _rows(hudi_rs.snapshot(uri, storage_options=hudi_rs.s3_storage_options(s3_server.env())))
+    assert theirs == ours(Table.open(spark, uri, storage_options=opts)) == model
+    meta = MetaClient.open(uri, opts)
+    listings: list[str] = []
+    cls = type(meta.storage)
+    originals = {name: getattr(cls, name) for name in ("list_dir", "list_files_recursive")}
+
+    def recorder(name: str):
+        def listed(self, rel: str = "", *args, **kwargs):
+            listings.append(f"{self.base_uri}|{rel}|{name}")
+            return originals[name](self, rel, *args, **kwargs)
+        return listed
+
+    try:
+        for name in originals:
+            setattr(cls, name, recorder(name))
+        plan, _ = plan_snapshot(meta)
+    finally:
+        for name, original in originals.items():
+            setattr(cls, name, original)
+    assert plan.listing == "metadata table"
+    # no listing of the table's root or its data folders: only timelines and the files partition
+    assert listings and all(".hoodie" in entry.split("|")[0] + entry.split("|")[1] for entry in listings), listings
+    listed = {p: f for p, f in MetadataTableReader(meta, meta.timeline()).file_listing().items() if f}
+    storage: dict[str, dict[str, int]] = {}
+    for df in meta.list_data_files():
+        if parse_base_file_name(df.name) or parse_log_file_name(df.name):
+            storage.setdefault(df.partition, {})[df.name] = df.size
+    assert listed == storage and sorted(listed) == ["oslo", "rome"]
