@@ -74,7 +74,7 @@ CREATE_TIME_TS = "hfile.CREATE_TIME_TS"
 KEY_VALUE_VERSION = "KEY_VALUE_VERSION"
 
 
-def _varint(n: int) -> bytes:
+def varint(n: int) -> bytes:
     """Protobuf base-128 varint of a non-negative number (a negative int64 as its 64-bit two's complement)."""
     if n < 0:
         n += 1 << 64
@@ -89,8 +89,9 @@ def _varint(n: int) -> bytes:
             return bytes(out)
 
 
-def _hadoop_vint(n: int) -> bytes:
-    """Hadoop WritableUtils.writeVLong."""
+def hadoop_vlong(n: int) -> bytes:
+    """Hadoop WritableUtils.writeVLong (what `engine.data.hfile` reads back; HBase writes cells'
+    memstore timestamps so, Hudi's writer always the one byte of 0)."""
     if -112 <= n <= 127:
         return struct.pack(">b", n)
     length = -112
@@ -107,8 +108,8 @@ def _hadoop_vint(n: int) -> bytes:
 
 def _field(number: int, value: int | bytes) -> bytes:
     if isinstance(value, bytes):
-        return _varint(number << 3 | 2) + _varint(len(value)) + value
-    return _varint(number << 3) + _varint(value)
+        return varint(number << 3 | 2) + varint(len(value)) + value
+    return varint(number << 3) + varint(value)
 
 
 def _java_string_hash(text: str) -> int:
@@ -249,11 +250,11 @@ class HFileWriter:
             block = self._block_bytes_out(META_BLOCK_MAGIC, self._meta[name], -1)
             offset = self._write(block)
             encoded = name.encode("utf-8")
-            meta_index += struct.pack(">qi", offset, len(block)) + _varint(len(encoded)) + encoded
+            meta_index += struct.pack(">qi", offset, len(block)) + varint(len(encoded)) + encoded
         load_on_open = len(self._out)
         root = bytearray()
         for row, offset, size in self._index:
-            root += struct.pack(">qi", offset, size) + _varint(len(row) + 2) + struct.pack(">h", len(row)) + row
+            root += struct.pack(">qi", offset, size) + varint(len(row) + 2) + struct.pack(">h", len(row)) + row
         self._write(self._block_bytes_out(ROOT_INDEX_MAGIC, bytes(root), -1))
         self._write(self._block_bytes_out(ROOT_INDEX_MAGIC, bytes(meta_index), -1))
         info = self._file_info
@@ -266,7 +267,7 @@ class HFileWriter:
             _field(1, _field(1, name.encode("utf-8")) + _field(2, info[name])) for name in java_hashmap_order(info)
         )
         file_info_offset = self._write(
-            self._block_bytes_out(FILE_INFO_MAGIC, PROTOBUF_MAGIC + _varint(len(pairs)) + pairs, -1)
+            self._block_bytes_out(FILE_INFO_MAGIC, PROTOBUF_MAGIC + varint(len(pairs)) + pairs, -1)
         )
         proto = b"".join([
             _field(T_FILE_INFO_OFFSET, file_info_offset),
@@ -281,7 +282,7 @@ class HFileWriter:
             _field(T_COMPARATOR_CLASS_NAME, COMPARATOR.encode("ascii")),
             _field(T_COMPRESSION_CODEC, self.codec),
         ])
-        trailer = TRAILER_MAGIC + _varint(len(proto)) + proto
+        trailer = TRAILER_MAGIC + varint(len(proto)) + proto
         if len(trailer) > TRAILER_SIZE - 1:
             raise ValueError("HFile trailer does not fit its 4096 bytes")
         self._write(trailer + bytes(TRAILER_SIZE - 1 - len(trailer)) + b"\x03")
@@ -302,4 +303,4 @@ def write_hfile(cells: Iterable[tuple[bytes | str, bytes]], *, file_info: dict[s
     return writer.finish()
 
 
-__all__ = ["COMPARATOR", "DEFAULT_BLOCK_SIZE", "HFileWriter", "java_hashmap_order", "write_hfile"]
+__all__ = ["COMPARATOR", "DEFAULT_BLOCK_SIZE", "HFileWriter", "hadoop_vlong", "java_hashmap_order", "varint", "write_hfile"]

@@ -8,32 +8,9 @@ import struct
 from collections.abc import Sequence
 
 from engine.data import hfile
+from engine.data.hfile_writer import hadoop_vlong, varint
 
-
-def _varint(n: int) -> bytes:
-    out = bytearray()
-    while True:
-        byte = n & 0x7F
-        n >>= 7
-        out.append(byte | (0x80 if n else 0))
-        if not n:
-            return bytes(out)
-
-
-def vlong(n: int) -> bytes:
-    """Hadoop WritableUtils.writeVLong."""
-    if -112 <= n <= 127:
-        return struct.pack(">b", n)
-    length = -112
-    if n < 0:
-        n ^= -1
-        length = -120
-    tmp = n
-    while tmp:
-        tmp >>= 8
-        length -= 1
-    size = (-(length + 120)) if length < -120 else (-(length + 112))
-    return struct.pack(">b", length) + n.to_bytes(size, "big")
+vlong = hadoop_vlong  # Hadoop WritableUtils.writeVLong, as the engine's HFile writer has it
 
 
 def cell(row: bytes, value: bytes, memstore_ts: int = 0) -> bytes:
@@ -63,14 +40,14 @@ def hfile_bytes(blocks: Sequence[Sequence[bytes]], codec: int = hfile.CODEC_GZ, 
         out += header + data + checksums
     count = sum(len(c) for c in blocks) if entry_count is None else entry_count
     proto = b"".join([
-        _varint(2 << 3) + _varint(len(out)),  # load-on-open offset (nothing there)
-        _varint(7 << 3) + _varint(count),
-        _varint(9 << 3) + _varint(offsets[0] if offsets else 0),
-        _varint(10 << 3) + _varint(offsets[-1] if offsets else 0),
-        _varint((11 << 3) | 2) + _varint(len(b"org.apache.hudi.io.storage.HoodieHBaseKVComparator"))
+        varint(2 << 3) + varint(len(out)),  # load-on-open offset (nothing there)
+        varint(7 << 3) + varint(count),
+        varint(9 << 3) + varint(offsets[0] if offsets else 0),
+        varint(10 << 3) + varint(offsets[-1] if offsets else 0),
+        varint((11 << 3) | 2) + varint(len(b"org.apache.hudi.io.storage.HoodieHBaseKVComparator"))
         + b"org.apache.hudi.io.storage.HoodieHBaseKVComparator",
-        _varint(12 << 3) + _varint(codec),
+        varint(12 << 3) + varint(codec),
     ])
-    body = hfile.TRAILER_MAGIC + _varint(len(proto)) + proto
+    body = hfile.TRAILER_MAGIC + varint(len(proto)) + proto
     trailer = body + b"\x00" * (hfile.TRAILER_SIZE - 4 - len(body)) + b"\x00\x00\x00\x03"
     return bytes(out) + trailer
