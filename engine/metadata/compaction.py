@@ -24,15 +24,9 @@ one before it are deleted (`clean`): readers read the latest slice only.
 
 from __future__ import annotations
 
-import io
-import json
 from datetime import UTC, datetime
 
-import fastavro
-
-from engine.data.bloom_filter import TYPE_DYNAMIC_V0, build_for_keys, footer_entries
-from engine.data.hfile import CODEC_GZ
-from engine.data.hfile_writer import write_hfile
+from engine.metadata import hfiles
 from engine.metadata import records as mdr
 from engine.metadata.reader import MetadataTableReader
 from engine.table import lifecycle
@@ -43,7 +37,6 @@ from engine.timeline.commit_metadata import CommitMetadata, WriteStat
 from engine.timeline.instant import Action, Instant, State, next_instant_time
 
 MAX_DELTA_COMMITS = 10
-BLOOM_ENTRIES, BLOOM_FPP, BLOOM_MAX_ENTRIES = 10_000, 1e-9, 100_000
 BASE_TOKEN = "0-0-0"
 
 
@@ -73,12 +66,12 @@ def remove_pending(mdt: MetaClient) -> None:
                 mdt.storage.delete(path)
 
 
-def _compacted(record: mdr.Record, base_name: str) -> mdr.Record:
+def _compacted(record: mdr.Record) -> mdr.Record:
+    """A record as the base file holds it: nothing below the base, so no tombstone is needed."""
     out = dict(record)
     if record.get("type") in (mdr.TYPE_PARTITION_LIST, mdr.TYPE_FILE_LIST):
         infos = record.get("filesystemMetadata") or {}
         out["filesystemMetadata"] = {n: i for n, i in infos.items() if not i.get("isDeleted")}
-    out["_hoodie_file_name"] = base_name  # as Hudi's base files of the metadata table carry it
     return out
 
 
@@ -108,26 +101,14 @@ def compact(reader: MetadataTableReader, schema_json: str, now: datetime | None 
     mdt.storage.create_exclusive(mdt.instant_path(requested), body)
     lifecycle.ensure_file(mdt, requested.with_state(State.INFLIGHT), body)
 
-    schema = fastavro.parse_schema(json.loads(schema_json))
-    cells = []
-    for key in sorted(records):
-        out = io.BytesIO()
-        fastavro.schemaless_writer(out, schema, {**_compacted(records[key], base_name), "key": ""})
-        cells.append((key, out.getvalue()))
-    keys = [k for k, _ in cells]
-    info = {"schema": schema_json.encode("utf-8"), "bloomFilterTypeCode": TYPE_DYNAMIC_V0.encode("ascii")}
-    if keys:
-        info["minRecordKey"], info["maxRecordKey"] = keys[0].encode("utf-8"), keys[-1].encode("utf-8")
-    bloom = build_for_keys(keys, BLOOM_ENTRIES, BLOOM_FPP, BLOOM_MAX_ENTRIES)
-    (text,) = [v for k, v in footer_entries(bloom).items() if "type" not in k]
-    data = write_hfile(cells, file_info=info, meta={"bloomFilter": text.encode("ascii")}, codec=CODEC_GZ)
+    data, count = hfiles.base_file([_compacted(r) for r in records.values()], schema_json, base_name)
     path = f"{mdr.FILES}/{base_name}"
     mdt.storage.create_exclusive(path, data)
     stat = WriteStat(
-        fileId=file_id, path=path, partitionPath=mdr.FILES, prevCommit=base_instant, numWrites=len(cells),
-        numInserts=0, numUpdateWrites=len(cells), totalWriteBytes=len(data), fileSizeInBytes=len(data),
+        fileId=file_id, path=path, partitionPath=mdr.FILES, prevCommit=base_instant, numWrites=count,
+        numInserts=0, numUpdateWrites=count, totalWriteBytes=len(data), fileSizeInBytes=len(data),
         totalLogFilesCompacted=len(sl.logs), totalLogSizeCompacted=sum(mdt.storage.size(p) for p in sl.logs),
-        totalLogRecords=len(cells),
+        totalLogRecords=count,
     )
     metadata = CommitMetadata({mdr.FILES: [stat]}, "COMPACT", compacted=True)
     lifecycle.complete_instant(mdt, time, Action.COMMIT, mdt.encode_commit_metadata(metadata))

@@ -22,31 +22,27 @@ others to their defaults (null), as Avro schema resolution does.
 
 from __future__ import annotations
 
-import io
 import json
 from datetime import UTC, datetime
 
-import fastavro
 import javaproperties
 
 from engine.config.table_config import table_checksum
 from engine.constants import METAFOLDER
-from engine.data.bloom_filter import TYPE_DYNAMIC_V0, build_for_keys, footer_entries
 from engine.data.file_names import parse_base_file_name, parse_log_file_name
-from engine.data.hfile import CODEC_GZ
-from engine.data.hfile_writer import write_hfile
+from engine.metadata import hfiles
 from engine.metadata import records as mdr
-from engine.metadata.reader import FOLDER, PARTITIONS_PROPERTY
 from engine.storage import storage_for
 from engine.table import lifecycle
 from engine.table.meta_client import MetaClient
+from engine.table.metadata_table import FOLDER
+from engine.table.metadata_table import PARTITIONS as PARTITIONS_PROPERTY
 from engine.timeline.commit_metadata import CommitMetadata, WriteStat
 from engine.timeline.instant import Action, Instant, State
 from engine.timeline.timeline import Timeline
 
 INIT_INSTANT = "00000000000000000"
 FILE_ID = "files-0000-0"
-BLOOM = (10_000, 1e-9, 100_000)
 
 
 def _meta_field(name: str) -> dict:
@@ -132,28 +128,14 @@ def initialize(data: MetaClient, timeline: Timeline, now: datetime | None = None
         mdr.partition_key(p): {"size": 0, "isDeleted": False} for p in sorted(listing)}}]
     records += [{"key": mdr.partition_key(p), "type": mdr.TYPE_FILE_LIST, "filesystemMetadata": {
         n: {"size": s, "isDeleted": False} for n, s in sorted(files.items())}} for p, files in sorted(listing.items())]
-    records.sort(key=lambda r: r["key"])
     base_name = f"{FILE_ID}_0-0-0_{INIT_INSTANT}.hfile"
-    schema = fastavro.parse_schema(FILES_SCHEMA)
-    cells: list[tuple[str, bytes]] = []
-    for record in records:
-        out = io.BytesIO()
-        fastavro.schemaless_writer(out, schema, {**record, "key": "", "_hoodie_file_name": base_name})
-        cells.append((str(record["key"]), out.getvalue()))
-    keys = [k for k, _ in cells]
-    bloom = build_for_keys(keys, *BLOOM)
-    (text,) = [v for k, v in footer_entries(bloom).items() if "type" not in k]
-    data_bytes = write_hfile(
-        cells, codec=CODEC_GZ, meta={"bloomFilter": text.encode("ascii")},
-        file_info={"schema": FILES_SCHEMA_JSON.encode("utf-8"), "bloomFilterTypeCode": TYPE_DYNAMIC_V0.encode("ascii"),
-                   "minRecordKey": keys[0].encode("utf-8"), "maxRecordKey": keys[-1].encode("utf-8")},
-    )
+    data_bytes, count = hfiles.base_file(records, FILES_SCHEMA_JSON, base_name)
     storage.write_bytes(f"{mdr.FILES}/.hoodie_partition_metadata",
                         f"#partition metadata\ncommitTime={INIT_INSTANT}\npartitionDepth=1\n".encode())
     path = f"{mdr.FILES}/{base_name}"
     storage.create_exclusive(path, data_bytes)
-    stat = WriteStat(fileId=FILE_ID, path=path, partitionPath=mdr.FILES, prevCommit="null", numWrites=len(cells),
-                     numInserts=len(cells), totalWriteBytes=len(data_bytes), fileSizeInBytes=len(data_bytes))
+    stat = WriteStat(fileId=FILE_ID, path=path, partitionPath=mdr.FILES, prevCommit="null", numWrites=count,
+                     numInserts=count, totalWriteBytes=len(data_bytes), fileSizeInBytes=len(data_bytes))
     lifecycle.complete_instant(mdt, INIT_INSTANT, Action.DELTA_COMMIT,
                                mdt.encode_commit_metadata(CommitMetadata({mdr.FILES: [stat]}, "BULK_INSERT")))
     data.remove_properties(("hoodie.table.metadata.partitions.inflight",), "Metadata table created",
