@@ -34,7 +34,6 @@ from typing import Any
 
 import fastavro
 
-from engine.constants import METAFOLDER
 from engine.data import log_file
 from engine.data.hfile import HFileReader, UnsupportedHFileError
 from engine.data.hfile_block import decode_hfile_content
@@ -42,13 +41,13 @@ from engine.data.log_block import BlockType, CommandBlockType, HeaderKey, LogBlo
 from engine.errors import CorruptTableError, TableNotFoundError, UnsupportedFeatureError
 from engine.metadata import records as mdr
 from engine.storage import storage_for
-from engine.table.lifecycle import read_avro
+from engine.table import metadata_table
+from engine.table.lifecycle import rolled_back_instants
 from engine.table.meta_client import MetaClient
+from engine.table.metadata_table import FOLDER
 from engine.timeline.instant import Action
 from engine.timeline.timeline import Timeline
 
-FOLDER = f"{METAFOLDER}/metadata"
-PARTITIONS_PROPERTY = "hoodie.table.metadata.partitions"
 INIT_PREFIX = "00000000000000"  # SOLO_COMMIT_TIMESTAMP: the instants that initialize partitions
 _BASE_RE = re.compile(r"^(?P<file_id>[A-Za-z0-9-]+)_(?P<token>[A-Za-z0-9-]+)_(?P<instant>\d{17})\.hfile$")
 _LOG_RE = re.compile(r"^\.(?P<file_id>[A-Za-z0-9-]+)_(?P<instant>\d{17})\.log\.(?P<version>\d+)(?:_(?P<token>\d+-\d+-\d+))?$")
@@ -93,14 +92,6 @@ class MetadataTableReader:
         self.valid = frozenset(self._valid_instants())
 
     # ---- which instants count ----------------------------------------------------------------
-    def _rolled_back(self, meta: MetaClient, timeline: Timeline) -> set[str]:
-        out: set[str] = set()
-        for inst in timeline.filter(actions=[Action.ROLLBACK, Action.RESTORE], completed=True).instants:
-            model = "HoodieRollbackMetadata" if inst.action is Action.ROLLBACK else "HoodieRestoreMetadata"
-            record = read_avro(meta, inst, model)
-            out.update(str(t) for t in record.get("commitsRollback") or record.get("instantsToRollback") or [])
-        return out
-
     def _valid_instants(self) -> set[str]:
         data_pending = {i.time for i in self.timeline.pending.instants}
         valid = set(self.timeline.completed_times)
@@ -109,7 +100,7 @@ class MetadataTableReader:
             if i.action is Action.DELTA_COMMIT and i.time not in data_pending
         }
         valid |= {i.time for i in self.mdt_timeline.completed.instants if i.time.startswith(INIT_PREFIX)}
-        valid |= self._rolled_back(self.data, self.timeline)
+        valid |= rolled_back_instants(self.data, self.timeline)
         valid |= {
             i.time for i in self.mdt_timeline.filter(actions=[Action.ROLLBACK, Action.RESTORE], completed=True).instants
         }
@@ -117,8 +108,7 @@ class MetadataTableReader:
 
     def partitions(self) -> list[str]:
         """The metadata partitions the data table's properties name as built."""
-        names = dict(self.data.config.extra).get(PARTITIONS_PROPERTY, "")
-        return [p for p in (n.strip() for n in names.split(",")) if p]
+        return metadata_table.partitions_in(self.data.config)
 
     def check_in_sync(self) -> None:
         """Raise MetadataTableUnavailable unless every completed write, clean, rollback and restore

@@ -12,6 +12,7 @@ from engine.metadata import records as mdr
 from engine.metadata.reader import FOLDER, MetadataTableReader, MetadataTableUnavailable
 from engine.metadata.writer import KEPT
 from engine.serial import Documented
+from engine.table import metadata_table
 from engine.table.meta_client import MetaClient
 from engine.timeline.timeline import Timeline
 
@@ -45,8 +46,7 @@ def summarize(meta: MetaClient, timeline: Timeline | None = None) -> MetadataSum
     timeline = timeline if timeline is not None else meta.timeline()
     if not meta.storage.exists(f"{FOLDER}/.hoodie/hoodie.properties"):
         return MetadataSummary(False, "storage")
-    named = [p.strip() for p in (dict(meta.config.extra).get("hoodie.table.metadata.partitions") or "").split(",")
-             if p.strip()]
+    named = metadata_table.partitions_in(meta.config)
     mdt_storage = meta.storage
     names = sorted({i.path.split("/")[-1] for i in mdt_storage.list_dir(FOLDER)
                     if i.is_dir and not i.name.startswith(".")} | set(named))

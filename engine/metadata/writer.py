@@ -37,27 +37,25 @@ timeline (Apache Hudi's next writer runs it), the other partitions, version 6 ta
 
 from __future__ import annotations
 
-import io
 import json
 import logging
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-import fastavro
-
 from engine import failpoints
 from engine.constants import METAFOLDER
-from engine.data.hfile import CODEC_GZ, HFileReader
-from engine.data.hfile_writer import write_hfile
+from engine.data.hfile import HFileReader
 from engine.data.log_block import BlockType, HeaderKey, encode_log_block
 from engine.data.log_file import read_log_blocks, write_log_file
 from engine.errors import CorruptTableError, StorageError, UnsupportedFeatureError
-from engine.metadata import compaction
+from engine.metadata import compaction, hfiles
 from engine.metadata import records as mdr
-from engine.metadata.reader import FOLDER, PARTITIONS_PROPERTY, MetadataTableReader, MetadataTableUnavailable
+from engine.metadata.reader import MetadataTableReader, MetadataTableUnavailable
 from engine.storage import storage_for
-from engine.table import lifecycle
+from engine.table import lifecycle, metadata_table
 from engine.table.meta_client import MetaClient
+from engine.table.metadata_table import FOLDER
+from engine.table.metadata_table import PARTITIONS as PARTITIONS_PROPERTY
 from engine.timeline import avro_models
 from engine.timeline.commit_metadata import CommitMetadata, WriteStat
 from engine.timeline.instant import Action, Instant, State
@@ -65,7 +63,6 @@ from engine.timeline.timeline import Timeline
 
 _log = logging.getLogger(__name__)
 
-PARTITIONS_INFLIGHT = "hoodie.table.metadata.partitions.inflight"
 INDEX_DEFS_PATH = "hoodie.table.index.defs.path"
 KEPT = (mdr.FILES,)
 LOG_TOKEN = "0-0-0"
@@ -109,11 +106,6 @@ class Decision:
         return None
 
 
-def _named(meta: MetaClient, key: str) -> list[str]:
-    value = dict(meta.config.extra).get(key) or ""
-    return [p.strip() for p in value.split(",") if p.strip()]
-
-
 def decide(meta: MetaClient, timeline: Timeline, enable: bool | None = None) -> Decision:
     """Keep or remove the metadata table of the table at `meta` (which has one); `enable` is the
     writer's hoodie.metadata.enable (false: removed, as Apache Hudi's writers do)."""
@@ -139,7 +131,7 @@ def decide(meta: MetaClient, timeline: Timeline, enable: bool | None = None) -> 
 def present_partitions(meta: MetaClient) -> list[str]:
     """The metadata partitions the properties name (built or being built) or storage holds."""
     mdt = _open(meta)
-    present = set(_named(meta, PARTITIONS_PROPERTY) + _named(meta, PARTITIONS_INFLIGHT))
+    present = set(metadata_table.named_partitions(meta.config))
     if mdt is not None:
         present |= {i.name for i in mdt.storage.list_dir("") if i.is_dir and not i.name.startswith(".")}
     return sorted(present)
@@ -152,11 +144,7 @@ def orphan_deltacommits(mdt: MetaClient, meta: MetaClient, timeline: Timeline) -
     if first is None:
         return []
     known = {i.time for i in timeline.instants}
-    undone: set[str] = set()
-    for inst in timeline.filter(actions=[Action.ROLLBACK, Action.RESTORE], completed=True).instants:
-        model = "HoodieRollbackMetadata" if inst.action is Action.ROLLBACK else "HoodieRestoreMetadata"
-        record = lifecycle.read_avro(meta, inst, model)
-        undone.update(str(t) for t in record.get("commitsRollback") or record.get("instantsToRollback") or [])
+    undone = lifecycle.rolled_back_instants(meta, timeline)
     return sorted({
         i.time for i in mdt.timeline().filter(actions=[Action.DELTA_COMMIT]).instants
         if i.time > first and i.time not in known and i.time not in undone
@@ -173,8 +161,8 @@ def apply(meta: MetaClient, decision: Decision) -> None:
         remove_deltacommit(mdt, time)
     if not decision.dropped:
         return
-    kept = [p for p in _named(meta, PARTITIONS_PROPERTY) if p not in decision.dropped]
-    meta.remove_properties((PARTITIONS_INFLIGHT,), "Metadata table partitions dropped",
+    kept = [p for p in metadata_table.partitions_in(meta.config) if p not in decision.dropped]
+    meta.remove_properties((metadata_table.PARTITIONS_INFLIGHT,), "Metadata table partitions dropped",
                            {PARTITIONS_PROPERTY: ",".join(kept)})
     _drop_index_definitions(meta, decision.dropped)
     for partition in decision.dropped:
@@ -267,17 +255,6 @@ def records_for(instant: Instant, body: bytes) -> list[mdr.Record] | None:
     return sorted(out, key=lambda r: r["key"])
 
 
-def _encode(records: list[mdr.Record], schema_json: str) -> bytes:
-    schema = fastavro.parse_schema(json.loads(schema_json))
-    cells = []
-    for record in records:
-        out = io.BytesIO()
-        # the key lives in the cell; Hudi's HFILE blocks leave the record's own key empty
-        fastavro.schemaless_writer(out, schema, {**record, "key": ""})
-        cells.append((record["key"], out.getvalue()))
-    return write_hfile(cells, file_info={"schema": schema_json.encode("utf-8")}, codec=CODEC_GZ)
-
-
 def _files_group(mdt: MetaClient) -> str:
     for info in mdt.storage.list_dir(mdr.FILES):
         name = info.name.lstrip(".")
@@ -303,7 +280,7 @@ def write_deltacommit(mdt: MetaClient, time: str, records: list[mdr.Record], sch
             mdt.storage.delete(path)
         block = encode_log_block(
             BlockType.HFILE_DATA, {HeaderKey.SCHEMA: schema_json, HeaderKey.INSTANT_TIME: time},
-            _encode(records, schema_json),
+            hfiles.log_block_content(records, schema_json),
         )
         size = write_log_file(mdt.storage, path, [block])
         name = _name(path)
@@ -331,14 +308,6 @@ def remove_deltacommit(mdt: MetaClient, time: str) -> None:
             mdt.storage.delete(mdt.instant_path(instant))
 
 
-def remove_whole(meta: MetaClient, reason: str) -> None:
-    """Remove the metadata table as a writer with hoodie.metadata.enable=false does: properties
-    first (readers list storage from then on), the folder last."""
-    meta.remove_properties((PARTITIONS_PROPERTY, PARTITIONS_INFLIGHT), "Metadata table removed")
-    meta.storage.delete_dir(FOLDER)
-    _log.warning("%s: removed Apache Hudi's metadata table: %s", meta.storage.base_uri, reason)
-
-
 def before_complete(meta: MetaClient, instant: Instant, body: bytes) -> None:
     """The hook: the deltacommit of `instant` on the metadata table, before `instant` completes."""
     mdt = _open(meta) if meta.config.version >= 8 else None
@@ -348,7 +317,7 @@ def before_complete(meta: MetaClient, instant: Instant, body: bytes) -> None:
         return  # the data instant is complete already (a retried completion): its deltacommit stands
     records = records_for(instant, body)
     if records is None:
-        remove_whole(meta, f"{instant.action.value} {instant.time} is not kept in it by this engine yet")
+        metadata_table.remove(meta, f"{instant.action.value} {instant.time} is not kept in it by this engine yet")
         return
     # an earlier attempt of this instant (a compaction run again after a crash writes other files)
     # may have left a deltacommit: the data instant is not complete, so it is replaced
@@ -380,4 +349,4 @@ def register() -> None:
 
 register()
 
-__all__ = ["Decision", "apply", "decide", "has_metadata_table", "present_partitions", "records_for", "register", "remove_whole", "write_deltacommit"]
+__all__ = ["Decision", "apply", "decide", "has_metadata_table", "present_partitions", "records_for", "register", "write_deltacommit"]

@@ -40,7 +40,7 @@ from engine.services import archive_lsm
 from engine.services.archive_store import SERVICE_MODELS, LsmArchive, store_for
 from engine.storage.base import FileInfo
 from engine.table import failed_writes
-from engine.table.lifecycle import read_avro, remove_instant
+from engine.table.lifecycle import remove_instant, rolled_back_instants
 from engine.table.meta_client import MetaClient, instant_file_names
 from engine.table.ownership import FileOwnership
 from engine.table.retention import last_earliest_retained
@@ -302,12 +302,8 @@ def known_failed_writes(meta: MetaClient, timeline: Timeline) -> dict[str, faile
     """The table's failed writes: those recorded when they aborted (`engine.table.failed_writes`),
     and those rolled back by the active rollback and restore instants (their metadata)."""
     out = failed_writes.load(meta.storage)
-    for inst in timeline.filter(actions=[Action.ROLLBACK, Action.RESTORE], completed=True).instants:
-        model = "HoodieRollbackMetadata" if inst.action is Action.ROLLBACK else "HoodieRestoreMetadata"
-        record = read_avro(meta, inst, model)
-        times = record.get("commitsRollback") or record.get("instantsToRollback") or []
-        for t in times:
-            out.setdefault(t, failed_writes.FailedWrite(t, "", None))
+    for t in sorted(rolled_back_instants(meta, timeline)):
+        out.setdefault(t, failed_writes.FailedWrite(t, "", None))
     return out
 
 

@@ -291,6 +291,7 @@ class Maintenance:
         first, then index definitions, then the folder. Returns what was dropped."""
         from engine.errors import InvalidInputError
         from engine.metadata import writer as metadata_writer
+        from engine.table import metadata_table
 
         present = metadata_writer.present_partitions(self.meta)
         if partition not in present:
@@ -303,7 +304,7 @@ class Maintenance:
             dropped = list((tx.repair_report.metadata_partitions_dropped if tx.repair_report else None) or [])
             if partition == "files":
                 if metadata_writer.has_metadata_table(self.meta):
-                    metadata_writer.remove_whole(self.meta, "dropped on request")
+                    metadata_table.remove(self.meta, "dropped on request")
                 return present
             if partition in metadata_writer.present_partitions(self.meta):
                 metadata_writer.apply(self.meta, metadata_writer.Decision(True, [partition]))

@@ -288,10 +288,4 @@ def remove_metadata_table(meta: MetaClient, fence: Callable[[], None] | None = N
     hoodie.properties stops naming it (readers list storage from then on), then its folder goes."""
     if fence is not None:
         fence()
-    partitions = metadata_table.named_partitions(meta.config)
-    if partitions:
-        meta.remove_properties(
-            (metadata_table.PARTITIONS, metadata_table.PARTITIONS_INFLIGHT), "Metadata table removed"
-        )
-    meta.storage.delete_dir(metadata_table.FOLDER)
-    _log.warning("%s", metadata_table.removal_notice(meta.storage, partitions))
+    metadata_table.remove(meta)

@@ -26,6 +26,7 @@ from engine.serial import Documented
 from engine.services import rollback as rb
 from engine.services.rollback_checks import undoable
 from engine.services.savepoint import missing_snapshot_files, remove_savepoint_files
+from engine.table import metadata_table
 from engine.table.lifecycle import claim_instant, ensure_file, read_avro, write_avro
 from engine.table.meta_client import MetaClient
 from engine.timeline.instant import Action, Instant, State
@@ -148,7 +149,7 @@ def execute_restore(meta: MetaClient, plan: RestorePlan, index: Index | None, fe
     rb._fence(fence)  # a restore that lost its lock deletes nothing, savepoints included
     if metadata_writer.has_metadata_table(meta):
         # this engine does not restore the metadata table yet: readers list storage from here on
-        metadata_writer.remove_whole(meta, f"restore {plan.instant} to {plan.target}")
+        metadata_table.remove(meta, f"restore {plan.instant} to {plan.target}")
     for sp in meta.timeline().instants:
         if sp.action is Action.SAVEPOINT and oldest is not None and sp.time >= oldest:
             remove_savepoint_files(meta, sp.time)

@@ -131,6 +131,16 @@ def read_avro(meta: MetaClient, instant: Instant, model: str) -> dict:
         raise CorruptTableError(f"{meta.instant_path(instant)}: {exc}") from exc
 
 
+def rolled_back_instants(meta: MetaClient, timeline: Timeline) -> set[str]:
+    """The instants the completed rollbacks and restores of `timeline` name as undone."""
+    out: set[str] = set()
+    for inst in timeline.filter(actions=[Action.ROLLBACK, Action.RESTORE], completed=True).instants:
+        model = "HoodieRollbackMetadata" if inst.action is Action.ROLLBACK else "HoodieRestoreMetadata"
+        record = read_avro(meta, inst, model)
+        out.update(str(t) for t in record.get("commitsRollback") or record.get("instantsToRollback") or [])
+    return out
+
+
 def ensure_file(meta: MetaClient, instant: Instant, body: bytes = b"") -> None:
     """Create an instant file if it is missing (resuming an interrupted service)."""
     try:

@@ -23,10 +23,18 @@ where this engine cannot keep the promise (version 6, or one it cannot keep).
 
 from __future__ import annotations
 
+import logging
+from typing import TYPE_CHECKING
+
 from engine.config.table_config import TableConfig
 from engine.constants import METAFOLDER
 from engine.errors import InvalidConfigError
 from engine.storage import Storage
+
+if TYPE_CHECKING:
+    from engine.table.meta_client import MetaClient
+
+_log = logging.getLogger(__name__)
 
 FOLDER = f"{METAFOLDER}/metadata"
 PARTITIONS = "hoodie.table.metadata.partitions"
@@ -34,13 +42,14 @@ PARTITIONS_INFLIGHT = "hoodie.table.metadata.partitions.inflight"
 ENABLE_OPTION = "hoodie.metadata.enable"
 
 
+def partitions_in(config: TableConfig, key: str = PARTITIONS) -> list[str]:
+    """The metadata-table partitions property `key` names (by default: those built)."""
+    return [p.strip() for p in (dict(config.extra).get(key) or "").split(",") if p.strip()]
+
+
 def named_partitions(config: TableConfig) -> list[str]:
     """The metadata-table partitions hoodie.properties names (built or being built)."""
-    extra = dict(config.extra)
-    names = []
-    for key in (PARTITIONS, PARTITIONS_INFLIGHT):
-        names += [p.strip() for p in (extra.get(key) or "").split(",") if p.strip()]
-    return names
+    return partitions_in(config, PARTITIONS) + partitions_in(config, PARTITIONS_INFLIGHT)
 
 
 def is_present(storage: Storage, config: TableConfig) -> bool:
@@ -74,3 +83,13 @@ def removal_notice(storage: Storage, partitions: list[str]) -> str:
         f"up to date, and readers listing files through it would miss this write; an Apache Hudi writer with "
         f"{ENABLE_OPTION}=true rebuilds it"
     )
+
+
+def remove(meta: MetaClient, reason: str | None = None) -> None:
+    """Remove Apache Hudi's metadata table as a writer with `hoodie.metadata.enable=false` does:
+    hoodie.properties stops naming it (readers list storage from then on), then its folder goes."""
+    partitions = named_partitions(meta.config)
+    if partitions:
+        meta.remove_properties((PARTITIONS, PARTITIONS_INFLIGHT), "Metadata table removed")
+    meta.storage.delete_dir(FOLDER)
+    _log.warning("%s", removal_notice(meta.storage, partitions) + (f" ({reason})" if reason else ""))
