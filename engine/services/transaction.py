@@ -25,12 +25,9 @@ _log = logging.getLogger(__name__)
 
 
 class Transaction(BaseTransaction):
-    """`with Transaction(meta, config, index, "upsert") as tx:` ... `tx.guard` ... `tx.after_commit()`.
-
-    A single writer (the default) holds the table lock from `__enter__` to `__exit__`. Under
-    optimistic concurrency control the lock is held for the repair at the start, for the claim of
-    the instant, and from the commit check to the end (index update, completion, automatic
-    services); the write's files are written without it, beside other writers."""
+    """`with Transaction(meta, config, index, "upsert") as tx:` ... `tx.guard` ... `tx.after_commit()`:
+    the `BaseTransaction` (which says when the lock is held) with this layer's repair on entering
+    and automatic services after the commit."""
 
     def __init__(
         self, meta: MetaClient, config: WriteConfig, index: Index | None, purpose: str, service: bool = False
