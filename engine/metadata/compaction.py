@@ -24,6 +24,7 @@ one before it are deleted (`clean`): readers read the latest slice only.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from datetime import UTC, datetime
 
 from engine.metadata import hfiles
@@ -52,14 +53,15 @@ def deltacommits_since_compaction(mdt: MetaClient) -> int:
                and not i.time.startswith("00000000000000"))
 
 
-def remove_pending(mdt: MetaClient) -> None:
-    """Compactions of the metadata table left pending by a crash: base file, then timeline files."""
+def remove_pending(mdt: MetaClient, partitions: Iterable[str] = (mdr.FILES,)) -> None:
+    """Compactions of the metadata table left pending by a crash: base files, then timeline files."""
     for inst in mdt.timeline().pending.instants:
         if inst.action is not Action.COMPACTION:
             continue
-        for info in mdt.storage.list_dir(mdr.FILES):
-            if info.name.endswith(f"_{inst.time}.hfile"):
-                mdt.storage.delete(info.path)
+        for partition in partitions:
+            for info in mdt.storage.list_dir(partition):
+                if info.name.endswith(f"_{inst.time}.hfile"):
+                    mdt.storage.delete(info.path)
         for state in (State.INFLIGHT, State.REQUESTED):
             path = mdt.instant_path(Instant(inst.time, Action.COMPACTION, state))
             if mdt.storage.exists(path):
@@ -75,49 +77,55 @@ def _compacted(record: mdr.Record) -> mdr.Record:
     return out
 
 
-def compact(reader: MetadataTableReader, schema_json: str, now: datetime | None = None) -> str | None:
-    """Compact the files partition of the metadata table `reader` reads; returns the instant (None:
-    nothing to compact)."""
+def compact(reader: MetadataTableReader, schema_json: str, now: datetime | None = None,
+            partitions: Iterable[str] = (mdr.FILES,)) -> str | None:
+    """Compact the file groups with log files of the metadata table `reader` reads, in the
+    partitions named (all at one instant, as Hudi compacts its metadata table); returns the instant
+    (None: nothing to compact)."""
     mdt = reader.meta
-    remove_pending(mdt)
-    slices = reader.slices(mdr.FILES)
-    if len(slices) != 1 or not slices[0].logs:
+    partitions = list(partitions)
+    remove_pending(mdt, partitions)
+    todo = [sl for p in partitions for sl in reader.slices(p) if sl.logs]
+    if not todo:
         return None
-    (sl,) = slices
     last = max(filter(None, [reader.timeline.last_time, mdt.timeline().last_time]))
     time = next_instant_time(now or datetime.now(UTC), last)
-    records = reader.records(mdr.FILES)
-    file_id = sl.file_id
-    base_name = f"{file_id}_{BASE_TOKEN}_{time}.hfile"
-    base_instant = sl.base.rsplit("_", 1)[-1].removesuffix(".hfile") if sl.base else time
-    operation = CompactionOperation(
-        mdr.FILES, file_id, base_instant, sl.base.rsplit("/", 1)[-1] if sl.base else None,
-        tuple(p.rsplit("/", 1)[-1] for p in sl.logs), {"TOTAL_LOG_FILES": float(len(sl.logs))},
-    )
-    plan = {"operations": [operation.to_record()], "extraMetadata": None, "version": PLAN_VERSION,
+    operations = []
+    for sl in todo:
+        base_instant = sl.base.rsplit("_", 1)[-1].removesuffix(".hfile") if sl.base else time
+        operations.append(CompactionOperation(
+            sl.partition, sl.file_id, base_instant, sl.base.rsplit("/", 1)[-1] if sl.base else None,
+            tuple(p.rsplit("/", 1)[-1] for p in sl.logs), {"TOTAL_LOG_FILES": float(len(sl.logs))},
+        ))
+    plan = {"operations": [op.to_record() for op in operations], "extraMetadata": None, "version": PLAN_VERSION,
             "strategy": None, "preserveHoodieMetadata": None}
     body = avro_models.serialize(PLAN_MODEL, plan)
     requested = Instant(time, Action.COMPACTION, State.REQUESTED)
     mdt.storage.create_exclusive(mdt.instant_path(requested), body)
     lifecycle.ensure_file(mdt, requested.with_state(State.INFLIGHT), body)
 
-    data, count = hfiles.base_file([_compacted(r) for r in records.values()], schema_json, base_name)
-    path = f"{mdr.FILES}/{base_name}"
-    mdt.storage.create_exclusive(path, data)
-    stat = WriteStat(
-        fileId=file_id, path=path, partitionPath=mdr.FILES, prevCommit=base_instant, numWrites=count,
-        numInserts=0, numUpdateWrites=count, totalWriteBytes=len(data), fileSizeInBytes=len(data),
-        totalLogFilesCompacted=len(sl.logs), totalLogSizeCompacted=sum(mdt.storage.size(p) for p in sl.logs),
-        totalLogRecords=count,
-    )
-    metadata = CommitMetadata({mdr.FILES: [stat]}, "COMPACT", compacted=True)
+    stats: dict[str, list[WriteStat]] = {}
+    for sl, op in zip(todo, operations, strict=True):
+        records = reader.records(sl.partition, file_ids=[sl.file_id])
+        base_name = f"{sl.file_id}_{BASE_TOKEN}_{time}.hfile"
+        data, count = hfiles.base_file([_compacted(r) for r in records.values()], schema_json, base_name)
+        path = f"{sl.partition}/{base_name}"
+        mdt.storage.create_exclusive(path, data)
+        stats.setdefault(sl.partition, []).append(WriteStat(
+            fileId=sl.file_id, path=path, partitionPath=sl.partition, prevCommit=op.base_instant, numWrites=count,
+            numInserts=0, numUpdateWrites=count, totalWriteBytes=len(data), fileSizeInBytes=len(data),
+            totalLogFilesCompacted=len(sl.logs), totalLogSizeCompacted=sum(mdt.storage.size(p) for p in sl.logs),
+            totalLogRecords=count,
+        ))
+    metadata = CommitMetadata(stats, "COMPACT", compacted=True)
     lifecycle.complete_instant(mdt, time, Action.COMMIT, mdt.encode_commit_metadata(metadata))
-    clean(mdt, file_id)
+    for sl in todo:
+        clean(mdt, sl.file_id, sl.partition)
     return time
 
 
-def clean(mdt: MetaClient, file_id: str) -> list[str]:
-    """Delete the file slices of the files partition older than the one before the latest (no
+def clean(mdt: MetaClient, file_id: str, partition: str = mdr.FILES) -> list[str]:
+    """Delete the file slices of a file group of the metadata table older than the one before the latest (no
     reader reads them: readers read the latest slice; the one before stays for a reader that
     began before the latest compaction). Log files whose deltacommit is not a completed instant
     of the metadata table are left alone. Returns the paths deleted."""
@@ -126,7 +134,7 @@ def clean(mdt: MetaClient, file_id: str) -> list[str]:
     done = completed.completion_times
     bases = sorted(
         (info.name.rsplit("_", 1)[-1].removesuffix(".hfile"), info.path)
-        for info in mdt.storage.list_dir(mdr.FILES)
+        for info in mdt.storage.list_dir(partition)
         if info.name.startswith(f"{file_id}_") and info.name.endswith(".hfile")
         and (info.name.rsplit("_", 1)[-1].removesuffix(".hfile") in completed.completed_times
              or info.name.rsplit("_", 1)[-1].startswith("00000000000000"))
@@ -135,7 +143,7 @@ def clean(mdt: MetaClient, file_id: str) -> list[str]:
         return []
     keep_from = bases[-2][0]  # the slice before the latest begins here
     deleted = [path for instant, path in bases if instant < keep_from]
-    for info in mdt.storage.list_dir(mdr.FILES):
+    for info in mdt.storage.list_dir(partition):
         if not (info.name.startswith(f".{file_id}_") and ".log." in info.name):
             continue
         instant = info.name[len(file_id) + 2:].split(".log.", 1)[0]

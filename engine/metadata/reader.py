@@ -210,11 +210,17 @@ class MetadataTableReader:
                     blocks.append((path, block))
         return blocks
 
-    def records(self, partition: str, keys: Iterable[str] | None = None) -> dict[str, mdr.Record]:
-        """Key -> merged record of metadata partition `partition` (only `keys`, when given)."""
+    def records(
+        self, partition: str, keys: Iterable[str] | None = None, file_ids: Iterable[str] | None = None
+    ) -> dict[str, mdr.Record]:
+        """Key -> merged record of metadata partition `partition` (only `keys`, when given; only
+        the file groups `file_ids`, when given)."""
         wanted = set(keys) if keys is not None else None
+        groups = set(file_ids) if file_ids is not None else None
         merged: dict[str, mdr.Record] = {}
         for sl in self.slices(partition):
+            if groups is not None and sl.file_id not in groups:
+                continue
             versions: dict[str, list[mdr.Record | None]] = {}
             if sl.base is not None:
                 versions = self._base_records(sl.base, wanted)

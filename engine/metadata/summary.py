@@ -10,7 +10,7 @@ from dataclasses import dataclass, field, replace
 from engine.errors import CorruptTableError, StorageError, UnsupportedFeatureError
 from engine.metadata import records as mdr
 from engine.metadata.reader import FOLDER, MetadataTableReader, MetadataTableUnavailable
-from engine.metadata.writer import KEPT
+from engine.metadata.writer import keepable_partitions
 from engine.serial import Documented
 from engine.table import metadata_table
 from engine.table.meta_client import MetaClient
@@ -64,12 +64,14 @@ def summarize(meta: MetaClient, timeline: Timeline | None = None) -> MetadataSum
             size += info.size
             if info.name.endswith(".hfile"):
                 bases.append(stem.rsplit("_", 1)[-1].removesuffix(".hfile"))
-        partitions.append(PartitionSummary(name, name in named, name in KEPT, len(groups), files, size,
+        partitions.append(PartitionSummary(name, name in named, False, len(groups), files, size,
                                            max(bases) if bases else None))
     listing, reason, instants = "storage", None, 0
     try:
         reader = MetadataTableReader(meta, timeline)
         instants = len(reader.mdt_timeline.completed.instants)
+        kept = set(keepable_partitions(meta, reader))
+        partitions = [replace(p, kept=p.name in kept) for p in partitions]
         reader.check_in_sync()
         listing = "metadata table"
     except (MetadataTableUnavailable, CorruptTableError, UnsupportedFeatureError, StorageError) as exc:

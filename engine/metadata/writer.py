@@ -45,12 +45,14 @@ from dataclasses import dataclass, field
 from engine import failpoints
 from engine.constants import METAFOLDER
 from engine.data.hfile import HFileReader
-from engine.data.log_block import BlockType, HeaderKey, encode_log_block
+from engine.data.log_block import BlockType, HeaderKey, encode_delete_block, encode_log_block
 from engine.data.log_file import read_log_blocks, write_log_file
 from engine.errors import CorruptTableError, StorageError, UnsupportedFeatureError
-from engine.metadata import compaction, hfiles
+from engine.metadata import compaction, hfiles, record_index_updates
+from engine.metadata import record_index as ri
 from engine.metadata import records as mdr
 from engine.metadata.reader import MetadataTableReader, MetadataTableUnavailable
+from engine.metadata.record_index_updates import IndexChanges
 from engine.storage import storage_for
 from engine.table import lifecycle, metadata_table
 from engine.table.meta_client import MetaClient
@@ -64,12 +66,14 @@ from engine.timeline.timeline import Timeline
 _log = logging.getLogger(__name__)
 
 INDEX_DEFS_PATH = "hoodie.table.index.defs.path"
-KEPT = (mdr.FILES,)
+KEPT = (mdr.FILES, mdr.RECORD_INDEX)  # the partitions this engine keeps up to date
 LOG_TOKEN = "0-0-0"
 OPERATION = "UPSERT_PREPPED"  # what Hudi records for a metadata deltacommit
 NO_FILE_CHANGE = (Action.SAVEPOINT, Action.INDEXING)
 FILE_WRITES = (Action.COMMIT, Action.DELTA_COMMIT, Action.REPLACE_COMMIT, Action.COMPACTION,
                Action.CLUSTERING, Action.LOG_COMPACTION)
+LOCATION_WRITES = (Action.COMMIT, Action.DELTA_COMMIT, Action.REPLACE_COMMIT, Action.CLUSTERING)
+COMPACTIONS = ("COMPACT", "LOG_COMPACT")
 
 
 def is_metadata_table(meta: MetaClient) -> bool:
@@ -96,11 +100,13 @@ class Decision:
     reason: str = ""
     orphans: list[str] = field(default_factory=list)
 
+    kept: list[str] = field(default_factory=lambda: [mdr.FILES])
+
     def notice(self, base_uri: str) -> str | None:
         if self.keep and self.dropped:
             return (
                 f"{base_uri}: dropped the metadata table partitions {', '.join(self.dropped)} (this engine does not "
-                f"keep them yet; Apache Hudi's writers build them again); kept {', '.join(KEPT)}, which this "
+                f"keep them yet; Apache Hudi's writers build them again); kept {', '.join(self.kept)}, which this "
                 "engine keeps up to date"
             )
         return None
@@ -123,9 +129,25 @@ def decide(meta: MetaClient, timeline: Timeline, enable: bool | None = None) -> 
             reader.valid = reader.valid - set(orphans)
         reader.check_in_sync()
         schema_of(reader)
+        kept = keepable_partitions(meta, reader)
     except (MetadataTableUnavailable, CorruptTableError, UnsupportedFeatureError, StorageError) as exc:
         return Decision(False, reason=str(exc))
-    return Decision(True, sorted(set(present_partitions(meta)) - set(KEPT)), orphans=orphans)
+    return Decision(True, sorted(set(present_partitions(meta)) - set(kept)), orphans=orphans, kept=kept)
+
+
+def keepable_partitions(meta: MetaClient, reader: MetadataTableReader) -> list[str]:
+    """The partitions of the metadata table this engine keeps: `files`, and the record index when
+    it is built (not being built by Hudi's indexer), global (Hudi 1.1's partitioned one is not
+    kept yet), its file groups are `record-index-0000-0` onwards, and the table stores its record
+    keys (meta fields)."""
+    kept = [mdr.FILES]
+    if mdr.RECORD_INDEX in metadata_table.partitions_in(meta.config) and meta.config.populate_meta_fields:
+        options = (_index_definitions(meta).get(mdr.RECORD_INDEX) or {}).get("indexOptions") or {}
+        groups = sorted(sl.file_id for sl in reader.slices(mdr.RECORD_INDEX))
+        if (str(options.get("isPartitioned", "false")).lower() != "true" and groups
+                and groups == [ri.file_group_id(i) for i in range(len(groups))]):
+            kept.append(mdr.RECORD_INDEX)
+    return kept
 
 
 def present_partitions(meta: MetaClient) -> list[str]:
@@ -170,15 +192,31 @@ def apply(meta: MetaClient, decision: Decision) -> None:
     _log.warning("%s", decision.notice(meta.storage.base_uri))
 
 
-def _drop_index_definitions(meta: MetaClient, dropped: Iterable[str]) -> None:
+def _index_definitions_doc(meta: MetaClient) -> tuple[str, dict] | None:
     path = dict(meta.config.extra).get(INDEX_DEFS_PATH)
     if not path or not meta.storage.exists(path):
-        return
+        return None
     try:
         doc = json.loads(meta.storage.read_bytes(path))
-        defs = doc.get("indexDefinitions") or {}
+        if not isinstance(doc.get("indexDefinitions") or {}, dict):
+            raise ValueError("indexDefinitions is not a map")
     except (ValueError, AttributeError) as exc:
         raise CorruptTableError(f"{meta.storage.uri(path)}: not Hudi's index definitions: {exc}") from exc
+    return path, doc
+
+
+def _index_definitions(meta: MetaClient) -> dict:
+    """Index name -> Hudi's definition of it (`hoodie.table.index.defs.path`; empty without one)."""
+    found = _index_definitions_doc(meta)
+    return dict(found[1].get("indexDefinitions") or {}) if found else {}
+
+
+def _drop_index_definitions(meta: MetaClient, dropped: Iterable[str]) -> None:
+    found = _index_definitions_doc(meta)
+    if found is None:
+        return
+    path, doc = found
+    defs = doc.get("indexDefinitions") or {}
     gone = set(dropped)
     if not gone & set(defs):
         return
@@ -263,46 +301,86 @@ def _files_group(mdt: MetaClient) -> str:
     return "files-0000-0"
 
 
-def log_path(mdt: MetaClient, time: str) -> str:
-    return f"{mdr.FILES}/.{_files_group(mdt)}_{time}.log.1_{LOG_TOKEN}"
+def log_path(partition: str, file_id: str, time: str) -> str:
+    return f"{partition}/.{file_id}_{time}.log.1_{LOG_TOKEN}"
 
 
-def write_deltacommit(mdt: MetaClient, time: str, records: list[mdr.Record], schema_json: str) -> None:
-    """The metadata deltacommit at `time` holding `records` (completed when this returns)."""
+@dataclass
+class GroupWrite:
+    """What a deltacommit writes to one file group of the metadata table: records (an HFILE
+    block) and deleted keys (a DELETE block)."""
+
+    partition: str
+    file_id: str
+    records: list[mdr.Record] = field(default_factory=list)
+    deleted: list[str] = field(default_factory=list)
+
+
+def record_index_writes(reader: MetadataTableReader, time: str, changes: IndexChanges) -> list[GroupWrite]:
+    """The record index's share of the deltacommit at `time`: each key to the file group its hash
+    names among the partition's groups (`record-index-0000-0` ...)."""
+    groups = sorted(sl.file_id for sl in reader.slices(mdr.RECORD_INDEX))
+    count = len(groups)
+    if groups != [ri.file_group_id(i) for i in range(count)]:
+        raise CorruptTableError(
+            f"{reader.meta.storage.uri(mdr.RECORD_INDEX)}: record index file groups {', '.join(groups)} are not "
+            f"numbered record-index-0000-0 to {ri.file_group_id(count - 1)}"
+        )
+    writes = {i: GroupWrite(mdr.RECORD_INDEX, groups[i]) for i in range(count)}
+    for key, (partition, file_id) in changes.located.items():
+        writes[ri.file_group_of(key, count)].records.append(ri.location_record(key, partition, file_id, time))
+    for key in sorted(changes.deleted):
+        writes[ri.file_group_of(key, count)].deleted.append(key)
+    return [w for w in writes.values() if w.records or w.deleted]
+
+
+def write_deltacommit(mdt: MetaClient, time: str, writes: list[GroupWrite], schema_json: str) -> None:
+    """The metadata deltacommit at `time` writing `writes` (completed when this returns)."""
     requested = Instant(time, Action.DELTA_COMMIT, State.REQUESTED)
     lifecycle.ensure_file(mdt, requested)
     inflight_body = mdt.encode_commit_metadata(CommitMetadata({}, OPERATION))
     lifecycle.ensure_file(mdt, requested.with_state(State.INFLIGHT), inflight_body)
     stats: dict[str, list[WriteStat]] = {}
-    if records:
-        path = log_path(mdt, time)
+    for write in writes:
+        if not (write.records or write.deleted):
+            continue
+        path = log_path(write.partition, write.file_id, time)
         if mdt.storage.exists(path):  # an earlier attempt of this instant that never completed
             mdt.storage.delete(path)
-        block = encode_log_block(
-            BlockType.HFILE_DATA, {HeaderKey.SCHEMA: schema_json, HeaderKey.INSTANT_TIME: time},
-            hfiles.log_block_content(records, schema_json),
-        )
-        size = write_log_file(mdt.storage, path, [block])
-        name = _name(path)
-        stats[mdr.FILES] = [WriteStat(
-            fileId=name.lstrip(".").split("_", 1)[0], path=path, partitionPath=mdr.FILES, prevCommit=time,
-            numWrites=len(records), numUpdateWrites=len(records), totalWriteBytes=size, fileSizeInBytes=size,
-            baseFile="", logFiles=[name], logVersion=1, logOffset=0,
-        )]
+        blocks = []
+        if write.records:
+            blocks.append(encode_log_block(
+                BlockType.HFILE_DATA, {HeaderKey.SCHEMA: schema_json, HeaderKey.INSTANT_TIME: time},
+                hfiles.log_block_content(write.records, schema_json),
+            ))
+        if write.deleted:
+            blocks.append(encode_delete_block(time, write.deleted, [write.partition] * len(write.deleted), schema_json))
+        size = write_log_file(mdt.storage, path, blocks)
+        count = len(write.records) + len(write.deleted)
+        stats.setdefault(write.partition, []).append(WriteStat(
+            fileId=write.file_id, path=path, partitionPath=write.partition, prevCommit=time,
+            numWrites=count, numUpdateWrites=len(write.records), numDeletes=len(write.deleted),
+            totalWriteBytes=size, fileSizeInBytes=size, baseFile="", logFiles=[_name(path)], logVersion=1, logOffset=0,
+        ))
     lifecycle.complete_instant(mdt, time, Action.DELTA_COMMIT, mdt.encode_commit_metadata(CommitMetadata(stats, OPERATION)))
 
 
+def _partition_folders(mdt: MetaClient) -> list[str]:
+    return [i.name for i in mdt.storage.list_dir("") if i.is_dir and not i.name.startswith(".")]
+
+
 def remove_deltacommit(mdt: MetaClient, time: str) -> None:
-    """Take the metadata deltacommit at `time` away: completed file first, then its log, then the rest."""
+    """Take the metadata deltacommit at `time` away: completed file first, then its logs, then the rest."""
     for state in (State.COMPLETED, State.INFLIGHT, State.REQUESTED):
         instant = Instant(time, Action.DELTA_COMMIT, state)
         if state is State.COMPLETED:
             name = mdt.completed_file_name(time, Action.DELTA_COMMIT)
             if name is not None:
                 mdt.storage.delete(f"{mdt.layout.folder}/{name}")
-            for info in mdt.storage.list_dir(mdr.FILES):
-                if info.name.startswith(".") and f"_{time}.log." in info.name:
-                    mdt.storage.delete(info.path)
+            for folder in _partition_folders(mdt):
+                for info in mdt.storage.list_dir(folder):
+                    if info.name.startswith(".") and f"_{time}.log." in info.name:
+                        mdt.storage.delete(info.path)
             continue
         if mdt.storage.exists(mdt.instant_path(instant)):
             mdt.storage.delete(mdt.instant_path(instant))
@@ -325,20 +403,43 @@ def before_complete(meta: MetaClient, instant: Instant, body: bytes) -> None:
     timeline = meta.timeline()
     reader = MetadataTableReader(meta, timeline)
     schema = schema_of(reader)
+    kept = keepable_partitions(meta, reader)
+    writes = [GroupWrite(mdr.FILES, _files_group(mdt), records)]
+    if mdr.RECORD_INDEX in kept and instant.action in LOCATION_WRITES:
+        metadata = CommitMetadata.from_bytes(body)
+        if metadata.operation_type.upper() not in COMPACTIONS:
+            writes += record_index_writes(reader, instant.time, record_index_updates.changes(
+                meta, timeline, instant.time, metadata))
     others_pending = [i.time for i in timeline.pending.instants if i.time != instant.time]
     if not others_pending and compaction.deltacommits_since_compaction(mdt) >= compaction.MAX_DELTA_COMMITS:
         # as Hudi's compactIfNecessary: never while another data instant is pending (its records
         # would be left out of the base and then read below it)
-        compaction.compact(reader, schema)
-    write_deltacommit(mdt, instant.time, records, schema)
+        compaction.compact(reader, schema, partitions=kept)
+    write_deltacommit(mdt, instant.time, writes, schema)
     failpoints.hit("metadata.written")
 
 
+def _compacted_over(mdt: MetaClient, time: str) -> bool:
+    """Whether a compaction of the metadata table holds the deltacommit at `time` in its base files."""
+    timeline = mdt.timeline()
+    done = timeline.completed.completion_times.get(time)
+    if done is None or mdt.completed_file_name(time, Action.DELTA_COMMIT) is None:
+        return False
+    return any(i.action is Action.COMMIT and i.time > done for i in timeline.completed.instants)
+
+
 def abandoned(meta: MetaClient, time: str) -> None:
-    """The hook: an unfinished write at `time` is removed, and so is its metadata deltacommit."""
+    """The hook: an unfinished write at `time` is removed (or a completed one rolled back), and so is
+    its metadata deltacommit. When a compaction of the metadata table holds that deltacommit
+    already, the files partition is put right by the rollback's tombstones, but nothing says where
+    the keys the instant moved were before: the record index is dropped (Hudi's writers build it
+    again) rather than left wrong."""
     mdt = _open(meta)
-    if mdt is not None:
-        remove_deltacommit(mdt, time)
+    if mdt is None:
+        return
+    if mdr.RECORD_INDEX in metadata_table.partitions_in(meta.config) and _compacted_over(mdt, time):
+        apply(meta, Decision(True, [mdr.RECORD_INDEX]))
+    remove_deltacommit(mdt, time)
 
 
 def register() -> None:
@@ -349,4 +450,7 @@ def register() -> None:
 
 register()
 
-__all__ = ["Decision", "apply", "decide", "has_metadata_table", "present_partitions", "records_for", "register", "write_deltacommit"]
+__all__ = [
+    "Decision", "GroupWrite", "apply", "decide", "has_metadata_table", "keepable_partitions", "present_partitions",
+    "record_index_writes", "records_for", "register", "write_deltacommit",
+]

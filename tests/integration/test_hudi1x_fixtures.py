@@ -24,9 +24,10 @@ import pytest
 
 from engine import Table
 from engine.errors import UnsupportedFeatureError
+from engine.metadata import record_index as ri
 from engine.runtime.errors import translate
 from engine.table.meta_client import MetaClient
-from tests.support import hudi1x, hudi_rs
+from tests.support import hudi1x, hudi_rs, record_index
 from tests.support.tables import tree_bytes
 
 pytestmark = pytest.mark.spark
@@ -274,7 +275,10 @@ def _metadata_in_step(path: Path, name: str) -> None:
             storage.setdefault(df.partition, {})[df.name] = df.size
     assert {p: f for p, f in listed.items() if f} == storage, name
     assert committed  # (every listed file's instant completed: the storage side holds no failed write)
-    assert dict(meta.config.extra)["hoodie.table.metadata.partitions"] == "files", name
+    partitions = dict(meta.config.extra)["hoodie.table.metadata.partitions"]
+    assert partitions in ("files", "files,record_index"), name
+    if partitions == "files,record_index":
+        record_index.check(meta)
 
 
 def _oracle(path: Path) -> list[dict]:
@@ -367,13 +371,16 @@ def test_a_write_keeps_the_metadata_table_hudi_rs_lists_through(spark, tmp_path)
     result = table.upsert(batch)
 
     assert result.repaired is not None and result.repaired.metadata_table_removed is None
-    dropped = ["column_stats", "partition_stats", "record_index", "secondary_index_merchant_idx",
-               "secondary_index_txn_date_idx"]
+    dropped = ["column_stats", "partition_stats", "secondary_index_merchant_idx", "secondary_index_txn_date_idx"]
     assert result.repaired.metadata_partitions_dropped == dropped
-    assert javaproperties.loads(props.read_text())["hoodie.table.metadata.partitions"] == "files"
-    assert sorted(p.name for p in (fx.table / ".hoodie" / "metadata").iterdir()) == [".hoodie", "files"]
+    assert javaproperties.loads(props.read_text())["hoodie.table.metadata.partitions"] == "files,record_index"
+    assert sorted(p.name for p in (fx.table / ".hoodie" / "metadata").iterdir()) == [".hoodie", "files", "record_index"]
     defs = json.loads((fx.table / ".hoodie" / ".index_defs" / "index.json").read_text())["indexDefinitions"]
-    assert defs == {}  # record_index, column_stats and both secondary indexes were defined; none is left
+    assert sorted(defs) == ["record_index"]  # column_stats and both secondary indexes were defined too
+    # the record index holds the write's new key at its file group, written at the write's instant
+    locations = record_index.check(MetaClient.open(str(fx.table)))
+    new_keys = [k for k, loc in locations.items() if loc.instant_millis == ri.instant_millis(result.instant)]
+    assert len(new_keys) == 1
     done = [p.name for p in (fx.table / ".hoodie" / "metadata" / ".hoodie" / "timeline").iterdir()
             if p.name.startswith(f"{result.instant}_")]
     assert len(done) == 1 and done[0].endswith(".deltacommit")

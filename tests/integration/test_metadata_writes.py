@@ -25,7 +25,7 @@ from engine.metadata.reader import MetadataTableReader
 from engine.services.maintenance import Maintenance
 from engine.table import lifecycle
 from engine.table.meta_client import MetaClient
-from tests.support import hudi1x, hudi_rs
+from tests.support import hudi1x, hudi_rs, record_index
 from tests.support.tables import tree_bytes
 
 pytestmark = pytest.mark.spark
@@ -76,7 +76,10 @@ def in_step(path: Path) -> dict[str, dict[str, int]]:
         if parse_base_file_name(df.name) or parse_log_file_name(df.name):
             storage.setdefault(df.partition, {})[df.name] = df.size
     assert listed == storage
-    assert dict(meta.config.extra)["hoodie.table.metadata.partitions"] == "files"
+    partitions = dict(meta.config.extra)["hoodie.table.metadata.partitions"]
+    assert partitions in ("files", "files,record_index")
+    if partitions == "files,record_index":  # kept by every write: it says where every key is
+        record_index.check(meta)
     return listed
 
 

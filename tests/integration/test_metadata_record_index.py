@@ -1,0 +1,129 @@
+"""The record index of Apache Hudi's metadata table kept by this engine's writes (issue 35), on the
+copy-on-write and merge-on-read tables Apache Hudi 1.1 wrote with a global record index in ten
+file groups (hudi-rs's `v9_txns_simple_meta`). After every step the index holds exactly the keys
+the data files hold, each at its record's partition and file id and in the file group its hash
+names (`tests.support.record_index.check`): inserts at the write's instant, deletes as DELETE
+blocks, a partition move under a global index at its new place; a rollback takes the rolled-back
+write's entries away with its deltacommit, and the metadata table's compaction writes the index's
+base files. A rollback of a write a compaction already holds drops the record index (Hudi builds
+it again) rather than leave it wrong."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import javaproperties
+import pytest
+from pyspark.sql import functions as F
+
+from engine import Table
+from engine.data.log_block import BlockType, decode_delete_block
+from engine.data.log_file import read_log_blocks
+from engine.metadata import record_index as ri
+from engine.storage import storage_for
+from engine.table.meta_client import MetaClient
+from tests.support import hudi1x, hudi_rs, record_index
+
+pytestmark = pytest.mark.spark
+
+FAST = {"hoodie.clean.automatic": "false", "hoodie.archive.automatic": "false"}
+
+
+def _rows(table: Table) -> list[tuple]:
+    return sorted((r["txn_id"], r["region"], r["txn_type"]) for r in table.read().collect())
+
+
+def _oracle(path: Path) -> list[tuple]:
+    return sorted((r["txn_id"], r["region"], r["txn_type"]) for r in hudi_rs.snapshot(str(path)))
+
+
+def _partitions(path: Path) -> str:
+    return javaproperties.loads((path / ".hoodie" / "hoodie.properties").read_text())["hoodie.table.metadata.partitions"]
+
+
+def _deleted_in(path: Path, instant: str) -> list[str]:
+    """Keys of the DELETE blocks the deltacommit at `instant` wrote to the record index."""
+    storage = storage_for(str(path / ".hoodie" / "metadata"))
+    out = []
+    for info in storage.list_dir("record_index"):
+        if f"_{instant}.log." in info.name:
+            for block in read_log_blocks(storage, info.path):
+                if block.block_type == BlockType.DELETE:
+                    out += decode_delete_block(block).column("key").to_pylist()
+    return sorted(out)
+
+
+@pytest.mark.parametrize("kind", ["cow", "mor/avro"])
+def test_writes_keep_the_record_index(spark, tmp_path, kind):
+    fx = hudi1x.fixture(f"sample_table/{kind}/v9_txns_simple_meta", tmp_path)
+    path = fx.table
+    table = Table.open(spark, str(path))
+    before = record_index.check(MetaClient.open(str(path)))
+    data = table.read().drop(*[c for c in table.read().columns if c.startswith("_hoodie_")])
+    first = data.orderBy("txn_id").limit(1)
+    (old,) = first.collect()
+
+    # an update in place and two inserts: the inserts enter the index at the write's instant
+    batch = first.withColumn("txn_type", F.lit("changed")).withColumn("txn_ts", F.col("txn_ts") + 1).unionByName(
+        first.withColumn("txn_id", F.lit("NEW-1"))).unionByName(first.withColumn("txn_id", F.lit("NEW-2")))
+    result = table.upsert(batch, options=FAST)
+    found = record_index.check(MetaClient.open(str(path)))
+    assert sorted(set(found) - set(before)) == ["NEW-1", "NEW-2"]
+    assert {found[k].instant_millis for k in ("NEW-1", "NEW-2")} == {ri.instant_millis(result.instant)}
+    assert found[old["txn_id"]] == before[old["txn_id"]]  # an update in place leaves its entry
+    assert _partitions(path) == "files,record_index"
+    assert _rows(table) == _oracle(path)
+
+    # a delete: a DELETE block in the key's file group
+    deleted = table.delete(first.withColumn("txn_id", F.lit("NEW-2")).withColumn("txn_ts", F.col("txn_ts") + 5),
+                           options=FAST)
+    assert _deleted_in(path, deleted.instant) == ["NEW-2"]
+    assert "NEW-2" not in record_index.check(MetaClient.open(str(path)))
+
+    # rolled back, the delete's deltacommit goes and the key is indexed again
+    table.maintenance.rollback(deleted.instant)
+    assert record_index.check(MetaClient.open(str(path)))["NEW-2"] == found["NEW-2"]
+
+    # a partition move under a global index: the key's entry names its new partition
+    moved = first.withColumn("region", F.lit("moon")).withColumn("txn_ts", F.col("txn_ts") + 9)
+    result = table.upsert(moved, options={**FAST, "hoodie.index.type": "GLOBAL_SIMPLE",
+                                          "hoodie.simple.index.update.partition.path": "true"})
+    found = record_index.check(MetaClient.open(str(path)))
+    assert found[old["txn_id"]].partition == "region=moon"
+    assert found[old["txn_id"]].instant_millis == ri.instant_millis(result.instant)
+    assert _rows(table) == _oracle(path)
+    assert ("region=moon" in {loc.partition for loc in found.values()})
+
+
+def test_compaction_and_a_rollback_it_holds(spark, tmp_path, monkeypatch):
+    from engine.metadata import compaction
+
+    monkeypatch.setattr(compaction, "MAX_DELTA_COMMITS", 1)
+    fx = hudi1x.fixture("sample_table/mor/avro/v9_txns_simple_meta", tmp_path)
+    path = fx.table
+    table = Table.open(spark, str(path))
+    data = table.read().drop(*[c for c in table.read().columns if c.startswith("_hoodie_")])
+    first = data.orderBy("txn_id").limit(1)
+    a = table.upsert(first.withColumn("txn_id", F.lit("NEW-A")), options=FAST)
+    b = table.upsert(first.withColumn("txn_id", F.lit("NEW-B")), options=FAST)
+    # b's write compacted the metadata table (at a new instant, after b's) before its deltacommit:
+    # the record-index group with log files since the last compaction (a's) got a base file
+    mdt = path / ".hoodie" / "metadata"
+    bases = sorted(p.name for p in (mdt / "record_index").glob("*.hfile"))
+    newest = max(p.rsplit("_", 1)[-1].removesuffix(".hfile") for p in bases)
+    assert a.instant < b.instant < newest
+    group_a = ri.file_group_id(ri.file_group_of("NEW-A", 10))
+    assert [p for p in bases if p.endswith(f"_{newest}.hfile")] == [f"{group_a}_0-0-0_{newest}.hfile"]
+    found = record_index.check(MetaClient.open(str(path)))
+    assert {"NEW-A", "NEW-B"} <= set(found)
+
+    # b's deltacommit is a log on top of the compaction: rolled back with it, the index stays
+    table.maintenance.rollback(b.instant)
+    assert "NEW-B" not in record_index.check(MetaClient.open(str(path)))
+    assert _partitions(path) == "files,record_index"
+    # a's deltacommit is in the compacted base files: the record index is dropped, files kept
+    table.maintenance.rollback(a.instant)
+    assert _partitions(path) == "files"
+    assert not (mdt / "record_index").exists()
+    assert _rows(table) == _oracle(path)
+    assert "NEW-A" not in {r[0] for r in _rows(table)}

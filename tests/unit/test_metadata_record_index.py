@@ -1,0 +1,73 @@
+"""Apache Hudi's record index in the metadata table (issue 35): the file group of a key and the
+encoding of its location, checked against every record index Apache Hudi 1.x wrote in the fixture
+tables: recomputed from the data files (the live keys of each latest file slice), the index holds
+exactly those keys, each in the file group its hash names, at the partition and file id of its
+record."""
+
+from __future__ import annotations
+
+import uuid
+from pathlib import Path
+
+import pytest
+
+from engine.metadata import record_index as ri
+from engine.table.meta_client import MetaClient
+from engine.timeline.instant import parse_instant_time
+from tests.support import hudi1x, record_index
+
+WITH_RECORD_INDEX = [
+    "quickstart_trips_table/mor/avro/v8_trips_8i3u1d",
+    "sample_table/cow/v9_timebasedkeygen_epochmillis",
+    "sample_table/cow/v9_timebasedkeygen_nonhivestyle",
+    "sample_table/cow/v9_timebasedkeygen_unixtimestamp",
+    "sample_table/cow/v9_txns_complex_meta",
+    "sample_table/cow/v9_txns_nonpart_meta",
+    "sample_table/cow/v9_txns_simple_meta",
+    "sample_table/cow/v9_txns_simple_overwrite",
+    "sample_table/mor/avro/v9_nonpartitioned_rollback",
+    "sample_table/mor/avro/v9_timebasedkeygen_nonhivestyle",
+    "sample_table/mor/avro/v9_txns_complex_meta",
+    "sample_table/mor/avro/v9_txns_nonpart_meta",
+    "sample_table/mor/avro/v9_txns_simple_meta",
+    "sample_table/mor/avro/v9_txns_simple_overwrite",
+]
+
+
+def test_file_group_of_a_key_is_javas_string_hash() -> None:
+    # String.hashCode: "TXN-018" = 1, "a" = 97; Integer.MIN_VALUE's hash ("polygenelubricants") maps to 2^31 % n
+    assert ri.file_group_of("a", 10) == 7
+    assert ri.file_group_of("polygenelubricants", 10) == (2**31) % 10
+    assert ri.file_group_id(3) == "record-index-0003-0"
+
+
+def test_locations_encode_and_decode() -> None:
+    fid = "a7c7d197-4f4c-4552-9b08-b19ad21297b3-0"
+    info = ri.encode("region=eu", fid, "20260307222456179")
+    # as Apache Hudi wrote this file id's key in the v9_txns_simple_meta fixture (its instant in UTC)
+    assert (info["fileIdHighBits"], info["fileIdLowBits"]) == (-6356881901209500334, -7275369919509522509)
+    assert (info["fileIndex"], info["fileId"], info["fileIdEncoding"]) == (0, "", 0)
+    assert info["instantTime"] == 1772922296179
+    assert ri.decode(info) == ri.Location("region=eu", fid, 1772922296179)
+    raw = ri.encode("", "not-a-uuid-7", "20260101000000000")
+    assert (raw["fileIdEncoding"], raw["fileId"], raw["fileIdHighBits"], raw["fileIdLowBits"], raw["fileIndex"]) == (
+        1, "not-a-uuid-7", -1, -1, -1)
+    assert ri.decode(raw).file_id == "not-a-uuid-7"
+    bare = ri.encode("p", fid[:-2], "20260101000000000")  # a bare UUID: no file index
+    assert (bare["fileIdEncoding"], bare["fileIndex"]) == (0, -1)
+    assert ri.decode(bare).file_id == fid[:-2]
+    assert str(uuid.UUID(fid[:-2])) == fid[:-2]
+    with pytest.raises(ValueError):
+        ri.encode("", fid, "yesterday")
+
+
+@pytest.mark.parametrize("name", WITH_RECORD_INDEX)
+def test_record_index_of_apache_hudi_matches_the_data_files(name: str, tmp_path: Path) -> None:
+    fx = hudi1x.fixture(name, tmp_path)
+    meta = MetaClient.open(str(fx.table))
+    timeline = meta.timeline()
+    first = parse_instant_time(min(i.time for i in timeline.instants)).timestamp() * 1000
+    last = parse_instant_time(timeline.last_time).timestamp() * 1000
+    for loc in record_index.check(meta).values():
+        # the writer's instants are in its own time zone: within a day of the timeline's
+        assert first - 86_400_000 <= loc.instant_millis <= last + 86_400_000
