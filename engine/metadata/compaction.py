@@ -1,14 +1,16 @@
-"""The metadata table's own compaction: its files partition merged into a new base HFile every
-`MAX_DELTA_COMMITS` deltacommits (Apache Hudi's `hoodie.metadata.compact.max.delta.commits`,
-default 10), so that reading it stays a base file and a few log files however many writes there
-were.
+"""The metadata table's own compaction: every `MAX_DELTA_COMMITS` deltacommits (Apache Hudi's
+`hoodie.metadata.compact.max.delta.commits`, default 10) each file group with log files (of
+`files` and, where it is kept, `record_index`; all at one instant, as Hudi compacts every
+partition together) is merged into a new base HFile, so that reading it stays a base file and a
+few log files however many writes there were.
 
 As Apache Hudi's metadata writer compacts (its `performTableServices`, before a deltacommit):
 
 - under the data table's lock, at a new instant C after every instant of both timelines;
 - `C.compaction.requested` (and `.inflight`, the same bytes) holds the plan: one operation naming
   the slice's base file and its log files (`engine.table.compaction_plan`);
-- the base file `files/files-0000-0_0-0-0_C.hfile`: every record of the slice merged
+- per slice, the base file `<partition>/<file id>_0-0-0_C.hfile` (`files/files-0000-0_0-0-0_C.hfile`,
+  `record_index/record-index-0003-0_0-0-0_C.hfile`): every record of the slice merged
   (`engine.metadata.records`; blocks of instants that are not valid are left out, and with the
   slice below it nothing older remains for a tombstone to hide, so tombstones go), keyed and
   sorted, GZ, the file info Hudi writes (`schema`, `bloomFilterTypeCode`, `minRecordKey`,

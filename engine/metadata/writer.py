@@ -5,8 +5,8 @@ At the start of a write (repair, under the table lock) `decide` looks at the met
 kept when its `files` partition is in sync with the data timeline (`MetadataTableReader`);
 removed whole (as before) for older versions, a metadata table behind the data table or one
 that cannot be read. A kept one loses, alone, the partitions this engine does not keep yet
-(`column_stats`, `partition_stats`, `record_index`, `bloom_filters`, secondary and expression
-indexes): hoodie.properties stops naming them and the index definitions stop defining them
+(`column_stats`, `partition_stats`, `bloom_filters`, secondary and expression indexes, a
+partitioned record index; `keepable_partitions`): hoodie.properties stops naming them and the index definitions stop defining them
 before their folders go, as when Hudi drops an index; a notice names them. Hudi's writers build
 a dropped index again from the files.
 
@@ -17,6 +17,10 @@ its changes to the file listing go to the metadata table as a deltacommit at the
   stats name, with their sizes, per partition, and the partitions in the partition list;
 - a clean: tombstones for the files it deleted (a deleted partition leaves the partition list);
 - a rollback: tombstones for the files it deleted, the new sizes of log files it appended to;
+- where the record index is kept, a commit, deltacommit or replacecommit (not a compaction)
+  also writes where the keys it wrote went (`engine.metadata.record_index_updates`): the
+  records in an HFILE block and the deleted keys in a DELETE block of the log file of each
+  record-index file group it touches (`record_index_writes`);
 - savepoints and indexing instants change no file: no deltacommit (as in Hudi); a restore (not kept yet) removes the
   metadata table before it rolls anything back (`engine.services.restore`), so readers list
   storage; so does any other action this writer does not know.
@@ -29,10 +33,11 @@ it; one an earlier attempt of the same instant left is replaced. A write abandon
 completing, a rollback of an instant and a reverted compaction (`engine.table.lifecycle.abandoned`)
 take its deltacommit away again, completed file first; a crash between the two leaves a pending data
 instant whose rollback tombstones its files (Hudi's valid-instant rules read both).
-Every `compaction.MAX_DELTA_COMMITS` deltacommits the files partition is compacted into a new base
-HFile first (`engine.metadata.compaction`, which then deletes the slices no reader needs), unless
+Every `compaction.MAX_DELTA_COMMITS` deltacommits the file groups with log files are compacted
+into new base HFiles first (`engine.metadata.compaction`, which then deletes the slices no reader needs), unless
 another data instant is pending. Not done yet (issue 35): the archival of the metadata table's
 timeline (Apache Hudi's next writer runs it), the other partitions, version 6 tables.
+A rollback of a write whose deltacommit a compaction holds drops the record index (`abandoned`).
 """
 
 from __future__ import annotations
