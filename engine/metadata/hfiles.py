@@ -19,20 +19,44 @@ import fastavro
 from engine.data.bloom_filter import TYPE_DYNAMIC_V0, build_for_keys, footer_entries
 from engine.data.hfile import CODEC_GZ
 from engine.data.hfile_writer import write_hfile
-from engine.metadata.records import Record
+from engine.metadata.records import TYPE_RECORD_INDEX, Record
 
 BLOOM_ENTRIES, BLOOM_FPP, BLOOM_MAX_ENTRIES = 10_000, 1e-9, 100_000
 
 
+def _signature(record: Record) -> tuple | None:
+    """What a record-index record's cell value depends on (None: another record, not memoised)."""
+    info = record.get("recordIndexMetadata")
+    if record.get("type") != TYPE_RECORD_INDEX or not isinstance(info, dict):
+        return None
+    if len(record) == 3:  # key, type and a location shared by every key at it (`location_record`)
+        return ("location", id(info))
+    try:
+        rest = tuple(sorted((k, v) for k, v in record.items() if k not in ("key", "recordIndexMetadata")))
+        return (rest, tuple(sorted(info.items())))
+    except TypeError:  # an unhashable value: encoded on its own
+        return None
+
+
 def cells(records: Iterable[Record], schema_json: str, base_name: str | None = None) -> list[tuple[str, bytes]]:
-    """(key, Avro bytes) in key order; `base_name`: the base file the records go to."""
+    """(key, Avro bytes) in key order; `base_name`: the base file the records go to.
+
+    The cell's value leaves the key out, so record-index records at one location (every key one
+    write put in one file group) encode to the same bytes: they are encoded once."""
     schema = fastavro.parse_schema(json.loads(schema_json))
     extra = {"key": ""} if base_name is None else {"key": "", "_hoodie_file_name": base_name}
     out = []
+    same: dict[tuple, bytes] = {}
     for record in sorted(records, key=lambda r: str(r["key"])):
-        buf = io.BytesIO()
-        fastavro.schemaless_writer(buf, schema, {**record, **extra})
-        out.append((str(record["key"]), buf.getvalue()))
+        signature = _signature(record)
+        value = same.get(signature) if signature is not None else None
+        if value is None:
+            buf = io.BytesIO()
+            fastavro.schemaless_writer(buf, schema, {**record, **extra})
+            value = buf.getvalue()
+            if signature is not None:
+                same[signature] = value
+        out.append((str(record["key"]), value))
     return out
 
 

@@ -14,7 +14,7 @@ which file group of the partition holds a key, and how a record's location is en
 - a deleted key is a key of a DELETE block (`engine.metadata.reader` resets it).
 
 Checked against every record index in the fixture tables Apache Hudi 1.x wrote
-(`tests/unit/test_metadata_record_index.py`).
+(`tests/unit/test_metadata_record_index_format.py`).
 """
 
 from __future__ import annotations
@@ -22,8 +22,12 @@ from __future__ import annotations
 import re
 import uuid
 from dataclasses import dataclass
+from functools import lru_cache
 
-from engine.keygen.record_hash import bucket_of, java_string_hash
+import numpy as np
+import pyarrow as pa
+
+from engine.keygen.record_hash import bucket_of, java_hash_array, java_string_hash
 from engine.metadata import records as mdr
 from engine.timeline.instant import is_valid_instant_time, parse_instant_time
 
@@ -49,6 +53,14 @@ def file_group_of(key: str, count: int) -> int:
     return bucket_of(java_string_hash(key), count)
 
 
+def file_groups_of(keys: list[str], count: int) -> np.ndarray:
+    """`file_group_of` every key (vectorised)."""
+    if count <= 0:
+        raise ValueError("the record index has no file group")
+    hashes = java_hash_array(pa.array(keys, pa.string()))
+    return np.abs(hashes) % count  # |h| as int64, so Integer.MIN_VALUE needs no special case
+
+
 def _signed(value: int) -> int:
     return value - (1 << 64) if value >= (1 << 63) else value
 
@@ -71,7 +83,13 @@ class Location:
 
 def encode(partition: str, file_id: str, instant: str) -> dict:
     """`recordIndexMetadata` of a key written to `file_id` in `partition` at `instant`
-    (`HoodieMetadataPayload.createRecordIndexUpdate`)."""
+    (`HoodieMetadataPayload.createRecordIndexUpdate`). A fresh dict; `location_record` shares one
+    per location."""
+    return dict(_encoded(partition, file_id, instant))
+
+
+@lru_cache(maxsize=4096)
+def _encoded(partition: str, file_id: str, instant: str) -> dict:
     m = _UUID_FILE_ID.match(file_id)
     if m or _UUID.match(file_id):
         bits = uuid.UUID(m[1] if m else file_id).int
@@ -98,10 +116,10 @@ def decode(info: dict) -> Location:
 
 def location_record(key: str, partition: str, file_id: str, instant: str) -> mdr.Record:
     """The record-index record of `key` at (`partition`, `file_id`), written at `instant`."""
-    return {"key": key, "type": mdr.TYPE_RECORD_INDEX, "recordIndexMetadata": encode(partition, file_id, instant)}
+    return {"key": key, "type": mdr.TYPE_RECORD_INDEX, "recordIndexMetadata": _encoded(partition, file_id, instant)}
 
 
 __all__ = [
     "ENCODING_RAW", "ENCODING_UUID", "FILE_GROUP_PREFIX", "NO_FILE_INDEX", "Location", "decode", "encode", "file_group_id",
-    "file_group_of", "instant_millis", "location_record",
+    "file_group_of", "file_groups_of", "instant_millis", "location_record",
 ]

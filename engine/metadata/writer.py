@@ -108,6 +108,9 @@ class Decision:
     kept: list[str] = field(default_factory=lambda: [mdr.FILES])
 
     def notice(self, base_uri: str) -> str | None:
+        if self.keep and self.dropped and self.reason:
+            return (f"{base_uri}: dropped the metadata table partitions {', '.join(self.dropped)} ({self.reason}); "
+                    "Apache Hudi's writers build them again")
         if self.keep and self.dropped:
             return (
                 f"{base_uri}: dropped the metadata table partitions {', '.join(self.dropped)} (this engine does not "
@@ -332,10 +335,13 @@ def record_index_writes(reader: MetadataTableReader, time: str, changes: IndexCh
             f"numbered record-index-0000-0 to {ri.file_group_id(count - 1)}"
         )
     writes = {i: GroupWrite(mdr.RECORD_INDEX, groups[i]) for i in range(count)}
-    for key, (partition, file_id) in changes.located.items():
-        writes[ri.file_group_of(key, count)].records.append(ri.location_record(key, partition, file_id, time))
-    for key in sorted(changes.deleted):
-        writes[ri.file_group_of(key, count)].deleted.append(key)
+    located = list(changes.located)
+    for key, group in zip(located, ri.file_groups_of(located, count).tolist(), strict=True):
+        partition, file_id = changes.located[key]
+        writes[group].records.append(ri.location_record(key, partition, file_id, time))
+    deleted = sorted(changes.deleted)
+    for key, group in zip(deleted, ri.file_groups_of(deleted, count).tolist(), strict=True):
+        writes[group].deleted.append(key)
     return [w for w in writes.values() if w.records or w.deleted]
 
 
@@ -443,7 +449,9 @@ def abandoned(meta: MetaClient, time: str) -> None:
     if mdt is None:
         return
     if mdr.RECORD_INDEX in metadata_table.partitions_in(meta.config) and _compacted_over(mdt, time):
-        apply(meta, Decision(True, [mdr.RECORD_INDEX]))
+        apply(meta, Decision(True, [mdr.RECORD_INDEX], reason=(
+            f"the write {time} being rolled back is in its compacted base files, and where the keys it moved "
+            "were before is not kept")))
     remove_deltacommit(mdt, time)
 
 

@@ -307,7 +307,7 @@ class Maintenance:
                     metadata_table.remove(self.meta, "dropped on request")
                 return present
             if partition in metadata_writer.present_partitions(self.meta):
-                metadata_writer.apply(self.meta, metadata_writer.Decision(True, [partition]))
+                metadata_writer.apply(self.meta, metadata_writer.Decision(True, [partition], reason="dropped on request"))
                 dropped.append(partition)
             return sorted(set(dropped))
 

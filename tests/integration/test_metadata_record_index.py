@@ -95,7 +95,7 @@ def test_writes_keep_the_record_index(spark, tmp_path, kind):
     assert ("region=moon" in {loc.partition for loc in found.values()})
 
 
-def test_compaction_and_a_rollback_it_holds(spark, tmp_path, monkeypatch):
+def test_compaction_and_a_rollback_it_holds(spark, tmp_path, monkeypatch, caplog):
     from engine.metadata import compaction
 
     monkeypatch.setattr(compaction, "MAX_DELTA_COMMITS", 1)
@@ -124,6 +124,8 @@ def test_compaction_and_a_rollback_it_holds(spark, tmp_path, monkeypatch):
     # a's deltacommit is in the compacted base files: the record index is dropped, files kept
     table.maintenance.rollback(a.instant)
     assert _partitions(path) == "files"
+    assert f"dropped the metadata table partitions record_index (the write {a.instant} being rolled back is in its" in (
+        caplog.text)
     assert not (mdt / "record_index").exists()
     assert _rows(table) == _oracle(path)
     assert "NEW-A" not in {r[0] for r in _rows(table)}

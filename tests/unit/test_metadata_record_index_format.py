@@ -71,3 +71,33 @@ def test_record_index_of_apache_hudi_matches_the_data_files(name: str, tmp_path:
     for loc in record_index.check(meta).values():
         # the writer's instants are in its own time zone: within a day of the timeline's
         assert first - 86_400_000 <= loc.instant_millis <= last + 86_400_000
+
+
+def test_record_index_cells_encode_as_each_record_alone(tmp_path: Path) -> None:
+    """Records at one location share their encoded value; the bytes equal encoding each alone."""
+    import io
+    import json
+
+    import fastavro
+
+    from engine.metadata import hfiles
+    from engine.metadata.reader import MetadataTableReader
+    from engine.metadata.writer import schema_of
+
+    fx = hudi1x.fixture("sample_table/cow/v9_txns_simple_meta", tmp_path)
+    meta = MetaClient.open(str(fx.table))
+    schema_json = schema_of(MetadataTableReader(meta, meta.timeline()))
+    fid = "a7c7d197-4f4c-4552-9b08-b19ad21297b3-0"
+    records = [ri.location_record(f"k{i}", "p=1" if i % 2 else "p=2", fid, "20260101000000000") for i in range(50)]
+    records.append({**ri.location_record("odd", "p=1", fid, "20260101000000001"), "_hoodie_file_name": "x"})
+    got = hfiles.cells(records, schema_json)
+    parsed = fastavro.parse_schema(json.loads(schema_json))
+    alone = []
+    for r in sorted(records, key=lambda r: r["key"]):
+        buf = io.BytesIO()
+        fastavro.schemaless_writer(buf, parsed, {**r, "key": ""})
+        alone.append((r["key"], buf.getvalue()))
+    assert got == alone
+    assert len({v for _, v in got}) == 3
+    keys = [f"k{i}" for i in range(1000)] + ["polygenelubricants", "é-ü"]
+    assert ri.file_groups_of(keys, 10).tolist() == [ri.file_group_of(k, 10) for k in keys]
