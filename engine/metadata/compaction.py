@@ -121,37 +121,45 @@ def compact(reader: MetadataTableReader, schema_json: str, now: datetime | None 
         ))
     metadata = CommitMetadata(stats, "COMPACT", compacted=True)
     lifecycle.complete_instant(mdt, time, Action.COMMIT, mdt.encode_commit_metadata(metadata))
-    for sl in todo:
-        clean(mdt, sl.file_id, sl.partition)
+    for partition in partitions:
+        clean(mdt, [sl.file_id for sl in todo if sl.partition == partition], partition)
     return time
 
 
-def clean(mdt: MetaClient, file_id: str, partition: str = mdr.FILES) -> list[str]:
-    """Delete the file slices of a file group of the metadata table older than the one before the latest (no
-    reader reads them: readers read the latest slice; the one before stays for a reader that
-    began before the latest compaction). Log files whose deltacommit is not a completed instant
-    of the metadata table are left alone. Returns the paths deleted."""
-    timeline = mdt.timeline()
-    completed = timeline.completed
+def clean(mdt: MetaClient, file_ids: Iterable[str], partition: str = mdr.FILES) -> list[str]:
+    """Delete the file slices of file groups `file_ids` of a metadata partition older than the one
+    before the latest (no reader reads them: readers read the latest slice; the one before stays
+    for a reader that began before the latest compaction). Log files whose deltacommit is not a
+    completed instant of the metadata table are left alone. One listing of the partition and one
+    of the timeline. Returns the paths deleted."""
+    completed = mdt.timeline().completed
     done = completed.completion_times
-    bases = sorted(
-        (info.name.rsplit("_", 1)[-1].removesuffix(".hfile"), info.path)
-        for info in mdt.storage.list_dir(partition)
-        if info.name.startswith(f"{file_id}_") and info.name.endswith(".hfile")
-        and (info.name.rsplit("_", 1)[-1].removesuffix(".hfile") in completed.completed_times
-             or info.name.rsplit("_", 1)[-1].startswith("00000000000000"))
-    )
-    if len(bases) < 3:
-        return []
-    keep_from = bases[-2][0]  # the slice before the latest begins here
-    deleted = [path for instant, path in bases if instant < keep_from]
-    for info in mdt.storage.list_dir(partition):
-        if not (info.name.startswith(f".{file_id}_") and ".log." in info.name):
+    finished_times = completed.completed_times
+    wanted = set(file_ids)
+    infos = mdt.storage.list_dir(partition)
+    bases: dict[str, list[tuple[str, str]]] = {}
+    logs: dict[str, list[tuple[str, str]]] = {}
+    for info in infos:
+        name = info.name
+        if name.endswith(".hfile"):
+            file_id, instant = name.split("_", 1)[0], name.rsplit("_", 1)[-1].removesuffix(".hfile")
+            if file_id in wanted and (instant in finished_times or instant.startswith("00000000000000")):
+                bases.setdefault(file_id, []).append((instant, info.path))
+        elif name.startswith(".") and ".log." in name:
+            file_id, _, rest = name[1:].partition("_")
+            if file_id in wanted:
+                logs.setdefault(file_id, []).append((rest.split(".log.", 1)[0], info.path))
+    deleted: list[str] = []
+    for file_id, found in bases.items():
+        found.sort()
+        if len(found) < 3:
             continue
-        instant = info.name[len(file_id) + 2:].split(".log.", 1)[0]
-        finished = done.get(instant) or (instant if instant.startswith("00000000000000") else None)
-        if finished is not None and finished < keep_from:
-            deleted.append(info.path)
+        keep_from = found[-2][0]  # the slice before the latest begins here
+        deleted += [path for instant, path in found if instant < keep_from]
+        for instant, path in logs.get(file_id, []):
+            finished = done.get(instant) or (instant if instant.startswith("00000000000000") else None)
+            if finished is not None and finished < keep_from:
+                deleted.append(path)
     for path in deleted:
         mdt.storage.delete(path)
     return deleted

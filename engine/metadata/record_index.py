@@ -22,6 +22,7 @@ from __future__ import annotations
 import re
 import uuid
 from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
 from functools import lru_cache
 
 import numpy as np
@@ -37,6 +38,7 @@ ENCODING_RAW = 1
 _UUID_TEXT = r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}"
 _UUID = re.compile(f"^{_UUID_TEXT}$")
 _UUID_FILE_ID = re.compile(rf"^({_UUID_TEXT})-(\d+)$")
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 NO_FILE_INDEX = -1  # a file id that is a bare UUID, or one stored as text
 _MASK64 = (1 << 64) - 1
 
@@ -69,7 +71,7 @@ def instant_millis(instant: str) -> int:
     """The instant's epoch milliseconds, as this engine's instants are made (UTC)."""
     if not is_valid_instant_time(instant):
         raise ValueError(f"not an instant time: {instant!r}")
-    return int(parse_instant_time(instant).timestamp() * 1000)
+    return (parse_instant_time(instant) - _EPOCH) // timedelta(milliseconds=1)
 
 
 @dataclass(frozen=True)

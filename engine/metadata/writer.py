@@ -60,6 +60,7 @@ from engine.metadata.reader import MetadataTableReader, MetadataTableUnavailable
 from engine.metadata.record_index_updates import IndexChanges
 from engine.storage import storage_for
 from engine.table import lifecycle, metadata_table
+from engine.table.compaction_plan import PLAN_MODEL
 from engine.table.meta_client import MetaClient
 from engine.table.metadata_table import FOLDER
 from engine.table.metadata_table import PARTITIONS as PARTITIONS_PROPERTY
@@ -143,6 +144,17 @@ def decide(meta: MetaClient, timeline: Timeline, enable: bool | None = None) -> 
     return Decision(True, sorted(set(present_partitions(meta)) - set(kept)), orphans=orphans, kept=kept)
 
 
+def record_index_groups(reader: MetadataTableReader) -> list[str]:
+    """The file ids of the record index's file groups, in order: those with a base file of a
+    completed instant or a log file of a valid one (a leftover of a failed write names none)."""
+    out = []
+    for sl in reader.slices(mdr.RECORD_INDEX):
+        logs = (_name(p).lstrip(".").split("_", 1)[-1].split(".log.", 1)[0] for p in sl.logs)
+        if sl.base is not None or any(t in reader.valid or t.startswith("00000000000000") for t in logs):
+            out.append(sl.file_id)
+    return sorted(out)
+
+
 def keepable_partitions(meta: MetaClient, reader: MetadataTableReader) -> list[str]:
     """The partitions of the metadata table this engine keeps: `files`, and the record index when
     it is built (not being built by Hudi's indexer), global (Hudi 1.1's partitioned one is not
@@ -151,7 +163,7 @@ def keepable_partitions(meta: MetaClient, reader: MetadataTableReader) -> list[s
     kept = [mdr.FILES]
     if mdr.RECORD_INDEX in metadata_table.partitions_in(meta.config) and meta.config.populate_meta_fields:
         options = (_index_definitions(meta).get(mdr.RECORD_INDEX) or {}).get("indexOptions") or {}
-        groups = sorted(sl.file_id for sl in reader.slices(mdr.RECORD_INDEX))
+        groups = record_index_groups(reader)
         if (str(options.get("isPartitioned", "false")).lower() != "true" and groups
                 and groups == [ri.file_group_id(i) for i in range(len(groups))]):
             kept.append(mdr.RECORD_INDEX)
@@ -327,9 +339,9 @@ class GroupWrite:
 def record_index_writes(reader: MetadataTableReader, time: str, changes: IndexChanges) -> list[GroupWrite]:
     """The record index's share of the deltacommit at `time`: each key to the file group its hash
     names among the partition's groups (`record-index-0000-0` ...)."""
-    groups = sorted(sl.file_id for sl in reader.slices(mdr.RECORD_INDEX))
+    groups = record_index_groups(reader)
     count = len(groups)
-    if groups != [ri.file_group_id(i) for i in range(count)]:
+    if not groups or groups != [ri.file_group_id(i) for i in range(count)]:
         raise CorruptTableError(
             f"{reader.meta.storage.uri(mdr.RECORD_INDEX)}: record index file groups {', '.join(groups)} are not "
             f"numbered record-index-0000-0 to {ri.file_group_id(count - 1)}"
@@ -415,6 +427,9 @@ def before_complete(meta: MetaClient, instant: Instant, body: bytes) -> None:
     reader = MetadataTableReader(meta, timeline)
     schema = schema_of(reader)
     kept = keepable_partitions(meta, reader)
+    if mdr.RECORD_INDEX in metadata_table.partitions_in(meta.config) and mdr.RECORD_INDEX not in kept:
+        # kept when the write began (`decide`), no longer (another writer changed it): never left stale
+        apply(meta, Decision(True, [mdr.RECORD_INDEX], reason=f"it could not be kept by {instant.time}"))
     writes = [GroupWrite(mdr.FILES, _files_group(mdt), records)]
     if mdr.RECORD_INDEX in kept and instant.action in LOCATION_WRITES:
         metadata = CommitMetadata.from_bytes(body)
@@ -431,12 +446,30 @@ def before_complete(meta: MetaClient, instant: Instant, body: bytes) -> None:
 
 
 def _compacted_over(mdt: MetaClient, time: str) -> bool:
-    """Whether a compaction of the metadata table holds the deltacommit at `time` in its base files."""
+    """Whether a completed compaction (or log compaction) of the metadata table holds the
+    deltacommit at `time`: its plan names one of that deltacommit's log files (a plan that cannot
+    be read: whether it completed after the deltacommit did)."""
     timeline = mdt.timeline()
     done = timeline.completed.completion_times.get(time)
     if done is None or mdt.completed_file_name(time, Action.DELTA_COMMIT) is None:
         return False
-    return any(i.action is Action.COMMIT and i.time > done for i in timeline.completed.instants)
+    marker = f"_{time}.log."
+    for inst in timeline.completed.instants:
+        if inst.time == time or inst.action not in (Action.COMMIT, Action.DELTA_COMMIT):
+            continue
+        for action in (Action.COMPACTION, Action.LOG_COMPACTION):
+            requested = mdt.instant_path(Instant(inst.time, action, State.REQUESTED))
+            if not mdt.storage.exists(requested):
+                continue
+            try:
+                plan = avro_models.deserialize(PLAN_MODEL, mdt.storage.read_bytes(requested))
+            except (CorruptTableError, StorageError, ValueError):
+                if (inst.completion_time or inst.time) >= done:
+                    return True
+                continue
+            if any(marker in name for op in plan.get("operations") or [] for name in op.get("deltaFilePaths") or []):
+                return True
+    return False
 
 
 def abandoned(meta: MetaClient, time: str) -> None:

@@ -59,6 +59,8 @@ def test_locations_encode_and_decode() -> None:
     assert str(uuid.UUID(fid[:-2])) == fid[:-2]
     with pytest.raises(ValueError):
         ri.encode("", fid, "yesterday")
+    # exact integer milliseconds (a float product is 1 ms short for this one)
+    assert ri.instant_millis("20040127173551643") == 1075224951643
 
 
 @pytest.mark.parametrize("name", WITH_RECORD_INDEX)
