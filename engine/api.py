@@ -147,7 +147,7 @@ class Table:
                 f"hoodie.schema.on.read.enable: an internal schema for a version {self.meta.config.version} table "
                 "is not built (version 6 tables only)")
         KeySpec.from_config(self.meta.config, config.keygen_options)  # so are unusable key generator options
-        index = resolve_index(self.config, config)
+        index = resolve_index(self.config, config, self.meta)
         if self.spark is None:
             self.spark = df.sparkSession
         with Transaction(self.meta, config, index, op.value.lower()) as tx:
@@ -233,7 +233,7 @@ class Table:
         return reader.read_incremental(self._spark(), self.meta, start, end)
 
     def _index(self, options: Mapping[str, object] | None = None):
-        return resolve_index(self.config, WriteConfig.from_options(options))
+        return resolve_index(self.config, WriteConfig.from_options(options), self.meta)
 
     def read_keys(self, keys: Iterable[str], options: Mapping[str, object] | None = None) -> DataFrame:
         """The records with these record keys (as in `_hoodie_record_key`), reading only the files
@@ -246,6 +246,11 @@ class Table:
                 "key lookups read _hoodie_record_key, which tables without meta fields "
                 "(hoodie.populate.meta.fields=false) leave empty: filter table.read() on the key field instead"
             )
+        from engine.index import metadata_record
+
+        config = WriteConfig.from_options(options)
+        if config.index_type is None and metadata_record.available(self.meta):  # Hudi's record index answers
+            return read_keys(self._spark(), self.meta, metadata_record.MetadataRecordIndex(), keys)
         return read_keys(self._spark(), self.meta, self._index(options), keys)
 
     def filter_exists(self, df: DataFrame, options: Mapping[str, object] | None = None) -> DataFrame:

@@ -85,11 +85,17 @@ class IndexType(StrEnum):
 
     @classmethod
     def parse(cls, value: str | IndexType) -> IndexType:
+        text = str(value.value if isinstance(value, IndexType) else value).upper()
+        text = _INDEX_ALIASES.get(text, text)
         try:
-            return cls(str(value.value if isinstance(value, IndexType) else value).upper())
+            return cls(text)
         except ValueError as exc:
             names = ", ".join(i.value for i in cls)
             raise InvalidConfigError(f"unknown index type {value!r}: use one of {names}") from exc
+
+
+# Apache Hudi's names of its global record index (1.0: RECORD_INDEX; 1.1: GLOBAL_RECORD_LEVEL_INDEX)
+_INDEX_ALIASES = {"RECORD_INDEX": "RECORD", "GLOBAL_RECORD_LEVEL_INDEX": "RECORD"}
 
 
 def table_checksum(database: str, name: str) -> int:

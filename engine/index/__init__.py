@@ -17,6 +17,7 @@ from engine.table.create import DEFAULT_INDEX, VIRTUAL_KEY_INDEXES, require_inde
 
 if TYPE_CHECKING:
     from engine.index.base import Index, TagContext
+    from engine.table.meta_client import MetaClient
 
 
 def index_for(
@@ -48,10 +49,17 @@ def index_for(
     return implementations[index_type]()
 
 
-def resolve_index(table: TableConfig, write: WriteConfig) -> Index:
+def resolve_index(table: TableConfig, write: WriteConfig, meta: MetaClient | None = None) -> Index:
     """The one way the engine picks a table's index (writes, reads by key, table services): the
-    write's `hoodie.index.type`, else the table's, else the default (`write_index_type`)."""
+    write's `hoodie.index.type`, else the table's, else the default (`write_index_type`). RECORD
+    on a table (`meta`) whose metadata table keeps Apache Hudi's record index is that index
+    (`engine.index.metadata_record`), not this engine's own files."""
     itype = write_index_type(table, write.index_type)
+    if itype is IndexType.RECORD and meta is not None:
+        from engine.index import metadata_record
+
+        if metadata_record.named(meta):  # when it cannot answer, lookups read the data files
+            return metadata_record.MetadataRecordIndex(dict(write.index_options))
     return index_for(itype, dict(write.index_options), table.name)
 
 

@@ -7,6 +7,7 @@
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Iterable
 
 import pyarrow as pa
@@ -21,8 +22,11 @@ from engine.errors import IndexChangedError, InvalidInputError
 from engine.index.base import Index, TagContext
 from engine.keygen.keys import KeySpec
 from engine.keygen.spark_keys import partition_path_expr, record_key_expr, summarize
+from engine.metadata.reader import MetadataTableUnavailable
 from engine.read.reader import scan_latest, slice_merge, table_schema_or_empty
 from engine.table.meta_client import MetaClient
+
+_log = logging.getLogger(__name__)
 
 
 def read_keys(spark: SparkSession, meta: MetaClient, index: Index, keys: Iterable[str]) -> DataFrame:
@@ -35,6 +39,7 @@ def read_keys(spark: SparkSession, meta: MetaClient, index: Index, keys: Iterabl
     view = meta.file_system_view(timeline)
     key_array = pa.array(wanted, pa.string())
     locate = getattr(index, "locate", None)
+    found = None
     if callable(locate):  # an index that answers on the driver (RECORD): no Spark job to locate
         for attempt in range(3):
             try:  # the index as of the same timeline as the files read below
@@ -45,6 +50,14 @@ def read_keys(spark: SparkSession, meta: MetaClient, index: Index, keys: Iterabl
                     raise
                 timeline = meta.timeline()
                 view = meta.file_system_view(timeline)
+            except MetadataTableUnavailable as exc:  # never a guess: the data files answer
+                _log.warning("%s: the metadata table's record index cannot answer (%s): reading the data files",
+                             meta.storage.base_uri, exc)
+                from engine.index.simple import GlobalSimpleIndex
+
+                index = GlobalSimpleIndex()
+                break
+    if found is not None:
         holders = set(zip(found.column("partition").to_pylist(), found.column("file_id").to_pylist(), strict=True))
     else:
         probe = spark.createDataFrame([(k, "") for k in wanted], f"{KEY_COL} string, {PART_COL} string")

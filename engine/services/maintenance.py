@@ -49,7 +49,7 @@ class Maintenance:
     def _index(self) -> Index:
         from engine.index import resolve_index
 
-        return resolve_index(self.meta.config, self.config)
+        return resolve_index(self.meta.config, self.config, self.meta)
 
     def _tx(self, purpose: str, index: Index | None, service: bool = True) -> Transaction:
         return _RecordingTransaction(self, purpose, index, service)

@@ -129,3 +129,53 @@ def test_compaction_and_a_rollback_it_holds(spark, tmp_path, monkeypatch, caplog
     assert not (mdt / "record_index").exists()
     assert _rows(table) == _oracle(path)
     assert "NEW-A" not in {r[0] for r in _rows(table)}
+
+
+@pytest.mark.parametrize("kind", ["cow", "mor/avro"])
+def test_the_record_index_tags_writes_and_answers_key_lookups(spark, tmp_path, kind, monkeypatch, caplog):
+    """hoodie.index.type=RECORD_INDEX (Apache Hudi's name) on a table whose metadata table keeps a
+    record index tags from it (no data file is read to tag); `read_keys` reads only the file
+    groups it names. A metadata table that cannot answer is never guessed from."""
+    from engine.index import metadata_record
+
+    fx = hudi1x.fixture(f"sample_table/{kind}/v9_txns_simple_meta", tmp_path)
+    path = fx.table
+    table = Table.open(spark, str(path))
+    data = table.read().drop(*[c for c in table.read().columns if c.startswith("_hoodie_")])
+    first = data.orderBy("txn_id").limit(1)
+    (old,) = first.collect()
+    lookups = []
+    real = metadata_record.lookup
+    monkeypatch.setattr(metadata_record, "lookup", lambda *a, **k: lookups.append(1) or real(*a, **k))
+
+    batch = first.withColumn("txn_type", F.lit("tagged")).withColumn("txn_ts", F.col("txn_ts") + 1).unionByName(
+        first.withColumn("txn_id", F.lit("NEW-R")))
+    result = table.upsert(batch, options={**FAST, "hoodie.index.type": "RECORD_INDEX"})
+    assert (result.inserts, result.updates) == (1, 1)
+    assert result.index_stats == {"keys": 2, "found": 1, "metadata_table": 1}
+    assert lookups, "tagged from the record index"
+    found = record_index.check(MetaClient.open(str(path)))
+    assert found["NEW-R"].instant_millis == ri.instant_millis(result.instant)
+    assert _rows(table) == _oracle(path)
+    assert (old["txn_id"], old["region"], "tagged") in _rows(table)
+    assert not (path / ".hoodie" / ".record_index").exists()  # this engine's own index files: none
+
+    # key lookups through it: the keys asked for, none other; an absent key gives no row
+    lookups.clear()
+    got = sorted((r["txn_id"], r["txn_type"]) for r in table.read_keys([old["txn_id"], "NEW-R", "absent"]).collect())
+    assert got == sorted([(old["txn_id"], "tagged"), ("NEW-R", old["txn_type"])])
+    assert lookups
+
+    # behind the data table (its last deltacommit gone): lookups read the data files, same answer
+    last = table.timeline().completed_writes.last
+    (done,) = (path / ".hoodie" / "metadata" / ".hoodie" / "timeline").glob(f"{last.time}_*.deltacommit")
+    done.unlink()
+    assert not metadata_record.available(MetaClient.open(str(path)))
+    got = sorted((r["txn_id"], r["txn_type"]) for r in table.read_keys(["NEW-R"]).collect())
+    assert got == [("NEW-R", old["txn_type"])]
+    from engine.read.lookup import read_keys
+
+    caplog.clear()
+    got = read_keys(spark, MetaClient.open(str(path)), metadata_record.MetadataRecordIndex(), ["NEW-R", "absent"])
+    assert sorted((r["txn_id"], r["txn_type"]) for r in got.collect()) == [("NEW-R", old["txn_type"])]
+    assert "record index cannot answer" in caplog.text and "behind the data table" in caplog.text

@@ -553,3 +553,12 @@ def test_version_6_stays_the_default_and_other_versions_are_refused() -> None:
     for bad in (5, 7, 10):
         with pytest.raises(InvalidConfigError, match=f"table version {bad} cannot be created: use 6, 8, 9"):
             new_table_config(name="trips", record_key="id", table_version=bad)
+
+
+def test_apache_hudis_names_of_its_global_record_index_mean_record() -> None:
+    from engine.config.table_config import IndexType
+
+    assert IndexType.parse("RECORD_INDEX") is IndexType.RECORD  # Hudi 1.0 (deprecated in 1.1)
+    assert IndexType.parse("global_record_level_index") is IndexType.RECORD  # Hudi 1.1
+    with pytest.raises(InvalidConfigError, match="unknown index type 'RECORD_LEVEL_INDEX'"):
+        IndexType.parse("RECORD_LEVEL_INDEX")  # 1.1's partitioned one: not this engine's
