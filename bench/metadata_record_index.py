@@ -11,7 +11,8 @@ the `files` partition. Each batch (--rows new keys over three partitions, plus -
 updates of keys of the previous batch) is upserted into both, interleaved; the median write time
 of each and their ratio. Afterwards the record index is checked against the data files (every
 key, at its record's file group: `tests.support.record_index.check`) and both tables against
-each other; a mismatch exits 1. Results: a table on stdout and bench/results/metadata-record-index.json.
+each other; a mismatch exits 1. Then --lookups existing keys in random order are looked up
+through the record index as a RECORD write tags (`engine.index.metadata_record.lookup`), 5 times. Results: a table on stdout and bench/results/metadata-record-index.json.
 """
 
 from __future__ import annotations
@@ -35,6 +36,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--rows", type=int, default=100_000)
     parser.add_argument("--batches", type=int, default=3)
+    parser.add_argument("--lookups", type=int, default=100_000, help="keys per timed lookup (0: none)")
     parser.add_argument("--out", default=str(Path(__file__).parent / "results" / "metadata-record-index.json"))
     args = parser.parse_args(argv)
 
@@ -76,21 +78,43 @@ def main(argv: list[str] | None = None) -> int:
             times[name].append(time.perf_counter() - started)
         batch.unpersist()
     found = record_index.check(MetaClient.open(str(paths["kept"])))
+    lookup_times: list[float] = []
+    if args.lookups:  # the record index as RECORD reads it: existing keys, random order, 5 runs
+        import random
+
+        import pyarrow as pa
+
+        from engine.index import metadata_record
+
+        meta = MetaClient.open(str(paths["kept"]))
+        rng = random.Random(7)
+        keys = sorted(found)
+        for _ in range(5):
+            probe = pa.array(rng.sample(keys, min(args.lookups, len(keys))), pa.string())
+            started = time.perf_counter()
+            located = metadata_record.lookup(meta, probe)
+            lookup_times.append(time.perf_counter() - started)
+            assert located.num_rows == len(probe)
     rows = {name: Table.open(spark, str(p)).read().count() for name, p in paths.items()}
     ok = rows["kept"] == rows["dropped"] == len(found)
     kept, dropped = statistics.median(times["kept"]), statistics.median(times["dropped"])
     print(f"record index: {len(found):,} keys after {args.batches} batches of {args.rows:,} new keys "
           f"(+{args.rows // 10:,} updates from the second)")
-    print(f"{'table':<28}{'upsert (median)':>18}{'each':>30}")
+    print(f"{'table':<28}{'upsert (median)':>18}   each")
     for label, name in (("record index dropped", "dropped"), ("record index kept", "kept")):
         each = " ".join(f"{t:.2f}" for t in times[name])
-        print(f"{label:<28}{statistics.median(times[name]):>16.2f} s{each:>30}")
+        print(f"{label:<28}{statistics.median(times[name]):>16.2f} s   {each}")
     print(f"ratio kept / dropped: {kept / dropped:.2f}x" + ("" if ok else "  MISMATCH"))
+    if lookup_times:
+        ordered = sorted(lookup_times)
+        print(f"lookup of {min(args.lookups, len(found)):,} keys in {len(found):,}: "
+              f"median {statistics.median(ordered):.3f} s, max {ordered[-1]:.3f} s (5 runs)")
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps({
         "rows": args.rows, "batches": args.batches, "keys": len(found), "seconds": times,
         "median": {"kept": kept, "dropped": dropped}, "ratio": kept / dropped, "ok": ok,
+        "lookups": args.lookups, "lookup_seconds": lookup_times,
         "machine": platform.platform(),
     }, indent=2))
     spark.stop()

@@ -373,6 +373,7 @@ class HFileReader:
         self.trailer = trailer = read_trailer(data)
         self._end = len(data) - TRAILER_SIZE
         self._blocks: dict[int, list[tuple[bytes, bytes]]] = {}
+        self._rows: dict[int, list[bytes]] = {}
         codec, end = trailer.compression_codec, self._end
         magic, body, pos = read_block(data, trailer.load_on_open_offset, codec, end)
         if magic != ROOT_INDEX_MAGIC:
@@ -443,12 +444,31 @@ class HFileReader:
         """The values of every cell whose row is `key` (none: [])."""
         return self.lookup([key]).get(key, [])
 
+    def _block_rows(self, i: int) -> list[bytes]:
+        rows = self._rows.get(i)
+        if rows is None:
+            rows = self._rows[i] = [row for row, _ in self._block_cells(i)]
+        return rows
+
     def lookup(self, keys: Iterable[bytes]) -> dict[bytes, list[bytes]]:
-        """Row -> values for the `keys` found, each data block read at most once."""
+        """Row -> values for the `keys` found, each data block read at most once; a key is found
+        by binary search in its block (equal rows may continue into the next blocks)."""
         found: dict[bytes, list[bytes]] = {}
+        n = len(self.index)
         for key in sorted(set(keys)):
-            for row, value in self._from(key, key.__eq__, key.__lt__):
-                found.setdefault(row, []).append(value)
+            i = self._scan_from(key) if n else 0
+            while i < n:
+                rows = self._block_rows(i)
+                j = bisect.bisect_left(rows, key)
+                cells = self._block_cells(i)
+                while j < len(rows) and rows[j] == key:
+                    found.setdefault(key, []).append(cells[j][1])
+                    j += 1
+                if j < len(rows):
+                    break  # a row past the key in this block
+                i += 1
+                if i < n and self._firsts[i] > key:
+                    break
         return found
 
     def prefix(self, prefix: bytes) -> list[tuple[bytes, bytes]]:

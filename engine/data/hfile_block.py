@@ -12,25 +12,38 @@ the cell's key back where that field is an empty string (HoodieAvroHFileReaderIm
 from __future__ import annotations
 
 import io
+from collections.abc import Collection
 from typing import Any
 
 import fastavro
 
-from engine.data.hfile import UnsupportedHFileError, read_hfile_cells
+from engine.data.hfile import HFileReader, UnsupportedHFileError, read_hfile_cells
 from engine.errors import CorruptTableError, UnsupportedFeatureError
 
 KEY_FIELD = "key"  # HoodieAvroHFileReader.KEY_FIELD_NAME
 
 
-def decode_hfile_content(content: bytes, writer_schema: Any, offset: int) -> list[dict[str, Any]]:
+def decode_hfile_content(
+    content: bytes, writer_schema: Any, offset: int, keys: Collection[bytes] | None = None
+) -> list[dict[str, Any]]:
     """The records of an HFILE data block (its `content`, the parsed Avro `writer_schema` of its
     SCHEMA header, its `offset` in the log file for messages), in key order, with an empty `key`
-    field given back its cell's key (as Apache Hudi and hudi-rs read them).
+    field given back its cell's key (as Apache Hudi and hudi-rs read them); only those whose
+    cell key is among `keys`, when given (found through the HFile's index: the data blocks that
+    cannot hold them are not read, the records of other keys not decoded).
     A malformed HFile raises CorruptTableError; one in a codec or layout not read (only the
     uncompressed and GZ version 3 files Hudi writes are), UnsupportedFeatureError."""
     where = f"log block at offset {offset}"
     try:
-        cells = read_hfile_cells(content)
+        if keys is not None:
+            reader = HFileReader(content)
+            if len(keys) * 8 < reader.entry_count:  # a few keys: through the index, only their blocks read
+                found = reader.lookup(keys)
+                cells = [(key, value) for key in sorted(found) for value in found[key]]
+            else:  # many: every cell read once, only theirs decoded
+                cells = [(key, value) for key, value in reader.cells() if key in keys]
+        else:
+            cells = read_hfile_cells(content)
     except UnsupportedHFileError as exc:
         raise UnsupportedFeatureError(f"{where}: HFILE block: {exc}") from exc
     except ValueError as exc:

@@ -216,6 +216,7 @@ class MetadataTableReader:
         """Key -> merged record of metadata partition `partition` (only `keys`, when given; only
         the file groups `file_ids`, when given)."""
         wanted = set(keys) if keys is not None else None
+        wanted_bytes = {k.encode("utf-8") for k in wanted} if wanted is not None else None
         groups = set(file_ids) if file_ids is not None else None
         merged: dict[str, mdr.Record] = {}
         for sl in self.slices(partition):
@@ -232,7 +233,7 @@ class MetadataTableReader:
                     except (KeyError, ValueError) as exc:
                         raise CorruptTableError(f"{where}: HFILE block at {block.offset} without a schema") from exc
                     try:
-                        found = decode_hfile_content(block.content, schema, block.offset)
+                        found = decode_hfile_content(block.content, schema, block.offset, wanted_bytes)
                     except CorruptTableError as exc:
                         raise CorruptTableError(f"{where}: {exc}") from exc
                     for record in found:
