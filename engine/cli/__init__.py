@@ -178,7 +178,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--type", metavar="TYPE", help="index type (RECORD)")
     p.add_argument("--buckets", type=int, metavar="N", help="number of buckets (default 16; fixed afterwards)")
     p.add_argument("--hash", metavar="NAME", help="hash function (default JAVA_STRING_HASH)")
-    p.add_argument("--partition", metavar="P", help="build a metadata-table partition instead (files)")
+    p.add_argument("--partition", metavar="P", help="build a metadata-table partition instead (files, record_index)")
     p.set_defaults(handler=cmd_index_build)
     help_text = "drop a partition of Apache Hudi's metadata table (files: the whole metadata table)"
     p = isub.add_parser("drop", help=help_text, description=help_text)

@@ -189,6 +189,16 @@ def _metadata_build(args: argparse.Namespace) -> int:
     from engine.services.maintenance import Maintenance
 
     meta = MetaClient.open(args.path)
+    if args.partition == "record_index":
+        built = Maintenance(meta).build_metadata_record_index()
+        doc = {"path": meta.storage.base_uri, "partition": args.partition, "instant": built.instant,
+               "file_groups": built.file_groups, "keys": built.keys, "bytes": built.bytes}
+        if args.json:
+            emit_json(doc)
+        else:
+            print(f"built the metadata table's record index of {doc['path']}: {built.keys:,} keys in "
+                  f"{built.file_groups} file groups ({built.bytes:,} bytes) at {built.instant}")
+        return EXIT_OK
     report = Maintenance(meta).build_metadata_partition(args.partition)
     summary = summarize_metadata(MetaClient.open(args.path))
     doc = {"path": meta.storage.base_uri, "partition": args.partition, "created": report.metadata_table_created,

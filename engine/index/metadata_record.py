@@ -49,15 +49,17 @@ def named(meta: MetaClient) -> bool:
     """Whether the table (of version 8+, with meta fields) names a record index in its metadata
     table: its keys are indexed there and nowhere else, so RECORD means that index (answering from
     the data files while it cannot)."""
-    return (meta.config.version >= 8 and meta.config.populate_meta_fields
-            and mdr.RECORD_INDEX in metadata_table.partitions_in(meta.config))
+    config = MetaClient.open(meta.storage).config  # as the properties are now, not when `meta` was opened
+    return (config.version >= 8 and config.populate_meta_fields
+            and mdr.RECORD_INDEX in metadata_table.partitions_in(config))
 
 
 def available(meta: MetaClient) -> bool:
     """Whether the table's metadata table has a record index this engine keeps and can read, in
     step with the data table."""
-    if meta.config.version < 8 or mdr.RECORD_INDEX not in metadata_table.partitions_in(meta.config):
+    if not named(meta):
         return False
+    meta = MetaClient.open(meta.storage)
     try:
         if not has_metadata_table(meta):
             return False
@@ -71,6 +73,7 @@ def available(meta: MetaClient) -> bool:
 def lookup(meta: MetaClient, keys: pa.Array, timeline: Timeline | None = None) -> pa.Table:
     """(key, partition, file id) of the distinct `keys` the record index holds, as of `timeline`
     (default: the latest); raises MetadataTableUnavailable when it cannot answer for it."""
+    meta = MetaClient.open(meta.storage)  # its properties as they are now
     reader = MetadataTableReader(meta, timeline if timeline is not None else meta.timeline())
     reader.check_in_sync()
     if mdr.RECORD_INDEX not in keepable_partitions(meta, reader):

@@ -26,9 +26,10 @@ one before it are deleted (`clean`): readers read the latest slice only.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from datetime import UTC, datetime
 
+from engine.errors import CorruptTableError, StorageError
 from engine.metadata import hfiles
 from engine.metadata import records as mdr
 from engine.metadata.reader import MetadataTableReader
@@ -79,7 +80,7 @@ def _compacted(record: mdr.Record) -> mdr.Record:
     return out
 
 
-def compact(reader: MetadataTableReader, schema_json: str, now: datetime | None = None,
+def compact(reader: MetadataTableReader, schemas: Mapping[str, str] | str, now: datetime | None = None,
             partitions: Iterable[str] = (mdr.FILES,)) -> str | None:
     """Compact the file groups with log files of the metadata table `reader` reads, in the
     partitions named (all at one instant, as Hudi compacts its metadata table); returns the instant
@@ -110,6 +111,7 @@ def compact(reader: MetadataTableReader, schema_json: str, now: datetime | None 
     for sl, op in zip(todo, operations, strict=True):
         records = reader.records(sl.partition, file_ids=[sl.file_id])
         base_name = f"{sl.file_id}_{BASE_TOKEN}_{time}.hfile"
+        schema_json = schemas if isinstance(schemas, str) else schemas[sl.partition]
         data, count = hfiles.base_file([_compacted(r) for r in records.values()], schema_json, base_name)
         path = f"{sl.partition}/{base_name}"
         mdt.storage.create_exclusive(path, data)
@@ -165,4 +167,31 @@ def clean(mdt: MetaClient, file_ids: Iterable[str], partition: str = mdr.FILES) 
     return deleted
 
 
-__all__ = ["MAX_DELTA_COMMITS", "clean", "compact", "deltacommits_since_compaction", "remove_pending"]
+def holds_deltacommit(mdt: MetaClient, time: str) -> bool:
+    """Whether a completed compaction (or log compaction) of the metadata table holds the
+    deltacommit at `time`: its plan names one of that deltacommit's log files (a plan that cannot
+    be read: whether it completed after the deltacommit did)."""
+    timeline = mdt.timeline()
+    done = timeline.completed.completion_times.get(time)
+    if done is None or mdt.completed_file_name(time, Action.DELTA_COMMIT) is None:
+        return False
+    marker = f"_{time}.log."
+    for inst in timeline.completed.instants:
+        if inst.time == time or inst.action not in (Action.COMMIT, Action.DELTA_COMMIT):
+            continue
+        for action in (Action.COMPACTION, Action.LOG_COMPACTION):
+            requested = mdt.instant_path(Instant(inst.time, action, State.REQUESTED))
+            if not mdt.storage.exists(requested):
+                continue
+            try:
+                plan = avro_models.deserialize(PLAN_MODEL, mdt.storage.read_bytes(requested))
+            except (CorruptTableError, StorageError, ValueError):
+                if (inst.completion_time or inst.time) >= done:
+                    return True
+                continue
+            if any(marker in name for op in plan.get("operations") or [] for name in op.get("deltaFilePaths") or []):
+                return True
+    return False
+
+
+__all__ = ["MAX_DELTA_COMMITS", "clean", "compact", "deltacommits_since_compaction", "holds_deltacommit", "remove_pending"]

@@ -44,7 +44,7 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
 from engine import failpoints
@@ -53,14 +53,13 @@ from engine.data.hfile import HFileReader
 from engine.data.log_block import BlockType, HeaderKey, encode_delete_block, encode_log_block
 from engine.data.log_file import read_log_blocks, write_log_file
 from engine.errors import CorruptTableError, StorageError, UnsupportedFeatureError
-from engine.metadata import compaction, hfiles, record_index_updates
+from engine.metadata import compaction, hfiles, index_defs, record_index_updates
 from engine.metadata import record_index as ri
 from engine.metadata import records as mdr
 from engine.metadata.reader import MetadataTableReader, MetadataTableUnavailable
 from engine.metadata.record_index_updates import IndexChanges
 from engine.storage import storage_for
 from engine.table import lifecycle, metadata_table
-from engine.table.compaction_plan import PLAN_MODEL
 from engine.table.meta_client import MetaClient
 from engine.table.metadata_table import FOLDER
 from engine.table.metadata_table import PARTITIONS as PARTITIONS_PROPERTY
@@ -71,7 +70,6 @@ from engine.timeline.timeline import Timeline
 
 _log = logging.getLogger(__name__)
 
-INDEX_DEFS_PATH = "hoodie.table.index.defs.path"
 KEPT = (mdr.FILES, mdr.RECORD_INDEX)  # the partitions this engine keeps up to date
 LOG_TOKEN = "0-0-0"
 OPERATION = "UPSERT_PREPPED"  # what Hudi records for a metadata deltacommit
@@ -126,6 +124,7 @@ def decide(meta: MetaClient, timeline: Timeline, enable: bool | None = None) -> 
     writer's hoodie.metadata.enable (false: removed, as Apache Hudi's writers do)."""
     if enable is False:
         return Decision(False, reason="hoodie.metadata.enable=false")
+    meta.reload_config()  # the partitions another process built or dropped since `meta` was opened
     if meta.config.version < 8:
         return Decision(False, reason=f"table version {meta.config.version}: kept from version 8")
     try:
@@ -162,7 +161,7 @@ def keepable_partitions(meta: MetaClient, reader: MetadataTableReader) -> list[s
     keys (meta fields)."""
     kept = [mdr.FILES]
     if mdr.RECORD_INDEX in metadata_table.partitions_in(meta.config) and meta.config.populate_meta_fields:
-        options = (_index_definitions(meta).get(mdr.RECORD_INDEX) or {}).get("indexOptions") or {}
+        options = (index_defs.definitions(meta).get(mdr.RECORD_INDEX) or {}).get("indexOptions") or {}
         groups = record_index_groups(reader)
         if (str(options.get("isPartitioned", "false")).lower() != "true" and groups
                 and groups == [ri.file_group_id(i) for i in range(len(groups))]):
@@ -206,58 +205,47 @@ def apply(meta: MetaClient, decision: Decision) -> None:
     kept = [p for p in metadata_table.partitions_in(meta.config) if p not in decision.dropped]
     meta.remove_properties((metadata_table.PARTITIONS_INFLIGHT,), "Metadata table partitions dropped",
                            {PARTITIONS_PROPERTY: ",".join(kept)})
-    _drop_index_definitions(meta, decision.dropped)
+    index_defs.drop(meta, decision.dropped)
     for partition in decision.dropped:
         mdt.storage.delete_dir(partition)
     _log.warning("%s", decision.notice(meta.storage.base_uri))
 
 
-def _index_definitions_doc(meta: MetaClient) -> tuple[str, dict] | None:
-    path = dict(meta.config.extra).get(INDEX_DEFS_PATH)
-    if not path or not meta.storage.exists(path):
-        return None
-    try:
-        doc = json.loads(meta.storage.read_bytes(path))
-        if not isinstance(doc.get("indexDefinitions") or {}, dict):
-            raise ValueError("indexDefinitions is not a map")
-    except (ValueError, AttributeError) as exc:
-        raise CorruptTableError(f"{meta.storage.uri(path)}: not Hudi's index definitions: {exc}") from exc
-    return path, doc
-
-
-def _index_definitions(meta: MetaClient) -> dict:
-    """Index name -> Hudi's definition of it (`hoodie.table.index.defs.path`; empty without one)."""
-    found = _index_definitions_doc(meta)
-    return dict(found[1].get("indexDefinitions") or {}) if found else {}
-
-
-def _drop_index_definitions(meta: MetaClient, dropped: Iterable[str]) -> None:
-    found = _index_definitions_doc(meta)
-    if found is None:
-        return
-    path, doc = found
-    defs = doc.get("indexDefinitions") or {}
-    gone = set(dropped)
-    if not gone & set(defs):
-        return
-    doc["indexDefinitions"] = {k: v for k, v in defs.items() if k not in gone}
-    meta.storage.write_bytes(path, json.dumps(doc, indent=2).encode("utf-8"))
-
-
 # ---- the deltacommit of a data instant -----------------------------------------------------------------
 
-def schema_of(reader: MetadataTableReader) -> str:
-    """The metadata table's record schema (JSON), as its files partition holds it."""
-    for sl in reader.slices(mdr.FILES):
+def schema_of(reader: MetadataTableReader, partition: str = mdr.FILES) -> str:
+    """The metadata table's record schema (JSON), as partition `partition` holds it (Hudi writes one
+    schema for all; this engine's `files`-only metadata tables hold the files fields only)."""
+    for sl in reader.slices(partition):
         if sl.base is not None:
             info = HFileReader(reader.meta.storage.read_bytes(sl.base)).file_info
             if b"schema" in info:
                 return info[b"schema"].decode("utf-8")
         for path in sl.logs:
             for block in read_log_blocks(reader.meta.storage, path):
-                if block.block_type == BlockType.HFILE_DATA and HeaderKey.SCHEMA in block.header:
+                if block.block_type in (BlockType.HFILE_DATA, BlockType.DELETE) and HeaderKey.SCHEMA in block.header:
                     return block.header[HeaderKey.SCHEMA]
-    raise MetadataTableUnavailable("its files partition holds no record schema")
+    raise MetadataTableUnavailable(f"its {partition} partition holds no record schema")
+
+
+def _has_field(schema_json: str, name: str) -> bool:
+    try:
+        return any(f.get("name") == name for f in json.loads(schema_json).get("fields") or [])
+    except (ValueError, AttributeError):
+        return False
+
+
+def schemas_for(reader: MetadataTableReader, partitions: Iterable[str]) -> dict[str, str]:
+    """Partition -> the record schema its records are written with (a partition holding none yet,
+    as a record index of empty file groups: the files partition's)."""
+    files = schema_of(reader, mdr.FILES)
+    out = {}
+    for p in partitions:
+        try:
+            out[p] = files if p == mdr.FILES else schema_of(reader, p)
+        except MetadataTableUnavailable:
+            out[p] = files
+    return out
 
 
 def _name(path: str) -> str:
@@ -357,8 +345,9 @@ def record_index_writes(reader: MetadataTableReader, time: str, changes: IndexCh
     return [w for w in writes.values() if w.records or w.deleted]
 
 
-def write_deltacommit(mdt: MetaClient, time: str, writes: list[GroupWrite], schema_json: str) -> None:
-    """The metadata deltacommit at `time` writing `writes` (completed when this returns)."""
+def write_deltacommit(mdt: MetaClient, time: str, writes: list[GroupWrite], schemas: Mapping[str, str] | str) -> None:
+    """The metadata deltacommit at `time` writing `writes` (completed when this returns), each
+    partition's records in its schema (`schemas`: partition -> schema JSON, or one for all)."""
     requested = Instant(time, Action.DELTA_COMMIT, State.REQUESTED)
     lifecycle.ensure_file(mdt, requested)
     inflight_body = mdt.encode_commit_metadata(CommitMetadata({}, OPERATION))
@@ -367,6 +356,7 @@ def write_deltacommit(mdt: MetaClient, time: str, writes: list[GroupWrite], sche
     for write in writes:
         if not (write.records or write.deleted):
             continue
+        schema_json = schemas if isinstance(schemas, str) else schemas[write.partition]
         path = log_path(write.partition, write.file_id, time)
         if mdt.storage.exists(path):  # an earlier attempt of this instant that never completed
             mdt.storage.delete(path)
@@ -425,8 +415,10 @@ def before_complete(meta: MetaClient, instant: Instant, body: bytes) -> None:
     remove_deltacommit(mdt, instant.time)
     timeline = meta.timeline()
     reader = MetadataTableReader(meta, timeline)
-    schema = schema_of(reader)
     kept = keepable_partitions(meta, reader)
+    schemas = schemas_for(reader, kept)
+    if mdr.RECORD_INDEX in kept and not _has_field(schemas[mdr.RECORD_INDEX], "recordIndexMetadata"):
+        kept.remove(mdr.RECORD_INDEX)  # never written in a schema that would drop its locations
     if mdr.RECORD_INDEX in metadata_table.partitions_in(meta.config) and mdr.RECORD_INDEX not in kept:
         # kept when the write began (`decide`), no longer (another writer changed it): never left stale
         apply(meta, Decision(True, [mdr.RECORD_INDEX], reason=f"it could not be kept by {instant.time}"))
@@ -440,36 +432,9 @@ def before_complete(meta: MetaClient, instant: Instant, body: bytes) -> None:
     if not others_pending and compaction.deltacommits_since_compaction(mdt) >= compaction.MAX_DELTA_COMMITS:
         # as Hudi's compactIfNecessary: never while another data instant is pending (its records
         # would be left out of the base and then read below it)
-        compaction.compact(reader, schema, partitions=kept)
-    write_deltacommit(mdt, instant.time, writes, schema)
+        compaction.compact(reader, schemas, partitions=kept)
+    write_deltacommit(mdt, instant.time, writes, schemas)
     failpoints.hit("metadata.written")
-
-
-def _compacted_over(mdt: MetaClient, time: str) -> bool:
-    """Whether a completed compaction (or log compaction) of the metadata table holds the
-    deltacommit at `time`: its plan names one of that deltacommit's log files (a plan that cannot
-    be read: whether it completed after the deltacommit did)."""
-    timeline = mdt.timeline()
-    done = timeline.completed.completion_times.get(time)
-    if done is None or mdt.completed_file_name(time, Action.DELTA_COMMIT) is None:
-        return False
-    marker = f"_{time}.log."
-    for inst in timeline.completed.instants:
-        if inst.time == time or inst.action not in (Action.COMMIT, Action.DELTA_COMMIT):
-            continue
-        for action in (Action.COMPACTION, Action.LOG_COMPACTION):
-            requested = mdt.instant_path(Instant(inst.time, action, State.REQUESTED))
-            if not mdt.storage.exists(requested):
-                continue
-            try:
-                plan = avro_models.deserialize(PLAN_MODEL, mdt.storage.read_bytes(requested))
-            except (CorruptTableError, StorageError, ValueError):
-                if (inst.completion_time or inst.time) >= done:
-                    return True
-                continue
-            if any(marker in name for op in plan.get("operations") or [] for name in op.get("deltaFilePaths") or []):
-                return True
-    return False
 
 
 def abandoned(meta: MetaClient, time: str) -> None:
@@ -481,7 +446,7 @@ def abandoned(meta: MetaClient, time: str) -> None:
     mdt = _open(meta)
     if mdt is None:
         return
-    if mdr.RECORD_INDEX in metadata_table.partitions_in(meta.config) and _compacted_over(mdt, time):
+    if mdr.RECORD_INDEX in metadata_table.partitions_in(meta.config) and compaction.holds_deltacommit(mdt, time):
         apply(meta, Decision(True, [mdr.RECORD_INDEX], reason=(
             f"the write {time} being rolled back is in its compacted base files, and where the keys it moved "
             "were before is not kept")))

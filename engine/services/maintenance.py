@@ -30,6 +30,7 @@ if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
 
     from engine.index.base import Index
+    from engine.metadata.build_record_index import RecordIndexBuild
     from engine.schema.changes import Change
     from engine.services.alter import AlterResult
     from engine.services.compaction import CompactionResult
@@ -276,14 +277,28 @@ class Maintenance:
 
     def build_metadata_partition(self, partition: str = "files") -> RepairReport:
         """Create the metadata table with its `files` partition (tables of version 8 and 9; kept
-        from then on by every write), as a write with hoodie.metadata.enable=true does. Other
-        partitions are not built by this engine yet."""
+        from then on by every write), as a write with hoodie.metadata.enable=true does. The record
+        index: `build_metadata_record_index`. Other partitions are not built by this engine yet."""
         from engine.errors import UnsupportedFeatureError
 
         if partition != "files":
             raise UnsupportedFeatureError(
-                f"metadata partition {partition!r}: this engine builds and keeps the files partition only")
+                f"metadata partition {partition!r}: this engine builds the files and record_index partitions only"
+                + (" (Maintenance.build_metadata_record_index)" if partition == "record_index" else ""))
         return Maintenance(self.meta, {**self._options, "hoodie.metadata.enable": "true"}).repair()
+
+    def build_metadata_record_index(self) -> RecordIndexBuild:
+        """Build Apache Hudi's record index (`record_index`) in the metadata table from the data
+        files, creating the metadata table first where the table has none, under the table lock
+        with no write in flight (`engine.metadata.build_record_index`). Every write keeps it from
+        then on, and RECORD looks keys up through it."""
+        from engine.metadata import build_record_index
+
+        self.build_metadata_partition("files")
+        self.meta = MetaClient.open(self.meta.storage)
+        with self._tx("metadata build", self._index()) as tx:
+            tx.fence()
+            return build_record_index.build(self.meta, self.meta.timeline())
 
     def drop_metadata_partition(self, partition: str) -> list[str]:
         """Drop one partition of the metadata table (`files`: the whole metadata table, as a writer

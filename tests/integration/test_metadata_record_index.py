@@ -179,3 +179,87 @@ def test_the_record_index_tags_writes_and_answers_key_lookups(spark, tmp_path, k
     got = read_keys(spark, MetaClient.open(str(path)), metadata_record.MetadataRecordIndex(), ["NEW-R", "absent"])
     assert sorted((r["txn_id"], r["txn_type"]) for r in got.collect()) == [("NEW-R", old["txn_type"])]
     assert "record index cannot answer" in caplog.text and "behind the data table" in caplog.text
+
+
+def test_building_the_record_index_from_the_data_files(spark, tmp_path, capsys):
+    """`hoodie index build --partition record_index` on the table Apache Hudi wrote (its record
+    index dropped first) builds what Hudi had built: every key at its file group, ten groups, the
+    properties and index definitions naming it; refused while a write is in flight or when one
+    exists, the table unchanged."""
+    import json
+
+    from engine.cli import main
+    from engine.metadata.reader import MetadataTableReader
+    from tests.support.tables import tree_bytes
+
+    fx = hudi1x.fixture("sample_table/cow/v9_txns_simple_meta", tmp_path)
+    path = fx.table
+    hudis = {k: (v.partition, v.file_id) for k, v in record_index.check(MetaClient.open(str(path))).items()}
+    assert main(["index", "drop", str(path), "--partition", "record_index"]) == 0
+    assert _partitions(path) == "files"
+    capsys.readouterr()
+    assert main(["index", "build", str(path), "--partition", "record_index", "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    # Hudi initialized its partitions at 00000000000000000 to ...04: the build takes the next
+    assert (doc["partition"], doc["file_groups"], doc["keys"], doc["instant"]) == (
+        "record_index", 10, 12, "00000000000000005")
+    assert _partitions(path) == "files,record_index"
+    built = record_index.check(MetaClient.open(str(path)))
+    assert {k: (v.partition, v.file_id) for k, v in built.items()} == hudis
+    defs = json.loads((path / ".hoodie" / ".index_defs" / "index.json").read_text())["indexDefinitions"]
+    assert defs["record_index"]["indexOptions"] == {"isPartitioned": "false"}
+    assert sorted(p.name for p in (path / ".hoodie" / "metadata" / "record_index").glob("*.hfile")) == [
+        f"record-index-{i:04d}-0_0-0-0_00000000000000005.hfile" for i in range(10)]
+
+    # a second build is refused; so is one while a write is in flight; nothing changes
+    before = tree_bytes(path)
+    assert main(["index", "build", str(path), "--partition", "record_index"]) != 0
+    assert "has a record index already" in capsys.readouterr().err
+    assert tree_bytes(path) == before
+    main(["index", "drop", str(path), "--partition", "record_index"])
+    # a live writer's instant (its heartbeat beats): the build would miss its keys
+    from engine.storage import storage_for
+    from engine.transaction.heartbeat import Heartbeat
+
+    (path / ".hoodie" / "timeline" / "29990101000000000.commit.requested").write_bytes(b"")
+    beating = Heartbeat.start(storage_for(str(path)), "29990101000000000", interval=3600)
+    try:
+        before = tree_bytes(path)
+        assert main(["index", "build", str(path), "--partition", "record_index"]) != 0
+        err = capsys.readouterr().err
+        assert "ConcurrentWriteError" in err and "29990101000000000" in err
+        assert tree_bytes(path) == before
+    finally:
+        beating.stop()
+    assert "record_index" not in MetadataTableReader(MetaClient.open(str(path)), MetaClient.open(str(path)).timeline()).partitions()
+
+
+def test_a_record_index_built_on_this_engines_metadata_table_is_kept(spark, tmp_path, monkeypatch):
+    """A table this engine created (its metadata table's schema has the files fields only): the
+    built index is written with Hudi's `recordIndexMetadata` field, and writes, the metadata
+    compaction and RECORD lookups keep using it."""
+    from engine.metadata import compaction
+    from engine.services.maintenance import Maintenance
+
+    schema = "id string, part string, ts long, v string"
+    path = tmp_path / "t"
+    table = Table.create(spark, str(path), name="t", record_key="id", partition_fields="part",
+                         precombine_field="ts", table_type="MERGE_ON_READ", table_version=9)
+    rows = [(f"k{i}", f"p{i % 3}", 1, "a") for i in range(30)]
+    table.upsert(spark.createDataFrame(rows, schema), options={**FAST, "hoodie.metadata.enable": "true"})
+    built = Maintenance(MetaClient.open(str(path))).build_metadata_record_index()
+    assert (built.keys, built.file_groups) == (30, 10)
+    found = record_index.check(MetaClient.open(str(path)))
+    assert len(found) == 30
+    monkeypatch.setattr(compaction, "MAX_DELTA_COMMITS", 2)
+    for n in range(3):
+        result = table.upsert(spark.createDataFrame([(f"n{n}", "p9", 2, "b"), ("k1", "p1", 2 + n, "c")], schema),
+                              options={**FAST, "hoodie.index.type": "RECORD"})
+        assert (result.inserts, result.updates) == (1, 1)
+        assert result.index_stats.get("metadata_table") == 1
+        found = record_index.check(MetaClient.open(str(path)))
+        assert found[f"n{n}"].instant_millis == ri.instant_millis(result.instant)
+    bases = sorted((path / ".hoodie" / "metadata" / "record_index").glob("*.hfile"))
+    assert any(not b.name.endswith("_00000000000000001.hfile") for b in bases), "the metadata compaction ran"
+    assert len(found) == 33
+    assert sorted(r["id"] for r in table.read_keys(["n2", "k1", "zz"]).collect()) == ["k1", "n2"]
