@@ -263,3 +263,25 @@ def test_a_record_index_built_on_this_engines_metadata_table_is_kept(spark, tmp_
     assert any(not b.name.endswith("_00000000000000001.hfile") for b in bases), "the metadata compaction ran"
     assert len(found) == 33
     assert sorted(r["id"] for r in table.read_keys(["n2", "k1", "zz"]).collect()) == ["k1", "n2"]
+
+
+def test_a_corrupt_record_index_file_is_refused_by_name_and_nothing_changes(spark, tmp_path):
+    """A record-index base HFile that does not parse: a RECORD write stops with a typed error
+    naming the file, and the table is exactly as it was (no guess from a half-read index)."""
+    from engine.errors import CorruptTableError
+    from tests.support.tables import tree_bytes
+
+    fx = hudi1x.fixture("sample_table/cow/v9_txns_simple_meta", tmp_path)
+    path = fx.table
+    table = Table.open(spark, str(path))
+    data = table.read().drop(*[c for c in table.read().columns if c.startswith("_hoodie_")])
+    first = data.orderBy("txn_id").limit(1)
+    table.upsert(first.withColumn("txn_id", F.lit("NEW-C")), options=FAST)  # drops what is not kept
+    bases = sorted((path / ".hoodie" / "metadata" / "record_index").glob("*.hfile"))
+    group = ri.file_group_id(ri.file_group_of(first.collect()[0]["txn_id"], 10))
+    (victim,) = [b for b in bases if b.name.startswith(group)]
+    victim.write_bytes(victim.read_bytes()[:200])
+    before = tree_bytes(path)
+    with pytest.raises(CorruptTableError, match=victim.name):
+        table.upsert(first.withColumn("txn_ts", F.col("txn_ts") + 1), options={**FAST, "hoodie.index.type": "RECORD_INDEX"})
+    assert tree_bytes(path) == before
