@@ -45,21 +45,26 @@ LOCATED_SCHEMA = pa.schema([("key", pa.string()), ("partition", pa.string()), ("
 UNAVAILABLE = (MetadataTableUnavailable, CorruptTableError, UnsupportedFeatureError, StorageError)
 
 
+def _names_it(meta: MetaClient) -> bool:
+    config = meta.config
+    return (config.version >= 8 and config.populate_meta_fields
+            and mdr.RECORD_INDEX in metadata_table.partitions_in(config))
+
+
 def named(meta: MetaClient) -> bool:
     """Whether the table (of version 8+, with meta fields) names a record index in its metadata
     table: its keys are indexed there and nowhere else, so RECORD means that index (answering from
-    the data files while it cannot)."""
-    config = MetaClient.open(meta.storage).config  # as the properties are now, not when `meta` was opened
-    return (config.version >= 8 and config.populate_meta_fields
-            and mdr.RECORD_INDEX in metadata_table.partitions_in(config))
+    the data files while it cannot). Read from the properties as they are now, not when `meta`
+    was opened."""
+    return _names_it(MetaClient.open(meta.storage))
 
 
 def available(meta: MetaClient) -> bool:
     """Whether the table's metadata table has a record index this engine keeps and can read, in
     step with the data table."""
-    if not named(meta):
+    meta = MetaClient.open(meta.storage)  # its properties as they are now
+    if not _names_it(meta):
         return False
-    meta = MetaClient.open(meta.storage)
     try:
         if not has_metadata_table(meta):
             return False

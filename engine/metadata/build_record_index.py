@@ -27,7 +27,7 @@ import json
 import math
 from dataclasses import dataclass
 
-from engine.data.slice_reader import SliceFiles, merge_mode_for, slice_keys
+from engine.data.keys import ScanFile, live_keys
 from engine.errors import InvalidInputError, UnsupportedFeatureError
 from engine.metadata import hfiles
 from engine.metadata import record_index as ri
@@ -40,9 +40,10 @@ from engine.table import lifecycle, metadata_table
 from engine.table.meta_client import MetaClient
 from engine.table.metadata_table import FOLDER
 from engine.table.metadata_table import PARTITIONS as PARTITIONS_PROPERTY
+from engine.table.slice_merge import merge_context
 from engine.timeline.commit_metadata import CommitMetadata, WriteStat
 from engine.timeline.instant import Action, Instant, State
-from engine.timeline.timeline import CommittedInstants, Timeline
+from engine.timeline.timeline import Timeline
 
 MIN_FILE_GROUPS, MAX_FILE_GROUPS = 10, 10_000  # hoodie.metadata.record.index.{min,max}.filegroup.count
 GROWTH_FACTOR = 2.0  # hoodie.metadata.record.index.growth.factor
@@ -95,13 +96,10 @@ def live_locations(meta: MetaClient, timeline: Timeline) -> dict[str, tuple[str,
     """Key -> (partition, file id, base instant) of every live record (a key stored twice: the
     slice begun later)."""
     view = meta.file_system_view(timeline)
-    committed = CommittedInstants.of(timeline)
-    mode = merge_mode_for(meta.config)
+    merge = merge_context(meta, timeline)
     out: dict[str, tuple[str, str, str]] = {}
     for sl in sorted(view.latest_slices(), key=lambda s: (s.base_instant, s.partition, s.file_id)):
-        files = SliceFiles(sl.partition, sl.file_id, sl.base_instant, sl.base_file.path if sl.base_file else None,
-                           tuple(lf.path for lf in sl.log_files))
-        for key in slice_keys(meta.storage, files, mode=mode, is_committed=committed).to_pylist():
+        for key in live_keys(meta.storage, ScanFile.of_slice(sl), merge=merge).to_pylist():
             out[key] = (sl.partition, sl.file_id, sl.base_instant)
     return out
 

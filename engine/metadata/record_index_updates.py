@@ -22,17 +22,16 @@ from __future__ import annotations
 
 import logging
 from collections import defaultdict
-from dataclasses import dataclass, field
-
-import pyarrow as pa
+from dataclasses import dataclass, field, replace
 
 from engine.data.file_group import FileGroup
 from engine.data.file_names import parse_base_file_name, parse_log_file_name
-from engine.data.slice_reader import MergeMode, SliceFiles, merge_mode_for, slice_keys
+from engine.data.keys import ScanFile, SliceMerge, live_keys
 from engine.errors import CorruptTableError
 from engine.storage import Storage
 from engine.table.fs_view import DataFile, FileSystemView
 from engine.table.meta_client import MetaClient
+from engine.table.slice_merge import merge_context
 from engine.timeline.commit_metadata import CommitMetadata
 from engine.timeline.timeline import CommittedInstants, Timeline
 
@@ -50,31 +49,18 @@ class IndexChanges:
         return bool(self.located or self.deleted)
 
 
-@dataclass(frozen=True)
-class _Reading:
-    storage: Storage
-    mode: MergeMode
-    ordering: pa.Field | None
-    before: CommittedInstants
-    instant: str
-
-    def keys(self, files: SliceFiles | None, with_instant: bool) -> set[str]:
-        if files is None or (files.base_path is None and not files.log_paths):
-            return set()
-        before = self.before
-        committed = (lambda t: t == self.instant or before(t)) if with_instant else before
-        found = slice_keys(self.storage, files, mode=self.mode, is_committed=committed, ordering=self.ordering)
-        return set(found.to_pylist())
+def _keys(storage: Storage, file: ScanFile | None, merge: SliceMerge) -> set[str]:
+    """The keys of a slice's live records (none for no slice)."""
+    if file is None or (file.path is None and not file.log_paths):
+        return set()
+    return set(live_keys(storage, file, merge=merge).to_pylist())
 
 
-def _slice_files(view: FileSystemView, groups: dict[tuple[str, str], FileGroup], partition: str,
-                 file_id: str) -> SliceFiles | None:
+def _latest(view: FileSystemView, groups: dict[tuple[str, str], FileGroup], partition: str,
+            file_id: str) -> ScanFile | None:
     group = groups.get((partition, file_id))
     sl = group.merged_slice(view.compaction_pending_on(partition, file_id)) if group is not None else None
-    if sl is None:
-        return None
-    return SliceFiles(partition, file_id, sl.base_instant, sl.base_file.path if sl.base_file else None,
-                      tuple(lf.path for lf in sl.log_files))
+    return ScanFile.of_slice(sl) if sl is not None else None
 
 
 def _partition_files(storage: Storage, partitions: set[str]) -> list[DataFile]:
@@ -87,20 +73,19 @@ def _partition_files(storage: Storage, partitions: set[str]) -> list[DataFile]:
     return out
 
 
-def _after(before: SliceFiles | None, partition: str, file_id: str, paths: list[str]) -> SliceFiles:
+def _after(before: ScanFile | None, partition: str, file_id: str, paths: list[str]) -> ScanFile:
     """The group's slice once the instant's files (`paths`) count."""
     bases = [(parsed, p) for p in paths if (parsed := parse_base_file_name(p.rsplit("/", 1)[-1])) is not None]
     if bases:  # a new base file: the group's records are exactly its records
         parsed, path = bases[-1]
-        return SliceFiles(partition, file_id, parsed.instant, path, ())
+        return ScanFile(path, partition, file_id, (), parsed.instant)
     logs = sorted((log.version, p, log.base_instant) for p in paths
                   if (log := parse_log_file_name(p.rsplit("/", 1)[-1])) is not None)
     if not logs:
         raise CorruptTableError(f"{partition}/{file_id}: the write stats name no base or log file: {paths}")
     if before is None:
-        return SliceFiles(partition, file_id, logs[0][2], None, tuple(p for _, p, _ in logs))
-    return SliceFiles(partition, file_id, before.base_instant, before.base_path,
-                      before.log_paths + tuple(p for _, p, _ in logs if p not in before.log_paths))
+        return ScanFile(None, partition, file_id, tuple(p for _, p, _ in logs), logs[0][2])
+    return replace(before, log_paths=before.log_paths + tuple(p for _, p, _ in logs if p not in before.log_paths))
 
 
 def changes(meta: MetaClient, timeline: Timeline, time: str, metadata: CommitMetadata) -> IndexChanges:
@@ -118,15 +103,14 @@ def changes(meta: MetaClient, timeline: Timeline, time: str, metadata: CommitMet
     touched = {p for p, _ in written} | set(replaced)
     view = meta.file_system_view(timeline, files=_partition_files(meta.storage, touched))
     groups = {(g.partition, g.file_id): g for g in view.groups}
-    schema = meta.latest_schema(timeline)
-    pc_name = meta.config.precombine_field
-    ordering = schema.field(pc_name) if schema is not None and pc_name and pc_name in schema.names else None
-    reading = _Reading(meta.storage, merge_mode_for(meta.config), ordering, CommittedInstants.of(timeline), time)
+    before_merge = merge_context(meta, timeline)
+    done = CommittedInstants.of(timeline)  # the before merge's; the after one counts the instant too
+    after_merge = replace(before_merge, committed=CommittedInstants(done.completed | {time}, done.archived_before))
     gone: set[str] = set()
     for (partition, file_id), paths in sorted(written.items()):
-        before_files = _slice_files(view, groups, partition, file_id)
-        before = reading.keys(before_files, with_instant=False)
-        after = reading.keys(_after(before_files, partition, file_id, paths), with_instant=True)
+        before_files = _latest(view, groups, partition, file_id)
+        before = _keys(meta.storage, before_files, before_merge)
+        after = _keys(meta.storage, _after(before_files, partition, file_id, paths), after_merge)
         for key in after - before:
             if key in out.located and out.located[key] != (partition, file_id):
                 _log.warning("%s: record key %r written to two file groups by %s (%s/%s and %s/%s); the record "
@@ -136,7 +120,7 @@ def changes(meta: MetaClient, timeline: Timeline, time: str, metadata: CommitMet
         gone |= before - after
     for partition, file_ids in replaced.items():
         for file_id in file_ids:
-            gone |= reading.keys(_slice_files(view, groups, partition, file_id), with_instant=False)
+            gone |= _keys(meta.storage, _latest(view, groups, partition, file_id), before_merge)
     out.deleted = gone - set(out.located)
     return out
 

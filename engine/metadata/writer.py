@@ -49,6 +49,7 @@ from dataclasses import dataclass, field
 
 from engine import failpoints
 from engine.constants import METAFOLDER
+from engine.data.file_names import parse_log_file_name
 from engine.data.hfile import HFileReader
 from engine.data.log_block import BlockType, HeaderKey, encode_delete_block, encode_log_block
 from engine.data.log_file import read_log_blocks, write_log_file
@@ -56,7 +57,7 @@ from engine.errors import CorruptTableError, StorageError, UnsupportedFeatureErr
 from engine.metadata import compaction, hfiles, index_defs, record_index_updates
 from engine.metadata import record_index as ri
 from engine.metadata import records as mdr
-from engine.metadata.reader import MetadataTableReader, MetadataTableUnavailable
+from engine.metadata.reader import INIT_PREFIX, MetadataTableReader, MetadataTableUnavailable
 from engine.metadata.record_index_updates import IndexChanges
 from engine.storage import storage_for
 from engine.table import lifecycle, metadata_table
@@ -148,8 +149,10 @@ def record_index_groups(reader: MetadataTableReader) -> list[str]:
     completed instant or a log file of a valid one (a leftover of a failed write names none)."""
     out = []
     for sl in reader.slices(mdr.RECORD_INDEX):
-        logs = (_name(p).lstrip(".").split("_", 1)[-1].split(".log.", 1)[0] for p in sl.logs)
-        if sl.base is not None or any(t in reader.valid or t.startswith("00000000000000") for t in logs):
+        logs = (parse_log_file_name(_name(p)) for p in sl.logs)
+        if sl.base is not None or any(
+                log is not None and (log.base_instant in reader.valid or log.base_instant.startswith(INIT_PREFIX))
+                for log in logs):
             out.append(sl.file_id)
     return sorted(out)
 
@@ -174,7 +177,7 @@ def present_partitions(meta: MetaClient) -> list[str]:
     mdt = _open(meta)
     present = set(metadata_table.named_partitions(meta.config))
     if mdt is not None:
-        present |= {i.name for i in mdt.storage.list_dir("") if i.is_dir and not i.name.startswith(".")}
+        present |= set(_partition_folders(mdt))
     return sorted(present)
 
 

@@ -15,7 +15,7 @@ from pyspark.sql import DataFrame, SparkSession
 from engine.data.file_group import FileSlice
 from engine.data.keys import ScanFile, SliceMerge
 from engine.data.scan import scan_files, scan_slices
-from engine.data.slice_reader import SliceFiles, merge_mode_for
+from engine.data.slice_reader import SliceFiles
 from engine.read.native import native_scan
 from engine.read.plan import (  # noqa: F401  (re-exported: callers import them from here)
     ReadPlan,
@@ -26,26 +26,16 @@ from engine.read.plan import (  # noqa: F401  (re-exported: callers import them 
     table_schema_or_empty,
 )
 from engine.table.meta_client import MetaClient
-from engine.timeline.timeline import CommittedInstants, Timeline
+from engine.table.slice_merge import merge_context
+from engine.timeline.timeline import Timeline
 
 
 def slice_merge(meta: MetaClient, timeline, view) -> SliceMerge | None:
     """How index lookups that read the data files merge this table's slices with their log files
     and, for a table without meta fields, compute its keys (None when neither is needed)."""
-    virtual = None
-    if not meta.config.populate_meta_fields:  # no meta fields: keys come from the key fields
-        from engine.keygen.keys import KeySpec
-
-        virtual = KeySpec.from_config(meta.config)
-    elif not any(s.log_files for s in view.latest_slices()):
+    if meta.config.populate_meta_fields and not any(s.log_files for s in view.latest_slices()):
         return None
-    schema = meta.latest_schema(timeline)
-    pc_name = meta.config.precombine_field
-    ordering = schema.field(pc_name) if schema is not None and pc_name and pc_name in schema.names else None
-    return SliceMerge(
-        merge_mode_for(meta.config), CommittedInstants(timeline.completed_write_times, timeline.archived_before), ordering,
-        virtual,
-    )
+    return merge_context(meta, timeline)
 
 
 def scan_latest(

@@ -5,12 +5,12 @@ of an existing key leaves, at one of them)."""
 
 from __future__ import annotations
 
-from engine.data.slice_reader import SliceFiles, merge_mode_for, slice_keys
+from engine.data.keys import ScanFile, live_keys
 from engine.metadata import record_index as ri
 from engine.metadata import records as mdr
 from engine.metadata.reader import MetadataTableReader
 from engine.table.meta_client import MetaClient
-from engine.timeline.timeline import CommittedInstants
+from engine.table.slice_merge import merge_context
 
 
 def live_locations(meta: MetaClient) -> dict[str, list[tuple[str, str]]]:
@@ -18,13 +18,10 @@ def live_locations(meta: MetaClient) -> dict[str, list[tuple[str, str]]]:
     data files (two for a key an `insert` wrote again into another file group)."""
     timeline = meta.timeline()
     view = meta.file_system_view(timeline)
+    merge = merge_context(meta, timeline)
     out: dict[str, list[tuple[str, str]]] = {}
     for sl in view.latest_slices():
-        files = SliceFiles(sl.partition, sl.file_id, sl.base_instant, sl.base_file.path if sl.base_file else None,
-                           tuple(lf.path for lf in sl.log_files))
-        keys = slice_keys(meta.storage, files, mode=merge_mode_for(meta.config),
-                          is_committed=CommittedInstants.of(timeline))
-        for key in keys.to_pylist():
+        for key in live_keys(meta.storage, ScanFile.of_slice(sl), merge=merge).to_pylist():
             out.setdefault(key, []).append((sl.partition, sl.file_id))
     return out
 
