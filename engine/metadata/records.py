@@ -78,9 +78,14 @@ def combine_file_lists(older: Record | None, newer: Record) -> Record:
 
 def merge(older: Record | None, newer: Record) -> Record:
     """The record after `newer` (a later write of the same key): files and partition lists combine;
-    every other type is replaced by its newer version."""
+    column and partition statistics merge as Hudi merges them (`column_stats.merge`); every other
+    type is replaced by its newer version."""
     if older is not None and newer.get("type") in (TYPE_PARTITION_LIST, TYPE_FILE_LIST):
         return combine_file_lists(older, newer)
+    if older is not None and newer.get("type") in (TYPE_COLUMN_STATS, TYPE_PARTITION_STATS):
+        from engine.metadata import column_stats
+
+        return column_stats.merge(older, newer)
     return newer
 
 
@@ -89,6 +94,10 @@ def merge_all(versions: Iterable[Record | None]) -> Record | None:
     current: Record | None = None
     for version in versions:
         current = None if version is None else merge(current, version)
+    if current is not None and current.get("type") in (TYPE_COLUMN_STATS, TYPE_PARTITION_STATS):
+        stats = current.get("ColumnStatsMetadata")
+        if isinstance(stats, Mapping) and stats.get("isDeleted"):
+            return None  # a deleted file's statistics: gone (HoodieMetadataPayload reads them as absent)
     return current
 
 
