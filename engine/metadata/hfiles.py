@@ -19,7 +19,8 @@ import fastavro
 from engine.data.bloom_filter import TYPE_DYNAMIC_V0, build_for_keys, footer_entries
 from engine.data.hfile import CODEC_GZ
 from engine.data.hfile_writer import write_hfile
-from engine.metadata.records import TYPE_RECORD_INDEX, Record
+from engine.metadata import column_stats
+from engine.metadata.records import TYPE_COLUMN_STATS, TYPE_PARTITION_STATS, TYPE_RECORD_INDEX, Record
 
 BLOOM_ENTRIES, BLOOM_FPP, BLOOM_MAX_ENTRIES = 10_000, 1e-9, 100_000
 
@@ -52,6 +53,8 @@ def cells(records: Iterable[Record], schema_json: str, base_name: str | None = N
         value = same.get(signature) if signature is not None else None
         if value is None:
             buf = io.BytesIO()
+            if record.get("type") in (TYPE_COLUMN_STATS, TYPE_PARTITION_STATS):
+                record = column_stats.typed(record)  # read back, its wrappers lost their union branch
             fastavro.schemaless_writer(buf, schema, {**record, **extra})
             value = buf.getvalue()
             if signature is not None:

@@ -49,16 +49,20 @@ from dataclasses import dataclass, field
 
 from engine import failpoints
 from engine.constants import METAFOLDER
-from engine.data.file_names import parse_log_file_name
 from engine.data.hfile import HFileReader
 from engine.data.log_block import BlockType, HeaderKey, encode_delete_block, encode_log_block
 from engine.data.log_file import read_log_blocks, write_log_file
 from engine.errors import CorruptTableError, StorageError, UnsupportedFeatureError
-from engine.metadata import compaction, hfiles, index_defs, record_index_updates
-from engine.metadata import record_index as ri
+from engine.metadata import column_stats_updates, compaction, hfiles, index_defs, record_index_updates
 from engine.metadata import records as mdr
-from engine.metadata.reader import INIT_PREFIX, MetadataTableReader, MetadataTableUnavailable
-from engine.metadata.record_index_updates import IndexChanges
+from engine.metadata.partition_writes import (
+    GroupWrite,
+    keyed_writes,
+    numbered_groups,
+    record_index_writes,
+    well_numbered,
+)
+from engine.metadata.reader import MetadataTableReader, MetadataTableUnavailable
 from engine.storage import storage_for
 from engine.table import lifecycle, metadata_table
 from engine.table.meta_client import MetaClient
@@ -71,7 +75,7 @@ from engine.timeline.timeline import Timeline
 
 _log = logging.getLogger(__name__)
 
-KEPT = (mdr.FILES, mdr.RECORD_INDEX)  # the partitions this engine keeps up to date
+KEPT = (mdr.FILES, mdr.RECORD_INDEX, mdr.COLUMN_STATS)  # the partitions this engine keeps up to date
 LOG_TOKEN = "0-0-0"
 OPERATION = "UPSERT_PREPPED"  # what Hudi records for a metadata deltacommit
 NO_FILE_CHANGE = (Action.SAVEPOINT, Action.INDEXING)
@@ -145,30 +149,26 @@ def decide(meta: MetaClient, timeline: Timeline, enable: bool | None = None) -> 
 
 
 def record_index_groups(reader: MetadataTableReader) -> list[str]:
-    """The file ids of the record index's file groups, in order: those with a base file of a
-    completed instant or a log file of a valid one (a leftover of a failed write names none)."""
-    out = []
-    for sl in reader.slices(mdr.RECORD_INDEX):
-        logs = (parse_log_file_name(_name(p)) for p in sl.logs)
-        if sl.base is not None or any(
-                log is not None and (log.base_instant in reader.valid or log.base_instant.startswith(INIT_PREFIX))
-                for log in logs):
-            out.append(sl.file_id)
-    return sorted(out)
+    """The file ids of the record index's file groups, in order."""
+    return numbered_groups(reader, mdr.RECORD_INDEX)
 
 
 def keepable_partitions(meta: MetaClient, reader: MetadataTableReader) -> list[str]:
-    """The partitions of the metadata table this engine keeps: `files`, and the record index when
-    it is built (not being built by Hudi's indexer), global (Hudi 1.1's partitioned one is not
-    kept yet), its file groups are `record-index-0000-0` onwards, and the table stores its record
-    keys (meta fields)."""
+    """The partitions of the metadata table this engine keeps: `files`; the record index when it
+    is built (not being built by Hudi's indexer), global (Hudi 1.1's partitioned one is not kept
+    yet), its file groups are `record-index-0000-0` onwards, and the table stores its record keys
+    (meta fields); the column statistics when built, of index version V2 over named top-level
+    columns (`column_stats_updates.indexed_columns`), in groups `col-stats-0000-0` onwards."""
     kept = [mdr.FILES]
-    if mdr.RECORD_INDEX in metadata_table.partitions_in(meta.config) and meta.config.populate_meta_fields:
+    built = metadata_table.partitions_in(meta.config)
+    if mdr.RECORD_INDEX in built and meta.config.populate_meta_fields:
         options = (index_defs.definitions(meta).get(mdr.RECORD_INDEX) or {}).get("indexOptions") or {}
-        groups = record_index_groups(reader)
-        if (str(options.get("isPartitioned", "false")).lower() != "true" and groups
-                and groups == [ri.file_group_id(i) for i in range(len(groups))]):
+        if (str(options.get("isPartitioned", "false")).lower() != "true"
+                and well_numbered(mdr.RECORD_INDEX, numbered_groups(reader, mdr.RECORD_INDEX))):
             kept.append(mdr.RECORD_INDEX)
+    if (mdr.COLUMN_STATS in built and column_stats_updates.indexed_columns(meta)[0] is not None
+            and well_numbered(mdr.COLUMN_STATS, numbered_groups(reader, mdr.COLUMN_STATS))):
+        kept.append(mdr.COLUMN_STATS)
     return kept
 
 
@@ -265,13 +265,25 @@ def _partition_list(partitions: dict[str, bool]) -> mdr.Record:
             "filesystemMetadata": {mdr.partition_key(p): {"size": 0, "isDeleted": d} for p, d in sorted(partitions.items())}}
 
 
-def records_for(instant: Instant, body: bytes) -> list[mdr.Record] | None:
-    """The files-partition records of a data instant about to complete (None: an action this
+@dataclass
+class FileChanges:
+    """The data files an instant adds (size, False) or deletes (0, True) per partition, and the
+    partitions it adds (False) or deletes (True)."""
+
+    files: dict[str, dict[str, tuple[int, bool]]] = field(default_factory=dict)
+    partitions: dict[str, bool] = field(default_factory=dict)
+
+    def named(self, deleted: bool) -> dict[str, list[str]]:
+        return {p: sorted(n for n, (_, d) in entries.items() if d is deleted) for p, entries in self.files.items()}
+
+
+def file_changes(instant: Instant, body: bytes) -> FileChanges | None:
+    """What a data instant about to complete does to the file listing (None: an action this
     writer does not keep, which removes the metadata table)."""
     files: dict[str, dict[str, tuple[int, bool]]] = {}
     partitions: dict[str, bool] = {}
     if instant.action in NO_FILE_CHANGE:
-        return []
+        return FileChanges()
     if instant.action in FILE_WRITES:
         metadata = CommitMetadata.from_bytes(body)
         for partition, stats in metadata.partition_to_write_stats.items():
@@ -296,12 +308,32 @@ def records_for(instant: Instant, body: bytes) -> list[mdr.Record] | None:
     else:
         return None
     # the table's own folders (this engine's RECORD index files under .hoodie/) are no data partitions
-    files = {p: e for p, e in files.items() if not p.startswith(".hoodie")}
-    partitions = {p: d for p, d in partitions.items() if not p.startswith(".hoodie")}
-    out = [_file_list(p, entries) for p, entries in files.items()]
-    if partitions:
-        out.append(_partition_list(partitions))
+    return FileChanges({p: e for p, e in files.items() if not p.startswith(".hoodie")},
+                       {p: d for p, d in partitions.items() if not p.startswith(".hoodie")})
+
+
+def records_for(instant: Instant, body: bytes) -> list[mdr.Record] | None:
+    """The files-partition records of a data instant about to complete (None: an action this
+    writer does not keep, which removes the metadata table)."""
+    changes = file_changes(instant, body)
+    if changes is None:
+        return None
+    out = [_file_list(p, entries) for p, entries in changes.files.items()]
+    if changes.partitions:
+        out.append(_partition_list(changes.partitions))
     return sorted(out, key=lambda r: r["key"])
+
+
+def column_stats_records(meta: MetaClient, instant: Instant, changes: FileChanges) -> list[mdr.Record]:
+    """The column_stats records of a data instant: the ranges of the files a write adds
+    (rollback's appended log files carry no records), tombstones for the files deleted."""
+    columns, _ = column_stats_updates.indexed_columns(meta)
+    if columns is None:
+        return []
+    out = column_stats_updates.deleted_records(columns, changes.named(deleted=True))
+    if instant.action in FILE_WRITES:
+        out += column_stats_updates.written_records(meta, columns, changes.named(deleted=False))
+    return out
 
 
 def _files_group(mdt: MetaClient) -> str:
@@ -314,38 +346,6 @@ def _files_group(mdt: MetaClient) -> str:
 
 def log_path(partition: str, file_id: str, time: str) -> str:
     return f"{partition}/.{file_id}_{time}.log.1_{LOG_TOKEN}"
-
-
-@dataclass
-class GroupWrite:
-    """What a deltacommit writes to one file group of the metadata table: records (an HFILE
-    block) and deleted keys (a DELETE block)."""
-
-    partition: str
-    file_id: str
-    records: list[mdr.Record] = field(default_factory=list)
-    deleted: list[str] = field(default_factory=list)
-
-
-def record_index_writes(reader: MetadataTableReader, time: str, changes: IndexChanges) -> list[GroupWrite]:
-    """The record index's share of the deltacommit at `time`: each key to the file group its hash
-    names among the partition's groups (`record-index-0000-0` ...)."""
-    groups = record_index_groups(reader)
-    count = len(groups)
-    if not groups or groups != [ri.file_group_id(i) for i in range(count)]:
-        raise CorruptTableError(
-            f"{reader.meta.storage.uri(mdr.RECORD_INDEX)}: record index file groups {', '.join(groups)} are not "
-            f"numbered record-index-0000-0 to {ri.file_group_id(count - 1)}"
-        )
-    writes = {i: GroupWrite(mdr.RECORD_INDEX, groups[i]) for i in range(count)}
-    located = list(changes.located)
-    for key, group in zip(located, ri.file_groups_of(located, count).tolist(), strict=True):
-        partition, file_id = changes.located[key]
-        writes[group].records.append(ri.location_record(key, partition, file_id, time))
-    deleted = sorted(changes.deleted)
-    for key, group in zip(deleted, ri.file_groups_of(deleted, count).tolist(), strict=True):
-        writes[group].deleted.append(key)
-    return [w for w in writes.values() if w.records or w.deleted]
 
 
 def write_deltacommit(mdt: MetaClient, time: str, writes: list[GroupWrite], schemas: Mapping[str, str] | str) -> None:
@@ -409,8 +409,9 @@ def before_complete(meta: MetaClient, instant: Instant, body: bytes) -> None:
         return
     if meta.completed_file_name(instant.time, instant.action) is not None:
         return  # the data instant is complete already (a retried completion): its deltacommit stands
+    changes = file_changes(instant, body)
     records = records_for(instant, body)
-    if records is None:
+    if records is None or changes is None:
         metadata_table.remove(meta, f"{instant.action.value} {instant.time} is not kept in it by this engine yet")
         return
     # an earlier attempt of this instant (a compaction run again after a crash writes other files)
@@ -422,15 +423,21 @@ def before_complete(meta: MetaClient, instant: Instant, body: bytes) -> None:
     schemas = schemas_for(reader, kept)
     if mdr.RECORD_INDEX in kept and not _has_field(schemas[mdr.RECORD_INDEX], "recordIndexMetadata"):
         kept.remove(mdr.RECORD_INDEX)  # never written in a schema that would drop its locations
-    if mdr.RECORD_INDEX in metadata_table.partitions_in(meta.config) and mdr.RECORD_INDEX not in kept:
+    if mdr.COLUMN_STATS in kept and not _has_field(schemas[mdr.COLUMN_STATS], "ColumnStatsMetadata"):
+        kept.remove(mdr.COLUMN_STATS)
+    stale = [p for p in (mdr.RECORD_INDEX, mdr.COLUMN_STATS)
+             if p in metadata_table.partitions_in(meta.config) and p not in kept]
+    if stale:
         # kept when the write began (`decide`), no longer (another writer changed it): never left stale
-        apply(meta, Decision(True, [mdr.RECORD_INDEX], reason=f"it could not be kept by {instant.time}"))
+        apply(meta, Decision(True, stale, reason=f"it could not be kept by {instant.time}"))
     writes = [GroupWrite(mdr.FILES, _files_group(mdt), records)]
     if mdr.RECORD_INDEX in kept and instant.action in LOCATION_WRITES:
         metadata = CommitMetadata.from_bytes(body)
         if metadata.operation_type.upper() not in COMPACTIONS:
             writes += record_index_writes(reader, instant.time, record_index_updates.changes(
                 meta, timeline, instant.time, metadata))
+    if mdr.COLUMN_STATS in kept:
+        writes += keyed_writes(reader, mdr.COLUMN_STATS, column_stats_records(meta, instant, changes))
     others_pending = [i.time for i in timeline.pending.instants if i.time != instant.time]
     if not others_pending and compaction.deltacommits_since_compaction(mdt) >= compaction.MAX_DELTA_COMMITS:
         # as Hudi's compactIfNecessary: never while another data instant is pending (its records
@@ -465,6 +472,7 @@ def register() -> None:
 register()
 
 __all__ = [
-    "Decision", "GroupWrite", "apply", "decide", "has_metadata_table", "keepable_partitions", "present_partitions",
-    "record_index_writes", "records_for", "register", "write_deltacommit",
+    "Decision", "FileChanges", "GroupWrite", "apply", "column_stats_records", "decide", "file_changes",
+    "has_metadata_table", "keepable_partitions", "present_partitions", "record_index_writes", "records_for",
+    "register", "write_deltacommit",
 ]

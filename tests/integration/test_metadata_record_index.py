@@ -22,7 +22,7 @@ from engine.data.log_file import read_log_blocks
 from engine.metadata import record_index as ri
 from engine.storage import storage_for
 from engine.table.meta_client import MetaClient
-from tests.support import hudi1x, hudi_rs, record_index
+from tests.support import column_stats, hudi1x, hudi_rs, record_index
 
 pytestmark = pytest.mark.spark
 
@@ -39,6 +39,14 @@ def _oracle(path: Path) -> list[tuple]:
 
 def _partitions(path: Path) -> str:
     return javaproperties.loads((path / ".hoodie" / "hoodie.properties").read_text())["hoodie.table.metadata.partitions"]
+
+
+def _check(path: Path) -> dict:
+    """The record index checked against the data files, and the column statistics too."""
+    meta = MetaClient.open(str(path))
+    found = record_index.check(meta)
+    column_stats.check(meta)
+    return found
 
 
 def _deleted_in(path: Path, instant: str) -> list[str]:
@@ -58,7 +66,7 @@ def test_writes_keep_the_record_index(spark, tmp_path, kind):
     fx = hudi1x.fixture(f"sample_table/{kind}/v9_txns_simple_meta", tmp_path)
     path = fx.table
     table = Table.open(spark, str(path))
-    before = record_index.check(MetaClient.open(str(path)))
+    before = _check(path)
     data = table.read().drop(*[c for c in table.read().columns if c.startswith("_hoodie_")])
     first = data.orderBy("txn_id").limit(1)
     (old,) = first.collect()
@@ -67,28 +75,28 @@ def test_writes_keep_the_record_index(spark, tmp_path, kind):
     batch = first.withColumn("txn_type", F.lit("changed")).withColumn("txn_ts", F.col("txn_ts") + 1).unionByName(
         first.withColumn("txn_id", F.lit("NEW-1"))).unionByName(first.withColumn("txn_id", F.lit("NEW-2")))
     result = table.upsert(batch, options=FAST)
-    found = record_index.check(MetaClient.open(str(path)))
+    found = _check(path)
     assert sorted(set(found) - set(before)) == ["NEW-1", "NEW-2"]
     assert {found[k].instant_millis for k in ("NEW-1", "NEW-2")} == {ri.instant_millis(result.instant)}
     assert found[old["txn_id"]] == before[old["txn_id"]]  # an update in place leaves its entry
-    assert _partitions(path) == "files,record_index"
+    assert _partitions(path) == "column_stats,files,record_index"
     assert _rows(table) == _oracle(path)
 
     # a delete: a DELETE block in the key's file group
     deleted = table.delete(first.withColumn("txn_id", F.lit("NEW-2")).withColumn("txn_ts", F.col("txn_ts") + 5),
                            options=FAST)
     assert _deleted_in(path, deleted.instant) == ["NEW-2"]
-    assert "NEW-2" not in record_index.check(MetaClient.open(str(path)))
+    assert "NEW-2" not in _check(path)
 
     # rolled back, the delete's deltacommit goes and the key is indexed again
     table.maintenance.rollback(deleted.instant)
-    assert record_index.check(MetaClient.open(str(path)))["NEW-2"] == found["NEW-2"]
+    assert _check(path)["NEW-2"] == found["NEW-2"]
 
     # a partition move under a global index: the key's entry names its new partition
     moved = first.withColumn("region", F.lit("moon")).withColumn("txn_ts", F.col("txn_ts") + 9)
     result = table.upsert(moved, options={**FAST, "hoodie.index.type": "GLOBAL_SIMPLE",
                                           "hoodie.simple.index.update.partition.path": "true"})
-    found = record_index.check(MetaClient.open(str(path)))
+    found = _check(path)
     assert found[old["txn_id"]].partition == "region=moon"
     assert found[old["txn_id"]].instant_millis == ri.instant_millis(result.instant)
     assert _rows(table) == _oracle(path)
@@ -114,16 +122,17 @@ def test_compaction_and_a_rollback_it_holds(spark, tmp_path, monkeypatch, caplog
     assert a.instant < b.instant < newest
     group_a = ri.file_group_id(ri.file_group_of("NEW-A", 10))
     assert [p for p in bases if p.endswith(f"_{newest}.hfile")] == [f"{group_a}_0-0-0_{newest}.hfile"]
-    found = record_index.check(MetaClient.open(str(path)))
+    found = _check(path)
     assert {"NEW-A", "NEW-B"} <= set(found)
 
     # b's deltacommit is a log on top of the compaction: rolled back with it, the index stays
     table.maintenance.rollback(b.instant)
-    assert "NEW-B" not in record_index.check(MetaClient.open(str(path)))
-    assert _partitions(path) == "files,record_index"
+    assert "NEW-B" not in _check(path)
+    assert _partitions(path) == "column_stats,files,record_index"
     # a's deltacommit is in the compacted base files: the record index is dropped, files kept
     table.maintenance.rollback(a.instant)
-    assert _partitions(path) == "files"
+    assert _partitions(path) == "column_stats,files"  # the rollback's tombstones keep the statistics right
+    column_stats.check(MetaClient.open(str(path)))
     assert f"dropped the metadata table partitions record_index (the write {a.instant} being rolled back is in its" in (
         caplog.text)
     assert not (mdt / "record_index").exists()
@@ -196,14 +205,14 @@ def test_building_the_record_index_from_the_data_files(spark, tmp_path, capsys):
     path = fx.table
     hudis = {k: (v.partition, v.file_id) for k, v in record_index.check(MetaClient.open(str(path))).items()}
     assert main(["index", "drop", str(path), "--partition", "record_index"]) == 0
-    assert _partitions(path) == "files"
+    assert _partitions(path) == "column_stats,files"
     capsys.readouterr()
     assert main(["index", "build", str(path), "--partition", "record_index", "--json"]) == 0
     doc = json.loads(capsys.readouterr().out)
     # Hudi initialized its partitions at 00000000000000000 to ...04: the build takes the next
     assert (doc["partition"], doc["file_groups"], doc["keys"], doc["instant"]) == (
         "record_index", 10, 12, "00000000000000005")
-    assert _partitions(path) == "files,record_index"
+    assert _partitions(path) == "column_stats,files,record_index"
     built = record_index.check(MetaClient.open(str(path)))
     assert {k: (v.partition, v.file_id) for k, v in built.items()} == hudis
     defs = json.loads((path / ".hoodie" / ".index_defs" / "index.json").read_text())["indexDefinitions"]

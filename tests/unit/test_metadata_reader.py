@@ -163,7 +163,7 @@ def test_the_summary_and_hoodie_show(tmp_path: Path, capsys: pytest.CaptureFixtu
                if not p.name.startswith(".hoodie_partition_metadata")]
     assert (files.files, files.bytes) == (len(on_disk), sum(p.stat().st_size for p in on_disk))
     kept = {n for n, p in by_name.items() if p.kept}
-    assert kept == {"files", "record_index"}  # kept by this engine's writes; the others are dropped
+    assert kept == {"files", "record_index", "column_stats"}  # kept by this engine's writes; the others are dropped
     assert main(["show", str(fx.table), "--json"]) == 0
     doc = json.loads(capsys.readouterr().out)
     assert doc["metadata_table"]["listing"] == "metadata table"
@@ -200,10 +200,11 @@ def test_files_records_merge_as_hudis_payload() -> None:
     # the tombstone carried forward removes the file from a base merged under it
     assert mdr.live_files(mdr.combine_file_lists(_files({"c.parquet": (4, False)}), merged)) == {
         ".a.log.1": 9, "b.parquet": 7}
-    # a DELETE resets the key; other record types are replaced by the newer version
+    # a DELETE resets the key; other record types are replaced by the newer version (column
+    # statistics merge as tests/unit/test_metadata_column_stats_format.py shows)
     assert mdr.merge_all([base, None, grown]) == grown
-    stats = [{"key": "k", "type": mdr.TYPE_COLUMN_STATS, "v": 1}, {"key": "k", "type": mdr.TYPE_COLUMN_STATS, "v": 2}]
-    assert mdr.merge_all(stats) == stats[1]
+    located = [{"key": "k", "type": mdr.TYPE_RECORD_INDEX, "v": 1}, {"key": "k", "type": mdr.TYPE_RECORD_INDEX, "v": 2}]
+    assert mdr.merge_all(located) == located[1]
     assert mdr.partition_key("") == "." and mdr.data_partition(".") == "" and mdr.data_partition("a=1") == "a=1"
 
 

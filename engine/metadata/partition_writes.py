@@ -1,0 +1,94 @@
+"""What a metadata deltacommit writes to the file groups of the index partitions: each record to
+the file group its key hashes to (`HoodieTableMetadataUtil.mapRecordKeyToFileGroupIndex`, Java's
+`String.hashCode` modulo the partition's number of groups, as for every partition of Hudi's
+metadata table), its records in an HFILE block and its deleted keys in a DELETE block."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+from engine.data.file_names import parse_log_file_name
+from engine.errors import CorruptTableError
+from engine.metadata import record_index as ri
+from engine.metadata import records as mdr
+from engine.metadata.reader import INIT_PREFIX, MetadataTableReader
+from engine.metadata.record_index_updates import IndexChanges
+
+PREFIX = {mdr.RECORD_INDEX: ri.FILE_GROUP_PREFIX, mdr.COLUMN_STATS: "col-stats-"}
+
+
+def group_id(partition: str, index: int) -> str:
+    return f"{PREFIX[partition]}{index:04d}-0"
+
+
+@dataclass
+class GroupWrite:
+    """What a deltacommit writes to one file group of the metadata table: records (an HFILE
+    block) and deleted keys (a DELETE block)."""
+
+    partition: str
+    file_id: str
+    records: list[mdr.Record] = field(default_factory=list)
+    deleted: list[str] = field(default_factory=list)
+
+
+def _name(path: str) -> str:
+    return path.rstrip("/").rsplit("/", 1)[-1]
+
+
+def numbered_groups(reader: MetadataTableReader, partition: str) -> list[str]:
+    """The file ids of `partition`'s file groups, in order: those with a base file of a completed
+    instant or a log file of a valid one (a leftover of a failed write names none)."""
+    out = []
+    for sl in reader.slices(partition):
+        logs = (parse_log_file_name(_name(p)) for p in sl.logs)
+        if sl.base is not None or any(
+                log is not None and (log.base_instant in reader.valid or log.base_instant.startswith(INIT_PREFIX))
+                for log in logs):
+            out.append(sl.file_id)
+    return sorted(out)
+
+
+def well_numbered(partition: str, groups: list[str]) -> bool:
+    return bool(groups) and groups == [group_id(partition, i) for i in range(len(groups))]
+
+
+def _groups(reader: MetadataTableReader, partition: str) -> list[str]:
+    groups = numbered_groups(reader, partition)
+    if not well_numbered(partition, groups):
+        raise CorruptTableError(
+            f"{reader.meta.storage.uri(partition)}: {partition} file groups {', '.join(groups)} are not numbered "
+            f"{group_id(partition, 0)} onwards"
+        )
+    return groups
+
+
+def record_index_writes(reader: MetadataTableReader, time: str, changes: IndexChanges) -> list[GroupWrite]:
+    """The record index's share of the deltacommit at `time`."""
+    groups = _groups(reader, mdr.RECORD_INDEX)
+    count = len(groups)
+    writes = {i: GroupWrite(mdr.RECORD_INDEX, groups[i]) for i in range(count)}
+    located = list(changes.located)
+    for key, group in zip(located, ri.file_groups_of(located, count).tolist(), strict=True):
+        partition, file_id = changes.located[key]
+        writes[group].records.append(ri.location_record(key, partition, file_id, time))
+    deleted = sorted(changes.deleted)
+    for key, group in zip(deleted, ri.file_groups_of(deleted, count).tolist(), strict=True):
+        writes[group].deleted.append(key)
+    return [w for w in writes.values() if w.records or w.deleted]
+
+
+def keyed_writes(reader: MetadataTableReader, partition: str, records: Iterable[mdr.Record]) -> list[GroupWrite]:
+    """Records of `partition` (column statistics) to the file groups their keys hash to."""
+    groups = _groups(reader, partition)
+    writes = {i: GroupWrite(partition, groups[i]) for i in range(len(groups))}
+    recs = list(records)
+    keys = [str(r["key"]) for r in recs]
+    for rec, group in zip(recs, ri.file_groups_of(keys, len(groups)).tolist(), strict=True):
+        writes[group].records.append(rec)
+    return [w for w in writes.values() if w.records]
+
+
+__all__ = ["GroupWrite", "PREFIX", "group_id", "keyed_writes", "numbered_groups", "record_index_writes",
+           "well_numbered"]
