@@ -27,7 +27,7 @@ from engine.errors import UnsupportedFeatureError
 from engine.metadata import record_index as ri
 from engine.runtime.errors import translate
 from engine.table.meta_client import MetaClient
-from tests.support import hudi1x, hudi_rs, record_index
+from tests.support import column_stats, hudi1x, hudi_rs, record_index
 from tests.support.tables import tree_bytes
 
 pytestmark = pytest.mark.spark
@@ -275,10 +275,12 @@ def _metadata_in_step(path: Path, name: str) -> None:
             storage.setdefault(df.partition, {})[df.name] = df.size
     assert {p: f for p, f in listed.items() if f} == storage, name
     assert committed  # (every listed file's instant completed: the storage side holds no failed write)
-    partitions = dict(meta.config.extra)["hoodie.table.metadata.partitions"]
-    assert partitions in ("files", "files,record_index"), name
-    if partitions == "files,record_index":
+    partitions = dict(meta.config.extra)["hoodie.table.metadata.partitions"].split(",")
+    assert "files" in partitions and set(partitions) <= {"column_stats", "files", "record_index"}, name
+    if "record_index" in partitions:
         record_index.check(meta)
+    if "column_stats" in partitions:
+        column_stats.check(meta)
 
 
 def _oracle(path: Path) -> list[dict]:
@@ -371,12 +373,18 @@ def test_a_write_keeps_the_metadata_table_hudi_rs_lists_through(spark, tmp_path)
     result = table.upsert(batch)
 
     assert result.repaired is not None and result.repaired.metadata_table_removed is None
-    dropped = ["column_stats", "partition_stats", "secondary_index_merchant_idx", "secondary_index_txn_date_idx"]
+    dropped = ["partition_stats", "secondary_index_merchant_idx", "secondary_index_txn_date_idx"]
     assert result.repaired.metadata_partitions_dropped == dropped
-    assert javaproperties.loads(props.read_text())["hoodie.table.metadata.partitions"] == "files,record_index"
-    assert sorted(p.name for p in (fx.table / ".hoodie" / "metadata").iterdir()) == [".hoodie", "files", "record_index"]
+    assert javaproperties.loads(props.read_text())["hoodie.table.metadata.partitions"] == (
+        "column_stats,files,record_index")
+    assert sorted(p.name for p in (fx.table / ".hoodie" / "metadata").iterdir()) == [
+        ".hoodie", "column_stats", "files", "record_index"]
     defs = json.loads((fx.table / ".hoodie" / ".index_defs" / "index.json").read_text())["indexDefinitions"]
-    assert sorted(defs) == ["record_index"]  # column_stats and both secondary indexes were defined too
+    assert sorted(defs) == ["column_stats", "record_index"]  # both secondary indexes were defined too
+    # the column statistics hold the write's new base file's ranges
+    held = column_stats.check(MetaClient.open(str(fx.table)))
+    assert {v["columnName"] for v in held.values() if v["fileName"].endswith(f"_{result.instant}.parquet")} == set(
+        defs["column_stats"]["sourceFields"])
     # the record index holds the write's new key at its file group, written at the write's instant
     locations = record_index.check(MetaClient.open(str(fx.table)))
     new_keys = [k for k, loc in locations.items() if loc.instant_millis == ri.instant_millis(result.instant)]
