@@ -39,8 +39,8 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import xxhash
 
-from engine.metadata import records as mdr
-
+Record = dict[str, Any]
+RECORD_TYPE = 3  # HoodieMetadataRecord's type of a column_stats record (engine.metadata.records)
 SEED = 0xDABADABA | 0xFFFFFFFF00000000  # Hudi's int seed, sign-extended to the long XXHash64 takes
 NON_PARTITIONED = "."
 
@@ -294,10 +294,10 @@ def arrow_ranges(table: pa.Table, file_name: str, columns: Iterable[str]) -> lis
     return out
 
 
-def record(partition: str, rng: ColumnRange) -> mdr.Record:
+def record(partition: str, rng: ColumnRange) -> Record:
     """The column_stats record of a range."""
     return {
-        "key": column_stats_key(partition, rng.file_name, rng.column), "type": mdr.TYPE_COLUMN_STATS,
+        "key": column_stats_key(partition, rng.file_name, rng.column), "type": RECORD_TYPE,
         "ColumnStatsMetadata": {
             "fileName": rng.file_name, "columnName": rng.column,
             "minValue": wrap(rng.kind, rng.min), "maxValue": wrap(rng.kind, rng.max),
@@ -308,14 +308,14 @@ def record(partition: str, rng: ColumnRange) -> mdr.Record:
     }
 
 
-def tombstone(partition: str, file_name: str, column: str) -> mdr.Record:
+def tombstone(partition: str, file_name: str, column: str) -> Record:
     """The column_stats record of a deleted file's column (`HoodieColumnRangeMetadata.stub`)."""
     rec = record(partition, ColumnRange(file_name, column, NULL_KIND, None, None, -1, -1, -1, -1))
     rec["ColumnStatsMetadata"]["isDeleted"] = True
     return rec
 
 
-def typed(rec: mdr.Record) -> mdr.Record:
+def typed(rec: Record) -> Record:
     """`rec` with its wrappers named for encoding (records read back lose the union branch; their
     value type names it)."""
     stats = rec.get("ColumnStatsMetadata")
@@ -345,7 +345,7 @@ def _unwrap(stats: Mapping[str, Any], side: str) -> Any:
     return value
 
 
-def merge(older: mdr.Record, newer: mdr.Record) -> mdr.Record:
+def merge(older: Record, newer: Record) -> Record:
     """Two versions of one column-stats (or partition-stats) key, as Hudi merges them."""
     old, new = older.get("ColumnStatsMetadata") or {}, newer.get("ColumnStatsMetadata") or {}
     if new.get("isDeleted") or old.get("isDeleted") or new.get("isTightBound"):
@@ -366,12 +366,12 @@ def merge(older: mdr.Record, newer: mdr.Record) -> mdr.Record:
     return {**newer, "ColumnStatsMetadata": merged}
 
 
-def is_deleted(rec: mdr.Record) -> bool:
+def is_deleted(rec: Record) -> bool:
     stats = rec.get("ColumnStatsMetadata")
     return isinstance(stats, Mapping) and bool(stats.get("isDeleted"))
 
 
-def comparable(rec: mdr.Record) -> dict[str, Any]:
+def comparable(rec: Record) -> dict[str, Any]:
     """A record's statistics with the wrappers unnamed (as read back), for comparing records."""
     stats = dict(rec.get("ColumnStatsMetadata") or {})
     for side in ("minValue", "maxValue"):
@@ -380,7 +380,7 @@ def comparable(rec: mdr.Record) -> dict[str, Any]:
     return stats
 
 
-def records_of(partition: str, ranges: Sequence[ColumnRange]) -> list[mdr.Record]:
+def records_of(partition: str, ranges: Sequence[ColumnRange]) -> list[Record]:
     return [record(partition, r) for r in ranges]
 
 

@@ -21,6 +21,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from engine.metadata import column_stats
+
 FILES = "files"
 COLUMN_STATS = "column_stats"
 PARTITION_STATS = "partition_stats"
@@ -34,7 +36,7 @@ NON_PARTITIONED_KEY = "."
 
 TYPE_PARTITION_LIST = 1
 TYPE_FILE_LIST = 2
-TYPE_COLUMN_STATS = 3
+TYPE_COLUMN_STATS = column_stats.RECORD_TYPE
 TYPE_BLOOM_FILTER = 4
 TYPE_RECORD_INDEX = 5
 TYPE_PARTITION_STATS = 6
@@ -83,8 +85,6 @@ def merge(older: Record | None, newer: Record) -> Record:
     if older is not None and newer.get("type") in (TYPE_PARTITION_LIST, TYPE_FILE_LIST):
         return combine_file_lists(older, newer)
     if older is not None and newer.get("type") in (TYPE_COLUMN_STATS, TYPE_PARTITION_STATS):
-        from engine.metadata import column_stats
-
         return column_stats.merge(older, newer)
     return newer
 

@@ -210,6 +210,68 @@ def arrow_filter(predicates: Sequence[Predicate], schema: pa.Schema) -> pc.Expre
     return out
 
 
+_EPOCH_DAY = dt.date(1970, 1, 1)
+
+
+def _stat_value(t: pa.DataType, kind: str, value: Any) -> Any:
+    """A column statistic (as Hudi's column_stats hold it) as a value comparable with a literal of
+    the column's type `t` (None: not comparable, so nothing is skipped)."""
+    if value is None:
+        return None
+    if (pa.types.is_string(t) or pa.types.is_large_string(t)) and kind == "STRING" and isinstance(value, str):
+        return value
+    if pa.types.is_integer(t) and kind in ("INT", "LONG") and isinstance(value, int) and not isinstance(value, bool):
+        return value
+    if pa.types.is_boolean(t) and kind == "BOOLEAN" and isinstance(value, bool):
+        return value
+    if pa.types.is_date32(t) and kind == "DATE" and isinstance(value, int):
+        return _EPOCH_DAY + dt.timedelta(days=value)
+    return None
+
+
+def range_may_match(pred: Predicate, stats: Mapping[str, Any] | None, t: pa.DataType | None,
+                    kind: str | None = None) -> bool:
+    """False only when a file's statistics for `pred.column` prove `pred` false for every record
+    of the file: `stats` holds `valueCount`, `nullCount` and the unwrapped `min` and `max`, `kind`
+    the statistic's value type (Hudi's `ValueType` name). No statistics, a type this cannot
+    compare exactly as Spark does (floating point, timestamps, decimals), a negated comparison or
+    a substring test: True."""
+    if stats is None or t is None:
+        return True
+    values, nulls = stats.get("valueCount"), stats.get("nullCount")
+    if not isinstance(values, int) or not isinstance(nulls, int) or values < 0 or nulls < 0:
+        return True
+    op = pred.op
+    if op in ("is_null", "is_not_null") and pred.negated:
+        op = "is_not_null" if op == "is_null" else "is_null"
+    elif pred.negated:
+        return True
+    if op == "is_null":
+        return nulls > 0
+    if op == "is_not_null":
+        return nulls < values
+    if nulls >= values:
+        return False  # no value but nulls (or no record at all): no comparison holds
+    if op not in ("eq", "eq_null_safe", "gt", "ge", "lt", "le", "in", "starts_with"):
+        return True
+    low, high = _stat_value(t, kind or "", stats.get("min")), _stat_value(t, kind or "", stats.get("max"))
+    if low is None or high is None:
+        return True
+    literals = pred.value if op == "in" else (pred.value,)
+    if not literals or not all(_literal_fits(t, v) for v in literals):
+        return True
+    try:
+        if op == "starts_with":
+            prefix = pred.value
+            return not (high < prefix or low[: len(prefix)] > prefix)
+        if op in ("eq", "eq_null_safe", "in"):
+            return any(low <= v <= high for v in literals)
+        v = pred.value
+        return {"gt": high > v, "ge": high >= v, "lt": low < v, "le": low <= v}[op]
+    except TypeError:
+        return True
+
+
 def group_slices(sizes: Sequence[int], target_bytes: int) -> list[list[int]]:
     """Indexes of slices packed into read partitions in order: one slice per partition, or small
     slices together up to `target_bytes` (a slice bigger than that is a partition of its own)."""

@@ -21,6 +21,7 @@ AS_OF = "as.of.instant"
 BEGIN = "hoodie.datasource.read.begin.instanttime"
 END = "hoodie.datasource.read.end.instanttime"
 INCREMENTAL_FORMAT = "hoodie.datasource.query.incremental.format"
+DATA_SKIPPING = "hoodie.enable.data.skipping"
 QUERY_TYPES = ("snapshot", "read_optimized", "incremental")
 # Spark's own time-travel options (DataFrameReader passes them to sources that are not catalogs)
 SPARK_TIMESTAMP_AS_OF = "timestampasof"
@@ -139,6 +140,7 @@ class ReadOptions:
     as_of: str | None = None
     begin: str | None = None
     end: str | None = None
+    data_skipping: bool = True  # skip file slices by the metadata table's column statistics
 
     @classmethod
     def parse(cls, options: Mapping[str, str]) -> ReadOptions:
@@ -163,7 +165,8 @@ class ReadOptions:
             raise InvalidConfigError(f"{BEGIN} / {END} need {QUERY_TYPE}=incremental")
         if query == "read_optimized" and as_of is not None:
             raise InvalidConfigError(f"{AS_OF} is for snapshot queries, not read_optimized")
-        return cls(query, as_of, begin, end)
+        skipping = _bool(opts[DATA_SKIPPING], DATA_SKIPPING) if opts.get(DATA_SKIPPING) else True
+        return cls(query, as_of, begin, end, skipping)
 
 
 @dataclass(frozen=True)

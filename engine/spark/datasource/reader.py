@@ -39,6 +39,7 @@ from engine.constants import COMMIT_TIME_COL
 from engine.data.base_file import conform, read_filtered
 from engine.data.slice_reader import SliceFiles, read_slice
 from engine.errors import InvalidInputError
+from engine.read import data_skipping
 from engine.read.plan import SliceRead, commit_filter, plan_incremental, plan_snapshot
 from engine.read.prune import Predicate, arrow_filter, group_slices, slice_may_match, target_partition_bytes
 from engine.spark.datasource.options import ReadOptions
@@ -95,9 +96,10 @@ class HudiReader(DataSourceReader):
         meta = MetaClient.open(path, storage_options or None)
         if read.query_type == "incremental":
             assert read.begin is not None
-            plan, _ = plan_incremental(meta, read.begin, read.end)
+            plan, timeline = plan_incremental(meta, read.begin, read.end)
         else:
-            plan, _ = plan_snapshot(meta, read.as_of, read_optimized=read.query_type == "read_optimized")
+            plan, timeline = plan_snapshot(meta, read.as_of, read_optimized=read.query_type == "read_optimized")
+        self.meta, self.timeline, self.data_skipping = meta, timeline, read.data_skipping
         self.storage: Storage = meta.storage
         self.columns = [f.name for f in schema.fields]
         unknown = [c for c in self.columns if c not in plan.schema.names]
@@ -131,11 +133,17 @@ class HudiReader(DataSourceReader):
             yield f
 
     def _kept(self) -> list[int]:
-        if not self.predicates or not self.prunable:
+        if not self.predicates:
             return list(range(len(self.slices)))
         types = {f.name: f.type for f in self.table_schema}
-        return [i for i, s in enumerate(self.slices)
-                if slice_may_match(s.partition, self.predicates, self.partition_fields, self.hive_style, types)]
+        kept = [i for i, s in enumerate(self.slices)
+                if not self.prunable
+                or slice_may_match(s.partition, self.predicates, self.partition_fields, self.hive_style, types)]
+        if self.data_skipping and kept:
+            stats = data_skipping.load(self.meta, self.timeline, [self.slices[i] for i in kept],
+                                       {p.column for p in self.predicates})
+            kept = [i for i in kept if stats.slice_may_match(self.slices[i], self.predicates, types)]
+        return kept
 
     def partitions(self) -> list[InputPartition]:
         kept = [i for i in self._kept() if self.slices[i].base_path is not None or self.slices[i].log_paths]
