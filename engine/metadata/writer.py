@@ -5,8 +5,8 @@ At the start of a write (repair, under the table lock) `decide` looks at the met
 kept when its `files` partition is in sync with the data timeline (`MetadataTableReader`);
 removed whole (as before) for older versions, a metadata table behind the data table or one
 that cannot be read. A kept one loses, alone, the partitions this engine does not keep yet
-(`column_stats`, `partition_stats`, `bloom_filters`, secondary and expression indexes, a
-partitioned record index; `keepable_partitions`): hoodie.properties stops naming them and the index definitions stop defining them
+(`partition_stats`, `bloom_filters`, secondary and expression indexes, a partitioned record
+index, column statistics of index version V1; `keepable_partitions`): hoodie.properties stops naming them and the index definitions stop defining them
 before their folders go, as when Hudi drops an index; a notice names them. Hudi's writers build
 a dropped index again from the files.
 
@@ -21,6 +21,9 @@ its changes to the file listing go to the metadata table as a deltacommit at the
   also writes where the keys it wrote went (`engine.metadata.record_index_updates`): the
   records in an HFILE block and the deleted keys in a DELETE block of the log file of each
   record-index file group it touches (`record_index_writes`);
+- where the column statistics are kept, the ranges of the files an instant adds and tombstones
+  for the files it deletes (`column_stats_records`, `engine.metadata.column_stats_updates`), to
+  the `col-stats-` file groups their keys hash to (`engine.metadata.partition_writes`);
 - savepoints and indexing instants change no file: no deltacommit (as in Hudi); a restore (not kept yet) removes the
   metadata table before it rolls anything back (`engine.services.restore`), so readers list
   storage; so does any other action this writer does not know.
