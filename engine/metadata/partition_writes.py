@@ -44,7 +44,7 @@ def numbered_groups(reader: MetadataTableReader, partition: str) -> list[str]:
     for sl in reader.slices(partition):
         logs = (parse_log_file_name(_name(p)) for p in sl.logs)
         if sl.base is not None or any(
-                log is not None and (log.base_instant in reader.valid or log.base_instant.startswith(INIT_PREFIX))
+                log is not None and (reader.counts(log.base_instant) or log.base_instant.startswith(INIT_PREFIX))
                 for log in logs):
             out.append(sl.file_id)
     return sorted(out)

@@ -106,6 +106,16 @@ class MetadataTableReader:
         }
         return valid
 
+    def counts(self, instant: str | None) -> bool:
+        """Whether the metadata table's records written at `instant` count: a valid instant, or
+        one older than its active timeline (archived: its blocks are in compacted base files)."""
+        if instant is None:
+            return False
+        if instant in self.valid:
+            return True
+        first = self.mdt_timeline.archived_before
+        return first is not None and instant < first
+
     def partitions(self) -> list[str]:
         """The metadata partitions the data table's properties name as built."""
         return metadata_table.partitions_in(self.data.config)
@@ -147,7 +157,8 @@ class MetadataTableReader:
         for info in storage.list_dir(partition):
             m = _BASE_RE.match(info.name)
             if m:
-                if m["instant"] in completed or m["instant"].startswith(INIT_PREFIX):
+                if (m["instant"] in completed or m["instant"].startswith(INIT_PREFIX)
+                        or self.mdt_timeline.is_valid_write(m["instant"])):
                     bases.setdefault(m["file_id"], []).append((m["instant"], info.path))
                 continue
             m = _LOG_RE.match(info.name)
@@ -206,7 +217,7 @@ class MetadataTableReader:
                         target = block.header.get(HeaderKey.TARGET_INSTANT_TIME)
                         blocks = [(p, b) for p, b in blocks if b.instant != target]
                     continue
-                if block.instant in self.valid:
+                if self.counts(block.instant):
                     blocks.append((path, block))
         return blocks
 

@@ -98,6 +98,11 @@ def _open(meta: MetaClient) -> MetaClient | None:
     return MetaClient.open(storage_for(meta.storage.uri(FOLDER), meta.storage.options))
 
 
+def open_metadata_table(meta: MetaClient) -> MetaClient | None:
+    """The metadata table of the data table `meta` (None: it has none)."""
+    return _open(meta)
+
+
 def has_metadata_table(meta: MetaClient) -> bool:
     return _open(meta) is not None
 
@@ -476,6 +481,6 @@ register()
 
 __all__ = [
     "Decision", "FileChanges", "GroupWrite", "apply", "column_stats_records", "decide", "file_changes",
-    "has_metadata_table", "keepable_partitions", "present_partitions", "record_index_writes", "records_for",
+    "has_metadata_table", "keepable_partitions", "open_metadata_table", "present_partitions", "record_index_writes", "records_for",
     "register", "write_deltacommit",
 ]

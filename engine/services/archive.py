@@ -8,8 +8,9 @@ instants are stored differs (`engine.services.archive_store`).
 When more than `hoodie.keep.max.commits` completed commits are active, the oldest are archived
 until `hoodie.keep.min.commits` remain, never reaching: the earliest pending instant, the
 earliest savepoint, or the earliest commit the last clean retained (its snapshot must stay
-readable). Completed clean and rollback instants older than the cut go with them; savepoints and
-restores stay active (Apache Hudi 0.14 never archives restores).
+readable), nor the latest compaction of the table's metadata table where it has one
+(`engine.metadata.archival`). Completed clean and rollback instants older than the cut go with
+them; savepoints and restores stay active (Apache Hudi 0.14 never archives restores).
 
 Order (crash safety): the archive is written first (version 6: one new archive file
 `.commits_.archive.<N>_1-0-1`, created exclusively; layout 2: a layer-0 Parquet file, then a new
@@ -35,6 +36,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from engine import failpoints
+from engine.metadata import archival
 from engine.serial import Documented
 from engine.services import archive_lsm
 from engine.services.archive_store import SERVICE_MODELS, LsmArchive, store_for
@@ -85,6 +87,13 @@ def plan_archive(meta: MetaClient, timeline: Timeline, keep_min: int, keep_max: 
     return ArchivePlan(chosen, below.debris)
 
 
+def chosen_instants(
+    meta: MetaClient, timeline: Timeline, keep_min: int, keep_max: int, bound: str | None = None
+) -> tuple[Instant, ...]:
+    """The completed instants archival takes (below `bound`, when given), oldest first."""
+    return _chosen(meta, timeline, keep_min, keep_max, bound)
+
+
 def _chosen(
     meta: MetaClient, timeline: Timeline, keep_min: int, keep_max: int, held: str | None
 ) -> tuple[Instant, ...]:
@@ -93,6 +102,9 @@ def _chosen(
         return ()
     cut = writes[len(writes) - keep_min].time  # instants before `cut` may go
     bounds = [i.time for i in timeline.pending.instants]
+    metadata_bound = archival.data_table_bound(meta, timeline) if meta.config.version >= 8 else None
+    if metadata_bound is not None:  # never past the latest compaction of the metadata table
+        bounds.append(metadata_bound)
     bounds += [sp.time for sp in timeline.savepoints]
     retained = last_earliest_retained(meta, timeline)
     if retained:

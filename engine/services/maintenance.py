@@ -13,6 +13,7 @@ from engine.config.write_config import WriteConfig
 from engine.errors import InstantNotFoundError
 from engine.services import archive as archive_service
 from engine.services import clean as clean_service
+from engine.services import metadata_archive
 from engine.services import restore as restore_service
 from engine.services import rollback as rollback_service
 from engine.services import savepoint as savepoint_service
@@ -150,12 +151,16 @@ class Maintenance:
         if dry_run:
             return archive_service.plan_archive(self.meta, self.meta.timeline(), cfg.keep_min_commits, cfg.keep_max_commits)
         with self._tx("archive", self._index()) as tx:
-            return archive_service.execute_archive(
+            archived = archive_service.execute_archive(
                 self.meta,
                 archive_service.plan_archive(self.meta, self.meta.timeline(), cfg.keep_min_commits, cfg.keep_max_commits),
                 fence=tx.fence,
                 compaction_batch_size=cfg.timeline_compaction_batch_size,
             )
+            tx.fence()
+            metadata_archive.archive_metadata_table(self.meta, cfg.keep_min_commits, cfg.keep_max_commits,
+                                                    cfg.timeline_compaction_batch_size)
+            return archived
 
     def archived_instants(self) -> list[Instant]:
         return archive_service.archived_instants(self.meta)

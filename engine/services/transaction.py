@@ -16,6 +16,7 @@ from engine.config.write_config import WriteConfig
 from engine.index.base import Index
 from engine.services import archive as archive_service
 from engine.services import clean as clean_service
+from engine.services import metadata_archive
 from engine.services.repair import RepairReport, repair
 from engine.table.meta_client import MetaClient
 from engine.timeline.instant import Action
@@ -84,6 +85,10 @@ class Transaction(BaseTransaction):
                 )
                 if archived:
                     self.services["archived"] = archived
+                archived_mdt = metadata_archive.archive_metadata_table(
+                    self.meta, cfg.keep_min_commits, cfg.keep_max_commits, cfg.timeline_compaction_batch_size)
+                if archived_mdt:
+                    self.services["metadata_archived"] = archived_mdt
             except Exception as exc:
                 _log.warning("automatic archival of %s failed: %s", self.meta.storage.base_uri, exc)
                 self.services["archive_error"] = f"{type(exc).__name__}: {exc}"
