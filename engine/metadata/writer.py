@@ -38,8 +38,9 @@ take its deltacommit away again, completed file first; a crash between the two l
 instant whose rollback tombstones its files (Hudi's valid-instant rules read both).
 Every `compaction.MAX_DELTA_COMMITS` deltacommits the file groups with log files are compacted
 into new base HFiles first (`engine.metadata.compaction`, which then deletes the slices no reader needs), unless
-another data instant is pending. Not done yet (issue 35): the archival of the metadata table's
-timeline (Apache Hudi's next writer runs it), the other partitions, version 6 tables.
+another data instant is pending (its archival runs with the data table's:
+`engine.services.metadata_archive`). Not done yet (issue 35): the other partitions, version 6
+tables.
 A rollback of a write whose deltacommit a compaction holds drops the record index (`abandoned`).
 """
 
