@@ -178,7 +178,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--type", metavar="TYPE", help="index type (RECORD)")
     p.add_argument("--buckets", type=int, metavar="N", help="number of buckets (default 16; fixed afterwards)")
     p.add_argument("--hash", metavar="NAME", help="hash function (default JAVA_STRING_HASH)")
-    p.add_argument("--partition", metavar="P", help="build a metadata-table partition instead (files, record_index)")
+    p.add_argument("--partition", metavar="P",
+                   help="build a metadata-table partition instead (files, record_index, column_stats)")
+    p.add_argument("--columns", metavar="C1,C2",
+                   help="--partition column_stats: the columns to index (default: the first 32 it covers)")
     p.set_defaults(handler=cmd_index_build)
     help_text = "drop a partition of Apache Hudi's metadata table (files: the whole metadata table)"
     p = isub.add_parser("drop", help=help_text, description=help_text)

@@ -199,6 +199,18 @@ def _metadata_build(args: argparse.Namespace) -> int:
             print(f"built the metadata table's record index of {doc['path']}: {built.keys:,} keys in "
                   f"{built.file_groups} file groups ({built.bytes:,} bytes) at {built.instant}")
         return EXIT_OK
+    if args.partition == "column_stats":
+        columns = [c.strip() for c in (getattr(args, "columns", None) or "").split(",") if c.strip()]
+        stats = Maintenance(meta).build_metadata_column_stats(columns)
+        doc = {"path": meta.storage.base_uri, "partition": args.partition, "instant": stats.instant,
+               "file_groups": stats.file_groups, "files": stats.files, "columns": list(stats.columns),
+               "bytes": stats.bytes}
+        if args.json:
+            emit_json(doc)
+        else:
+            print(f"built the metadata table's column statistics of {doc['path']}: {len(stats.columns)} columns of "
+                  f"{stats.files:,} files in {stats.file_groups} file groups ({stats.bytes:,} bytes) at {stats.instant}")
+        return EXIT_OK
     report = Maintenance(meta).build_metadata_partition(args.partition)
     summary = summarize_metadata(MetaClient.open(args.path))
     doc = {"path": meta.storage.base_uri, "partition": args.partition, "created": report.metadata_table_created,

@@ -23,33 +23,25 @@ Under the table lock, with no other write of the data table in flight (its keys 
 
 from __future__ import annotations
 
-import json
 import math
 from dataclasses import dataclass
 
 from engine.data.keys import ScanFile, live_keys
 from engine.errors import InvalidInputError, UnsupportedFeatureError
-from engine.metadata import hfiles
+from engine.metadata import initialize
 from engine.metadata import record_index as ri
 from engine.metadata import records as mdr
-from engine.metadata.index_defs import INDEX_DEFS_PATH, document
-from engine.metadata.reader import INIT_PREFIX, MetadataTableReader
+from engine.metadata.reader import MetadataTableReader
 from engine.metadata.writer import schema_of
-from engine.storage import storage_for
-from engine.table import lifecycle, metadata_table
+from engine.table import metadata_table
 from engine.table.meta_client import MetaClient
-from engine.table.metadata_table import FOLDER
-from engine.table.metadata_table import PARTITIONS as PARTITIONS_PROPERTY
 from engine.table.slice_merge import merge_context
-from engine.timeline.commit_metadata import CommitMetadata, WriteStat
-from engine.timeline.instant import Action, Instant, State
 from engine.timeline.timeline import Timeline
 
 MIN_FILE_GROUPS, MAX_FILE_GROUPS = 10, 10_000  # hoodie.metadata.record.index.{min,max}.filegroup.count
 GROWTH_FACTOR = 2.0  # hoodie.metadata.record.index.growth.factor
 MAX_FILE_GROUP_BYTES = 1 << 30  # hoodie.metadata.record.index.max.filegroup.size
 AVERAGE_RECORD_BYTES = 48  # HoodieTableMetadataUtil's RECORD_INDEX_AVERAGE_RECORD_SIZE
-DEFS_FILE = ".hoodie/.index_defs/index.json"
 
 # HoodieMetadataRecord.recordIndexMetadata, as Apache Hudi's HoodieMetadata.avsc declares it
 _STRING = {"type": "string", "avro.java.string": "String"}
@@ -85,11 +77,7 @@ def file_group_count(records: int) -> int:
 
 def with_record_index_field(schema_json: str) -> str:
     """The record schema with `recordIndexMetadata` (unchanged when it has it)."""
-    schema = json.loads(schema_json)
-    if any(f.get("name") == RECORD_INDEX_FIELD["name"] for f in schema.get("fields") or []):
-        return schema_json
-    schema["fields"] = [*schema["fields"], RECORD_INDEX_FIELD]
-    return json.dumps(schema, separators=(",", ":"))
+    return initialize.with_field(schema_json, RECORD_INDEX_FIELD)
 
 
 def live_locations(meta: MetaClient, timeline: Timeline) -> dict[str, tuple[str, str, str]]:
@@ -112,11 +100,6 @@ class RecordIndexBuild:
     file_groups: int
     keys: int
     bytes: int
-
-
-def _next_init_instant(mdt: MetaClient) -> str:
-    used = [int(i.time) for i in mdt.timeline().instants if i.time.startswith(INIT_PREFIX)]
-    return f"{max(used, default=-1) + 1:017d}"
 
 
 def build(meta: MetaClient, timeline: Timeline) -> RecordIndexBuild:
@@ -143,49 +126,11 @@ def build(meta: MetaClient, timeline: Timeline) -> RecordIndexBuild:
         partition, file_id, instant = locations[key]
         groups[group].append(ri.location_record(key, partition, file_id, instant))
 
-    mdt = reader.meta
-    for inst in mdt.timeline().pending.instants:  # what an interrupted build left: timeline files...
-        if inst.time.startswith(INIT_PREFIX):
-            for state in (State.INFLIGHT, State.REQUESTED):
-                path = mdt.instant_path(Instant(inst.time, inst.action, state))
-                if mdt.storage.exists(path):
-                    mdt.storage.delete(path)
-    mdt.storage.delete_dir(mdr.RECORD_INDEX)  # ...and files
-    time = _next_init_instant(mdt)
-    requested = Instant(time, Action.DELTA_COMMIT, State.REQUESTED)
-    lifecycle.ensure_file(mdt, requested)
-    lifecycle.ensure_file(mdt, requested.with_state(State.INFLIGHT),
-                          mdt.encode_commit_metadata(CommitMetadata({}, "BULK_INSERT")))
-    storage = storage_for(meta.storage.uri(FOLDER), meta.storage.options)
-    storage.write_bytes(f"{mdr.RECORD_INDEX}/.hoodie_partition_metadata",
-                        f"#partition metadata\ncommitTime={time}\npartitionDepth=1\n".encode())
-    stats, total = [], 0
-    for i, records in enumerate(groups):
-        file_id = ri.file_group_id(i)
-        name = f"{file_id}_0-0-0_{time}.hfile"
-        data, n = hfiles.base_file(records, schema_json, name)
-        path = f"{mdr.RECORD_INDEX}/{name}"
-        storage.create_exclusive(path, data)
-        total += len(data)
-        stats.append(WriteStat(fileId=file_id, path=path, partitionPath=mdr.RECORD_INDEX, prevCommit="null",
-                               numWrites=n, numInserts=n, totalWriteBytes=len(data), fileSizeInBytes=len(data)))
-    lifecycle.complete_instant(mdt, time, Action.DELTA_COMMIT,
-                               mdt.encode_commit_metadata(CommitMetadata({mdr.RECORD_INDEX: stats}, "BULK_INSERT")))
-    _define(meta)
-    built = sorted({*metadata_table.partitions_in(meta.config), mdr.RECORD_INDEX})
-    meta.remove_properties((), "Metadata table record index built", {PARTITIONS_PROPERTY: ",".join(built)})
+    time, total = initialize.write_partition(
+        meta, reader.meta, mdr.RECORD_INDEX, [(ri.file_group_id(i), records) for i, records in enumerate(groups)],
+        schema_json)
+    initialize.define_and_name(meta, mdr.RECORD_INDEX, DEFINITION)
     return RecordIndexBuild(time, count, len(keys), total)
-
-
-def _define(meta: MetaClient) -> None:
-    """The record index in the table's index definitions (the file and its property made where
-    missing)."""
-    found = document(meta)
-    path, doc = found if found is not None else (DEFS_FILE, {"indexDefinitions": {}})
-    doc.setdefault("indexDefinitions", {})[mdr.RECORD_INDEX] = DEFINITION
-    meta.storage.write_bytes(path, json.dumps(doc, indent=2).encode("utf-8"))
-    if found is None:
-        meta.remove_properties((), "Index definitions", {INDEX_DEFS_PATH: path})
 
 
 __all__ = ["RECORD_INDEX_FIELD", "RecordIndexBuild", "build", "file_group_count", "live_locations",

@@ -29,6 +29,7 @@ import base64
 import datetime as dt
 import decimal
 import hashlib
+import json
 import uuid
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
@@ -118,8 +119,6 @@ def kind_of_parquet(column: pq.ColumnSchema) -> ValueKind:
     if ltype == "DATE":
         return ValueKind("DATE")
     if ltype in ("TIME", "TIMESTAMP"):
-        import json
-
         spec = json.loads(logical.to_json())
         unit = _unit_suffix(str(spec.get("timeUnit", "")))
         if not unit:
@@ -132,6 +131,10 @@ def kind_of_parquet(column: pq.ColumnSchema) -> ValueKind:
         return ValueKind(f"{local}TIMESTAMP_{unit}")
     if ltype == "UUID":
         return ValueKind("UUID")
+    if ltype == "INT":  # a narrower or unsigned integer (Hudi's Avro writer annotates none): its width's type
+        return ValueKind("LONG" if int(json.loads(logical.to_json()).get("bitWidth", 32)) > 32 else "INT")
+    if ltype in ("JSON", "ENUM"):
+        return ValueKind("STRING")
     if ltype != "NONE":
         raise UnsupportedColumn(f"{column.path}: Parquet logical type {ltype}")
     by_physical = {"INT64": "LONG", "INT32": "INT", "BOOLEAN": "BOOLEAN", "BYTE_ARRAY": "BYTES", "FLOAT": "FLOAT",
@@ -157,7 +160,9 @@ def kind_of_arrow(t: pa.DataType) -> ValueKind:
         return ValueKind(f"{local}TIMESTAMP_{unit}")
     if pa.types.is_time32(t) or pa.types.is_time64(t):
         return ValueKind(f"TIME_{_unit_suffix(t.unit)}")
-    simple = [(pa.types.is_boolean, "BOOLEAN"), (pa.types.is_int32, "INT"), (pa.types.is_int64, "LONG"),
+    if pa.types.is_integer(t):  # narrower integers are written as Avro ints
+        return ValueKind("LONG" if t.bit_width > 32 else "INT")
+    simple = [(pa.types.is_boolean, "BOOLEAN"),
               (pa.types.is_float32, "FLOAT"), (pa.types.is_float64, "DOUBLE"),
               (pa.types.is_fixed_size_binary, "FIXED"), (pa.types.is_binary, "BYTES"),
               (pa.types.is_large_binary, "BYTES"), (pa.types.is_null, "NULL")]
@@ -257,7 +262,10 @@ def parquet_ranges(metadata: pq.FileMetaData, file_name: str, columns: Iterable[
     kinds: dict[int, ValueKind] = {}
     for i in range(len(schema)):
         if schema.column(i).path in wanted:
-            kinds[i] = kind_of_parquet(schema.column(i))
+            try:
+                kinds[i] = kind_of_parquet(schema.column(i))
+            except UnsupportedColumn:
+                continue  # no statistics for it: never skipped by, never wrong
     merged: dict[int, ColumnRange] = {}
     for rg in range(metadata.num_row_groups):
         group = metadata.row_group(rg)
@@ -285,7 +293,10 @@ def arrow_ranges(table: pa.Table, file_name: str, columns: Iterable[str]) -> lis
     out = []
     for name in names:
         col = table.column(name)
-        kind = kind_of_arrow(col.type)
+        try:
+            kind = kind_of_arrow(col.type)
+        except UnsupportedColumn:
+            continue
         low = high = None
         if col.null_count < len(col) and kind.name != "NULL":
             mm = pc.min_max(col)

@@ -31,6 +31,7 @@ if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
 
     from engine.index.base import Index
+    from engine.metadata.build_column_stats import ColumnStatsBuild
     from engine.metadata.build_record_index import RecordIndexBuild
     from engine.schema.changes import Change
     from engine.services.alter import AlterResult
@@ -288,8 +289,9 @@ class Maintenance:
 
         if partition != "files":
             raise UnsupportedFeatureError(
-                f"metadata partition {partition!r}: this engine builds the files and record_index partitions only"
-                + (" (Maintenance.build_metadata_record_index)" if partition == "record_index" else ""))
+                f"metadata partition {partition!r}: this engine builds the files, record_index and column_stats "
+                "partitions only" + {"record_index": " (Maintenance.build_metadata_record_index)",
+                                     "column_stats": " (Maintenance.build_metadata_column_stats)"}.get(partition, ""))
         return Maintenance(self.meta, {**self._options, "hoodie.metadata.enable": "true"}).repair()
 
     def build_metadata_record_index(self) -> RecordIndexBuild:
@@ -304,6 +306,26 @@ class Maintenance:
         with self._tx("metadata build", self._index()) as tx:
             tx.fence()
             return build_record_index.build(self.meta, self.meta.timeline())
+
+    def build_metadata_column_stats(
+        self, columns: Sequence[str] = (), max_columns: int = 32, file_groups: int = 2
+    ) -> ColumnStatsBuild:
+        """Build Apache Hudi's column statistics (`column_stats`, index version V2) in the metadata
+        table from the data files, creating the metadata table first where the table has none,
+        under the table lock with no write in flight (`engine.metadata.build_column_stats`). The
+        columns: `columns` (Hudi's `hoodie.metadata.index.column.stats.column.list`), else the
+        first `max_columns` (`...max.columns.to.index`) the statistics cover; `file_groups`:
+        `...file.group.count`. Every write keeps them from then on, and filtered reads skip file
+        slices by them."""
+        from engine.metadata import build_column_stats as bcs
+
+        self.build_metadata_partition("files")
+        self.meta = MetaClient.open(self.meta.storage)
+        with self._tx("metadata build", self._index()) as tx:
+            tx.fence()
+            return bcs.build(self.meta, self.meta.timeline(), {
+                bcs.COLUMN_LIST: ",".join(columns), bcs.MAX_COLUMNS: str(max_columns),
+                bcs.FILE_GROUP_COUNT: str(file_groups)})
 
     def drop_metadata_partition(self, partition: str) -> list[str]:
         """Drop one partition of the metadata table (`files`: the whole metadata table, as a writer

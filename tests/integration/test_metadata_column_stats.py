@@ -53,3 +53,61 @@ def test_column_stats_kept_and_filtered_reads_skip_slices(spark, tmp_path):
         read(F.col("txn_ts") > 1700700000000, **{"hoodie.enable.data.skipping": "false"})
     with pytest.raises(Exception, match="not parquet|Parquet|parquet"):
         read(F.col("txn_ts") > 0)  # a filter the statistics cannot rule out reads it
+
+
+def test_building_column_stats_on_this_engines_table(spark, tmp_path, capsys):
+    """`hoodie index build --partition column_stats` on a merge-on-read table this engine wrote:
+    Hudi's columns (the three meta fields, then the top-level columns the statistics cover, not a
+    struct), the ranges of every file of the latest slices (base files, update and delete logs),
+    two file groups at the next initializing instant; writes keep them, filtered reads skip by
+    them, and a second build is refused with the table unchanged."""
+    import datetime as dt
+    import json
+    from decimal import Decimal
+
+    from engine.cli import main
+    from tests.support.tables import tree_bytes
+
+    schema = ("id string, part string, ts long, amount decimal(10,2), day date, ok boolean, score double, "
+              "info struct<a:int>")
+    path = tmp_path / "t"
+    table = Table.create(spark, str(path), name="t", record_key="id", partition_fields="part",
+                         precombine_field="ts", table_type="MERGE_ON_READ", table_version=9)
+
+    def rows(ids, part, ts):
+        return spark.createDataFrame([(f"k{i}", part, ts, Decimal(f"{i}.25"), dt.date(2024, 1, 1 + i % 28),
+                                       i % 2 == 0, i / 3, (i,)) for i in ids], schema)
+
+    table.upsert(rows(range(0, 20), "a", 1).unionByName(rows(range(20, 40), "b", 1)),
+                 options={**FAST, "hoodie.metadata.enable": "true"})
+    table.upsert(rows(range(0, 5), "a", 2), options=FAST)  # updates: a log file
+    table.delete(rows([21], "b", 3), options=FAST)  # a delete block
+    assert main(["index", "build", str(path), "--partition", "column_stats", "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    want = ["_hoodie_commit_time", "_hoodie_partition_path", "_hoodie_record_key", "id", "part", "ts", "amount",
+            "day", "ok", "score"]
+    assert (doc["columns"], doc["file_groups"], doc["instant"]) == (want, 2, "00000000000000001")
+    meta = MetaClient.open(str(path))
+    held = column_stats.check(meta)
+    files = {v["fileName"] for v in held.values()}
+    assert doc["files"] == len(files) and any(n.startswith(".") for n in files)
+    assert {v["columnName"] for v in held.values()} == set(want)
+    defs = json.loads((path / ".hoodie" / ".index_defs" / "index.json").read_text())["indexDefinitions"]
+    assert defs["column_stats"]["sourceFields"] == want and defs["column_stats"]["version"] == "V2"
+    assert sorted(p.name for p in (path / ".hoodie" / "metadata" / "column_stats").glob("*.hfile")) == [
+        f"col-stats-000{i}-0_0-0-0_00000000000000001.hfile" for i in range(2)]
+    amounts = [v for v in held.values() if v["columnName"] == "amount" and not v["fileName"].startswith(".")]
+    assert all(v["valueType"] == {"typeOrdinal": 10, "additionalInfo": "10,2"} for v in amounts)
+
+    before = tree_bytes(path)
+    assert main(["index", "build", str(path), "--partition", "column_stats"]) != 0
+    assert "has column statistics already" in capsys.readouterr().err
+    assert tree_bytes(path) == before
+
+    table.upsert(rows(range(40, 45), "a", 4), options=FAST)  # kept by the next write
+    column_stats.check(MetaClient.open(str(path)))
+    frame = spark.read.format("hudi").load(str(path))
+    for condition in [F.col("ts") == 4, F.col("id") == "k21", F.col("day") == dt.date(2024, 1, 3),
+                      F.col("ok") & (F.col("part") == "b")]:
+        assert sorted(r["id"] for r in frame.filter(condition).collect()) == sorted(
+            r["id"] for r in table.read().filter(condition).collect())

@@ -123,3 +123,31 @@ def test_column_stats_of_apache_hudi_match_the_data_files(name: str, tmp_path: P
 def test_indexes_this_engine_cannot_keep_exactly_are_named(tmp_path: Path) -> None:
     fx = hudi1x.fixture("quickstart_trips_table/mor/avro/v8_trips_8i3u1d", tmp_path)
     assert csu.indexed_columns(MetaClient.open(str(fx.table))) == (None, "index version V1 (this engine keeps V2)")
+
+
+@pytest.mark.parametrize("name", [n for n in WITH_COLUMN_STATS if "quickstart" not in n])
+def test_the_columns_a_build_indexes_are_the_ones_hudi_chose(name: str, tmp_path: Path) -> None:
+    """Hudi's `getColumnsToIndex` with its defaults, recomputed from the table's schema, names the
+    columns Apache Hudi's index definition holds."""
+    from engine.metadata.build_column_stats import columns_to_index
+
+    fx = hudi1x.fixture(name, tmp_path)
+    meta = MetaClient.open(str(fx.table))
+    schema = meta.latest_schema(meta.timeline())
+    assert schema is not None
+    columns, _ = csu.indexed_columns(meta)
+    assert columns_to_index(schema, meta.config.populate_meta_fields) == columns
+
+
+def test_columns_to_index_skip_nested_and_take_the_first_ones() -> None:
+    from engine.errors import InvalidConfigError
+    from engine.metadata.build_column_stats import columns_to_index
+
+    schema = pa.schema([("_hoodie_commit_time", pa.string()), ("a", pa.int64()), ("s", pa.struct([("x", pa.int32())])),
+                        ("l", pa.list_(pa.int32())), ("b", pa.string()), ("c", pa.date32())])
+    meta3 = ["_hoodie_commit_time", "_hoodie_partition_path", "_hoodie_record_key"]
+    assert columns_to_index(schema, True) == [*meta3, "a", "b", "c"]
+    assert columns_to_index(schema, False, max_columns=2) == ["a", "b"]
+    assert columns_to_index(schema, True, named=["c", "s"]) == [*meta3, "c"]  # a struct is not covered
+    with pytest.raises(InvalidConfigError, match="nope"):
+        columns_to_index(schema, True, named=["nope"])
