@@ -47,6 +47,7 @@ _KEYS: dict[str, tuple[str, type]] = {
     "hoodie.logfile.to.parquet.compression.ratio": ("log_to_parquet_ratio", float),
     "hoodie.compact.inline": ("compact_inline", bool),
     "hoodie.compact.inline.max.delta.commits": ("compact_max_delta_commits", int),
+    "hoodie.metadata.compact.max.delta.commits": ("metadata_compact_max_delta_commits", int),
     # table services (Apache Hudi's keys and defaults)
     "hoodie.clean.automatic": ("clean_automatic", bool),
     "hoodie.cleaner.policy": ("cleaner_policy", str),
@@ -145,6 +146,7 @@ class WriteConfig:
     log_to_parquet_ratio: float = 0.35
     compact_inline: bool = False
     compact_max_delta_commits: int = 5
+    metadata_compact_max_delta_commits: int | None = None  # None: the metadata table's default (10)
 
     # table services after each commit, as in Apache Hudi (defaults are Hudi's)
     clean_automatic: bool = True
@@ -234,6 +236,9 @@ class WriteConfig:
                 "hoodie.merge.small.file.group.candidates.limit and hoodie.logfile.to.parquet.compression.ratio "
                 "must not be negative"
             )
+        if self.metadata_compact_max_delta_commits is not None and self.metadata_compact_max_delta_commits < 1:
+            raise InvalidConfigError(
+                f"hoodie.metadata.compact.max.delta.commits={self.metadata_compact_max_delta_commits}: at least 1")
         if self.compact_max_delta_commits < 1:
             raise InvalidConfigError("hoodie.compact.inline.max.delta.commits must be >= 1")
 

@@ -26,9 +26,11 @@ one before it are deleted (`clean`): readers read the latest slice only.
 
 from __future__ import annotations
 
+import contextvars
 from collections.abc import Iterable, Mapping
 from datetime import UTC, datetime
 
+from engine import failpoints
 from engine.errors import CorruptTableError, StorageError
 from engine.metadata import hfiles
 from engine.metadata import records as mdr
@@ -40,7 +42,24 @@ from engine.timeline import avro_models
 from engine.timeline.commit_metadata import CommitMetadata, WriteStat
 from engine.timeline.instant import Action, Instant, State, next_instant_time
 
-MAX_DELTA_COMMITS = 10
+MAX_DELTA_COMMITS = 10  # hoodie.metadata.compact.max.delta.commits's default
+_CONFIGURED: contextvars.ContextVar[int | None] = contextvars.ContextVar("metadata_max_delta_commits", default=None)
+
+
+def max_delta_commits() -> int:
+    """The deltacommits after which the metadata table is compacted: the writer's
+    hoodie.metadata.compact.max.delta.commits (`configure`), else MAX_DELTA_COMMITS."""
+    value = _CONFIGURED.get()
+    return value if value is not None else MAX_DELTA_COMMITS
+
+
+def configure(value: int | None) -> contextvars.Token:
+    """Set the writer's hoodie.metadata.compact.max.delta.commits for this context (reset with the token)."""
+    return _CONFIGURED.set(value)
+
+
+def reset(token: contextvars.Token) -> None:
+    _CONFIGURED.reset(token)
 BASE_TOKEN = "0-0-0"
 
 
@@ -115,6 +134,7 @@ def compact(reader: MetadataTableReader, schemas: Mapping[str, str] | str, now: 
         data, count = hfiles.base_file([_compacted(r) for r in records.values()], schema_json, base_name)
         path = f"{sl.partition}/{base_name}"
         mdt.storage.create_exclusive(path, data)
+        failpoints.hit("metadata.compaction.written")
         stats.setdefault(sl.partition, []).append(WriteStat(
             fileId=sl.file_id, path=path, partitionPath=sl.partition, prevCommit=op.base_instant, numWrites=count,
             numInserts=0, numUpdateWrites=count, totalWriteBytes=len(data), fileSizeInBytes=len(data),
@@ -123,6 +143,7 @@ def compact(reader: MetadataTableReader, schemas: Mapping[str, str] | str, now: 
         ))
     metadata = CommitMetadata(stats, "COMPACT", compacted=True)
     lifecycle.complete_instant(mdt, time, Action.COMMIT, mdt.encode_commit_metadata(metadata))
+    failpoints.hit("metadata.compaction.completed")
     for partition in partitions:
         clean(mdt, [sl.file_id for sl in todo if sl.partition == partition], partition)
     return time
@@ -194,4 +215,4 @@ def holds_deltacommit(mdt: MetaClient, time: str) -> bool:
     return False
 
 
-__all__ = ["MAX_DELTA_COMMITS", "clean", "compact", "deltacommits_since_compaction", "holds_deltacommit", "remove_pending"]
+__all__ = ["MAX_DELTA_COMMITS", "clean", "configure", "max_delta_commits", "reset", "compact", "deltacommits_since_compaction", "holds_deltacommit", "remove_pending"]

@@ -36,7 +36,7 @@ it; one an earlier attempt of the same instant left is replaced. A write abandon
 completing, a rollback of an instant and a reverted compaction (`engine.table.lifecycle.abandoned`)
 take its deltacommit away again, completed file first; a crash between the two leaves a pending data
 instant whose rollback tombstones its files (Hudi's valid-instant rules read both).
-Every `compaction.MAX_DELTA_COMMITS` deltacommits the file groups with log files are compacted
+Every `hoodie.metadata.compact.max.delta.commits` (10) deltacommits the file groups with log files are compacted
 into new base HFiles first (`engine.metadata.compaction`, which then deletes the slices no reader needs), unless
 another data instant is pending (its archival runs with the data table's:
 `engine.services.metadata_archive`). Not done yet (issue 35): the other partitions, version 6
@@ -448,7 +448,7 @@ def before_complete(meta: MetaClient, instant: Instant, body: bytes) -> None:
     if mdr.COLUMN_STATS in kept:
         writes += keyed_writes(reader, mdr.COLUMN_STATS, column_stats_records(meta, instant, changes))
     others_pending = [i.time for i in timeline.pending.instants if i.time != instant.time]
-    if not others_pending and compaction.deltacommits_since_compaction(mdt) >= compaction.MAX_DELTA_COMMITS:
+    if not others_pending and compaction.deltacommits_since_compaction(mdt) >= compaction.max_delta_commits():
         # as Hudi's compactIfNecessary: never while another data instant is pending (its records
         # would be left out of the base and then read below it)
         compaction.compact(reader, schemas, partitions=kept)

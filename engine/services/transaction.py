@@ -10,10 +10,12 @@ clean, then archival) run while the lock is still held.
 from __future__ import annotations
 
 import logging
+from types import TracebackType
 
 from engine.config.table_config import TableType
 from engine.config.write_config import WriteConfig
 from engine.index.base import Index
+from engine.metadata import compaction as metadata_compaction
 from engine.services import archive as archive_service
 from engine.services import clean as clean_service
 from engine.services import metadata_archive
@@ -39,8 +41,20 @@ class Transaction(BaseTransaction):
         self.spark: object = None  # a writer's SparkSession: inline compaction runs its slices as tasks
 
     def __enter__(self) -> Transaction:
-        super().__enter__()
+        # the metadata table's compaction, run from the instant-completion hook, follows this writer
+        self._compaction_setting = metadata_compaction.configure(self.config.metadata_compact_max_delta_commits)
+        try:
+            super().__enter__()
+        except BaseException:
+            metadata_compaction.reset(self._compaction_setting)
+            raise
         return self
+
+    def __exit__(self, exc_type: type | None, exc: BaseException | None, tb: TracebackType | None) -> None:
+        try:
+            super().__exit__(exc_type, exc, tb)
+        finally:
+            metadata_compaction.reset(self._compaction_setting)
 
     def start(self) -> None:
         """Repair the table: finish interrupted services, roll back failed writes, upgrade."""

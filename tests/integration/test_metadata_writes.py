@@ -25,6 +25,7 @@ from engine.metadata.reader import MetadataTableReader
 from engine.services.maintenance import Maintenance
 from engine.table import lifecycle
 from engine.table.meta_client import MetaClient
+from engine.timeline.instant import Action
 from tests.support import hudi1x, hudi_rs, record_index
 from tests.support.tables import tree_bytes
 
@@ -284,6 +285,38 @@ def test_a_writer_killed_around_the_metadata_deltacommit(spark, trips, point):
     table.upsert(spark.createDataFrame(nxt, SCHEMA), options=FAST)
     assert oracle(trips) == ours(table) == apply(model, nxt)
     in_step(trips)
+    shutil.rmtree(trips.parent)
+
+
+@pytest.mark.parametrize("point", ["metadata.compaction.written", "metadata.compaction.completed"])
+def test_a_writer_killed_inside_the_metadata_tables_compaction(spark, trips, point):
+    """SIGKILL while the write's hook compacts the metadata table (hoodie.metadata.compact.max.delta.commits=1
+    makes the first write compact it): after its first base file, or after the compaction completed
+    but before the old slices went and before the write's deltacommit. Neither reader sees the
+    unfinished write; the next writer repairs at once (the pending compaction's files removed, the
+    write rolled back) and both readers see its rows; the metadata table equals storage."""
+    model = oracle(trips)
+    options = {**FAST, "hoodie.metadata.compact.max.delta.commits": "1"}
+    batch = [[1700000000000, "new-1", "r", "d", 1.0, "oslo"]]
+    proc = _run_writer({"path": str(trips), "action": "upsert", "schema": SCHEMA, "options": options,
+                        "batches": [batch]}, point)
+    assert proc.returncode == -9, proc.stderr[-2000:]
+    meta = MetaClient.open(str(trips))
+    (pending,) = [i.time for i in meta.timeline().pending.instants]
+    mdt = MetaClient.open(str(trips / ".hoodie" / "metadata"))
+    compactions = [i for i in mdt.timeline().instants if i.action in (Action.COMPACTION, Action.COMMIT)
+                   and i.time > pending]
+    assert [i.is_completed for i in compactions] == [point == "metadata.compaction.completed"]
+    assert not list((trips / ".hoodie" / "metadata" / ".hoodie" / "timeline").glob(f"{pending}_*.deltacommit"))
+    table = Table.open(spark, str(trips))
+    assert oracle(trips) == ours(table) == model  # neither reader sees the unfinished write
+    nxt = [(1700000000005, "new-3", "r", "d", 3.0, "oslo")]
+    result = table.upsert(spark.createDataFrame(nxt, SCHEMA), options=options)
+    assert result.repaired is not None and pending in result.repaired.failed_writes_rolled_back
+    assert oracle(trips) == ours(table) == apply(model, nxt)
+    in_step(trips)
+    timeline = MetaClient.open(str(trips / ".hoodie" / "metadata")).timeline()
+    assert [str(i) for i in timeline.pending.instants] == []
     shutil.rmtree(trips.parent)
 
 
