@@ -16,6 +16,7 @@ never wrong.
 from __future__ import annotations
 
 import datetime as dt
+import decimal
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -226,7 +227,15 @@ def _stat_value(t: pa.DataType, kind: str, value: Any) -> Any:
         return value
     if pa.types.is_date32(t) and kind == "DATE" and isinstance(value, int):
         return _EPOCH_DAY + dt.timedelta(days=value)
+    if pa.types.is_decimal(t) and kind == "DECIMAL" and isinstance(value, bytes | int):
+        unscaled = int.from_bytes(value, "big", signed=True) if isinstance(value, bytes) else value
+        return decimal.Decimal(unscaled).scaleb(-t.scale)
     return None
+
+
+def _decimal_fits(t: pa.DataType, value: Any) -> bool:
+    """A decimal literal (Spark pushes `Decimal`s; a NaN or infinity compares with nothing)."""
+    return isinstance(value, decimal.Decimal) and value.is_finite()
 
 
 def range_may_match(pred: Predicate, stats: Mapping[str, Any] | None, t: pa.DataType | None,
@@ -234,7 +243,7 @@ def range_may_match(pred: Predicate, stats: Mapping[str, Any] | None, t: pa.Data
     """False only when a file's statistics for `pred.column` prove `pred` false for every record
     of the file: `stats` holds `valueCount`, `nullCount` and the unwrapped `min` and `max`, `kind`
     the statistic's value type (Hudi's `ValueType` name). No statistics, a type this cannot
-    compare exactly as Spark does (floating point, timestamps, decimals), a negated comparison or
+    compare exactly as Spark does (floating point, timestamps), a negated comparison or
     a substring test: True."""
     if stats is None or t is None:
         return True
@@ -258,7 +267,8 @@ def range_may_match(pred: Predicate, stats: Mapping[str, Any] | None, t: pa.Data
     if low is None or high is None:
         return True
     literals = pred.value if op == "in" else (pred.value,)
-    if not literals or not all(_literal_fits(t, v) for v in literals):
+    fits = _decimal_fits if pa.types.is_decimal(t) else _literal_fits
+    if not literals or not all(fits(t, v) for v in literals):
         return True
     try:
         if op == "starts_with":

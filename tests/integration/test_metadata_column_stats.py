@@ -108,6 +108,6 @@ def test_building_column_stats_on_this_engines_table(spark, tmp_path, capsys):
     column_stats.check(MetaClient.open(str(path)))
     frame = spark.read.format("hudi").load(str(path))
     for condition in [F.col("ts") == 4, F.col("id") == "k21", F.col("day") == dt.date(2024, 1, 3),
-                      F.col("ok") & (F.col("part") == "b")]:
+                      F.col("ok") & (F.col("part") == "b"), F.col("amount") > Decimal("41.00")]:
         assert sorted(r["id"] for r in frame.filter(condition).collect()) == sorted(
             r["id"] for r in table.read().filter(condition).collect())

@@ -5,6 +5,7 @@ keeps: every slice skipped holds no matching record (read back to check), and so
 from __future__ import annotations
 
 import datetime as dt
+from decimal import Decimal
 from pathlib import Path
 
 import pyarrow as pa
@@ -49,6 +50,10 @@ S, L = pa.string(), pa.int64()
     (Predicate("c", "eq", dt.date(1970, 1, 3)), _stats(1, 3), pa.date32(), "DATE", True),
     (Predicate("c", "eq", "5"), _stats(1, 3), L, "LONG", True),  # a literal of another type: Spark casts
     (Predicate("c", "eq", 1.5), _stats(1.0, 1.2), pa.float64(), "DOUBLE", True),  # floating point: not skipped
+    (Predicate("c", "gt", Decimal("25.00")), _stats(b"\x00", b"\t\xc4"), pa.decimal128(10, 2), "DECIMAL", False),
+    (Predicate("c", "ge", Decimal("25")), _stats(b"\x00", b"\t\xc4"), pa.decimal128(10, 2), "DECIMAL", True),
+    (Predicate("c", "lt", Decimal("-0.01")), _stats(b"\x00", b"\t\xc4"), pa.decimal128(10, 2), "DECIMAL", False),
+    (Predicate("c", "eq", Decimal("NaN")), _stats(b"\x00", b"\t\xc4"), pa.decimal128(10, 2), "DECIMAL", True),
     (Predicate("c", "eq", 5), None, L, "LONG", True),  # no statistics
     (Predicate("c", "eq", 5), _stats(1, 3, values=-1), L, "LONG", True),  # a tombstone's counts
     (Predicate("c", "eq", 5), _stats("1", "3"), L, "STRING", True),  # statistics of another type
