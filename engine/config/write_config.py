@@ -67,6 +67,7 @@ _KEYS: dict[str, tuple[str, type]] = {
     "hoodie.write.concurrency.mode": ("concurrency_mode", str),
     # Apache Hudi's metadata table: this engine does not write it (engine.table.metadata_table)
     "hoodie.metadata.enable": ("metadata_enable", bool),
+    "hoodie.metadata.index.column.stats.enable": ("metadata_column_stats_enable", bool),
     # schema evolution: a batch lacking table columns writes them as nulls (Hudi 0.14.1+'s key, and
     # the older reconcile key, which has the same effect on the missing columns)
     "hoodie.write.set.null.for.missing.columns": ("set_null_for_missing_columns", bool),
@@ -165,6 +166,7 @@ class WriteConfig:
     concurrency_mode: str = SINGLE_WRITER
     # None/False: a metadata table Apache Hudi left is removed before writing; True: refused
     metadata_enable: bool | None = None
+    metadata_column_stats_enable: bool | None = None  # build (true) or drop (false) the column statistics
     # both false (Apache Hudi's defaults): a batch must carry every table column
     set_null_for_missing_columns: bool = False
     reconcile_schema: bool = False

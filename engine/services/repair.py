@@ -72,6 +72,8 @@ class RepairReport(Documented):
     metadata_partitions_dropped: list[str] = field(default_factory=list)
     # a metadata table with its files partition created (hoodie.metadata.enable=true, versions 8, 9)
     metadata_table_created: bool = False
+    # metadata partitions built (hoodie.metadata.index.column.stats.enable=true: column_stats)
+    metadata_partitions_built: list[str] = field(default_factory=list)
     # a version 4 or 5 table upgraded before the write ("table version 5 -> 6")
     upgraded: str | None = None
     dry_run: bool = False
@@ -90,6 +92,7 @@ class RepairReport(Documented):
             or self.metadata_table_removed
             or self.metadata_partitions_dropped
             or self.metadata_table_created
+            or self.metadata_partitions_built
             or self.upgraded
         )
 
@@ -157,6 +160,7 @@ def repair(
     lazy: bool = False,
     auto_upgrade: bool = True,
     skip_default_partition_validation: bool = False,
+    column_stats_enable: bool | None = None,
 ) -> RepairReport:
     """Repair the table (see the module docstring); `proc` reads /proc to prove writers dead;
     `lazy`: pending writes with a live writer are left alone instead of refused. A table of
@@ -273,6 +277,8 @@ def repair(
             if fence is not None:
                 fence()
             metadata_create.initialize(meta, meta.timeline())
+    if column_stats_enable is not None and meta.config.version >= 8:
+        _column_stats_option(meta, column_stats_enable, report, dry_run, fence)
     pending = {i.time for i in meta.timeline().pending.instants}
     folder = f"{METAFOLDER}/{HEARTBEAT_FOLDER}"
     for f in meta.storage.list_dir(folder):
@@ -281,6 +287,42 @@ def repair(
             if not dry_run:
                 meta.storage.delete(f.path)
     return report
+
+
+def _column_stats_option(meta: MetaClient, enable: bool, report: RepairReport, dry_run: bool,
+                         fence: Callable[[], None] | None) -> None:
+    """hoodie.metadata.index.column.stats.enable, as Apache Hudi's writers follow it on a table with
+    a metadata table: true builds the column statistics where they are missing (not while another
+    instant is in flight: its files would be missed; the next write builds them); false drops
+    them, with the partition statistics that depend on them."""
+    from engine.metadata import build_column_stats
+    from engine.metadata import records as mdr
+
+    meta.reload_config()
+    if not metadata_writer.has_metadata_table(meta):
+        return
+    named = metadata_table.named_partitions(meta.config)
+    if enable and mdr.COLUMN_STATS not in named:
+        timeline = meta.timeline()
+        in_flight = [i.time for i in timeline.pending.instants]
+        if in_flight:
+            _log.warning("%s: column statistics not built while %s are in flight (the next write builds them)",
+                         meta.storage.base_uri, ", ".join(in_flight))
+            return
+        report.metadata_partitions_built.append(mdr.COLUMN_STATS)
+        if not dry_run:
+            if fence is not None:
+                fence()
+            build_column_stats.build(meta, timeline)
+    elif not enable:
+        gone = [p for p in (mdr.COLUMN_STATS, mdr.PARTITION_STATS) if p in metadata_writer.present_partitions(meta)]
+        if gone:
+            report.metadata_partitions_dropped = sorted({*report.metadata_partitions_dropped, *gone})
+            if not dry_run:
+                if fence is not None:
+                    fence()
+                metadata_writer.apply(meta, metadata_writer.Decision(
+                    True, gone, reason="hoodie.metadata.index.column.stats.enable=false"))
 
 
 def remove_metadata_table(meta: MetaClient, fence: Callable[[], None] | None = None) -> None:

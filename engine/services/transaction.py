@@ -65,6 +65,7 @@ class Transaction(BaseTransaction):
             self.config.heartbeat_tolerable_misses,
             fence=self.fence,
             metadata_enable=self.config.metadata_enable,
+            column_stats_enable=self.config.metadata_column_stats_enable,
             lazy=self.config.optimistic,
             auto_upgrade=self.config.auto_upgrade,
             skip_default_partition_validation=self.config.skip_default_partition_validation,

@@ -111,3 +111,37 @@ def test_building_column_stats_on_this_engines_table(spark, tmp_path, capsys):
                       F.col("ok") & (F.col("part") == "b"), F.col("amount") > Decimal("41.00")]:
         assert sorted(r["id"] for r in frame.filter(condition).collect()) == sorted(
             r["id"] for r in table.read().filter(condition).collect())
+
+
+def test_the_column_stats_enable_option_builds_and_drops_them(spark, tmp_path):
+    """hoodie.metadata.index.column.stats.enable=true on a write builds the column statistics before
+    it (its own files then get theirs from its deltacommit); =false drops them, as Hudi's writers do."""
+    import javaproperties
+
+    schema = "id string, part string, ts long"
+    path = tmp_path / "t"
+    table = Table.create(spark, str(path), name="t", record_key="id", partition_fields="part",
+                         precombine_field="ts", table_type="COPY_ON_WRITE", table_version=9)
+    table.upsert(spark.createDataFrame([(f"k{i}", f"p{i % 2}", 1) for i in range(10)], schema),
+                 options={**FAST, "hoodie.metadata.enable": "true"})
+    on = {**FAST, "hoodie.metadata.index.column.stats.enable": "true"}
+    result = table.upsert(spark.createDataFrame([("k1", "p1", 2), ("n1", "p0", 2)], schema), options=on)
+    assert result.repaired is not None and result.repaired.metadata_partitions_built == ["column_stats"]
+    held = column_stats.check(MetaClient.open(str(path)))
+    assert any(v["fileName"].endswith(f"_{result.instant}.parquet") for v in held.values())
+    again = table.upsert(spark.createDataFrame([("n2", "p0", 3)], schema), options=on)
+    assert again.repaired is None or not again.repaired.metadata_partitions_built  # built once
+    column_stats.check(MetaClient.open(str(path)))
+
+    def partitions() -> str:
+        return javaproperties.loads((path / ".hoodie" / "hoodie.properties").read_text())[
+            "hoodie.table.metadata.partitions"]
+
+    assert partitions() == "column_stats,files"
+    off = table.upsert(spark.createDataFrame([("n3", "p1", 4)], schema),
+                       options={**FAST, "hoodie.metadata.index.column.stats.enable": "false"})
+    assert off.repaired is not None and off.repaired.metadata_partitions_dropped == ["column_stats"]
+    assert partitions() == "files" and not (path / ".hoodie" / "metadata" / "column_stats").exists()
+    ids = sorted(r["id"] for r in table.read().collect())
+    assert ids == sorted([f"k{i}" for i in range(10)] + ["n1", "n2", "n3"])
+    assert sorted(r["id"] for r in hudi_rs.snapshot(str(path))) == ids

@@ -130,3 +130,5 @@ def test_the_job_log_says_what_happened_to_the_metadata_table():
                                      metadata_table_created=True)) == [
         "removed Apache Hudi's metadata table (x)",
         "created Apache Hudi's metadata table with its files partition (hoodie.metadata.enable=true)"]
+    assert repair_notes(RepairReport(metadata_partitions_built=["column_stats"])) == [
+        "built the metadata table partitions column_stats from the data files"]

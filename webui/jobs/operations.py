@@ -40,6 +40,9 @@ def repair_notes(repaired: Any) -> list[str]:
                      "Apache Hudi's writers build them again); its files partition is kept up to date")
     if getattr(repaired, "metadata_table_created", False):
         lines.append("created Apache Hudi's metadata table with its files partition (hoodie.metadata.enable=true)")
+    built = getattr(repaired, "metadata_partitions_built", None) or []
+    if built:
+        lines.append(f"built the metadata table partitions {', '.join(built)} from the data files")
     return lines
 
 class JobRefused(Exception):
