@@ -47,9 +47,14 @@ def base_file_instant(path: str) -> str | None:
     return parsed.instant if parsed is not None else None
 
 
+def read_parquet_metadata(storage: Storage, path: str) -> pq.FileMetaData:
+    """A base file's Parquet footer (schema, row groups and their statistics, key-value metadata)."""
+    return _typed_read(storage, path, pq.read_metadata)
+
+
 def read_footer(storage: Storage, path: str) -> dict[bytes, bytes]:
     """A base file's parquet key-value metadata (bloom filter, key range), reading only the footer."""
-    return _typed_read(storage, path, lambda f: pq.read_metadata(f).metadata or {})
+    return read_parquet_metadata(storage, path).metadata or {}
 
 
 def read_base_file(storage: Storage, path: str, columns: list[str] | None = None) -> pa.Table:
@@ -131,4 +136,5 @@ def _typed_read(storage: Storage, path: str, read: Callable[[Any], _T]) -> _T:
         raise StorageError(f"cannot read base file {storage.uri(path)}: {exc}") from exc
 
 
-__all__ = ["base_file_instant", "conform", "read_base_file", "read_columns", "read_filtered", "read_footer"]
+__all__ = ["base_file_instant", "conform", "read_base_file", "read_columns", "read_filtered", "read_footer",
+           "read_parquet_metadata"]

@@ -165,3 +165,8 @@ def file_instant(name: str) -> str | None:
 def join_path(partition: str, name: str) -> str:
     """Relative path of a file in a partition ("" is the table root)."""
     return f"{partition}/{name}" if partition else name
+
+
+def name_of(path: str) -> str:
+    """The file name at the end of a relative path."""
+    return path.rstrip("/").rsplit("/", 1)[-1]

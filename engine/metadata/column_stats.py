@@ -326,17 +326,27 @@ def tombstone(partition: str, file_name: str, column: str) -> Record:
     return rec
 
 
+def kind_of(stats: Mapping[str, Any]) -> ValueKind | None:
+    """The value type a record's statistics name (`valueType`; None: none, or an unknown ordinal)."""
+    info = stats.get("valueType")
+    if not isinstance(info, Mapping):
+        return None
+    ordinal = info.get("typeOrdinal")
+    if not isinstance(ordinal, int) or not 0 <= ordinal < len(VALUE_TYPES):
+        return None
+    return ValueKind(VALUE_TYPES[ordinal], info.get("additionalInfo"))
+
+
 def typed(rec: Record) -> Record:
     """`rec` with its wrappers named for encoding (records read back lose the union branch; their
     value type names it)."""
     stats = rec.get("ColumnStatsMetadata")
     if not isinstance(stats, Mapping):
         return rec
-    kind_info = stats.get("valueType") or {}
-    ordinal = kind_info.get("typeOrdinal") if isinstance(kind_info, Mapping) else None
-    if ordinal is None or not 0 <= int(ordinal) < len(VALUE_TYPES):
+    kind = kind_of(stats)
+    if kind is None:
         raise UnsupportedColumn(f"column stats of {stats.get('fileName')} without a V2 value type")
-    name = VALUE_TYPES[int(ordinal)]
+    name = kind.name
     out = dict(stats)
     for side in ("minValue", "maxValue"):
         wrapped = stats.get(side)
@@ -350,8 +360,8 @@ def typed(rec: Record) -> Record:
 def _unwrap(stats: Mapping[str, Any], side: str) -> Any:
     wrapped = stats.get(side)
     value = wrapped.get("value") if isinstance(wrapped, Mapping) else None
-    info = stats.get("valueType") or {}
-    if isinstance(value, bytes) and VALUE_TYPES[int(info.get("typeOrdinal") or 0)] == "DECIMAL":
+    kind = kind_of(stats)
+    if isinstance(value, bytes) and kind is not None and kind.name == "DECIMAL":
         return int.from_bytes(value, "big", signed=True)
     return value
 
@@ -361,8 +371,7 @@ def merge(older: Record, newer: Record) -> Record:
     old, new = older.get("ColumnStatsMetadata") or {}, newer.get("ColumnStatsMetadata") or {}
     if new.get("isDeleted") or old.get("isDeleted") or new.get("isTightBound"):
         return newer
-    kind_info = new.get("valueType") or {}
-    kind = ValueKind(VALUE_TYPES[int(kind_info.get("typeOrdinal") or 0)], kind_info.get("additionalInfo"))
+    kind = kind_of(new) or ValueKind("V1")
     lows = [v for v in (_unwrap(old, "minValue"), _unwrap(new, "minValue")) if v is not None]
     highs = [v for v in (_unwrap(old, "maxValue"), _unwrap(new, "maxValue")) if v is not None]
 
@@ -397,6 +406,6 @@ def records_of(partition: str, ranges: Sequence[ColumnRange]) -> list[Record]:
 
 __all__ = [
     "ColumnRange", "NULL_KIND", "ORDINAL", "UnsupportedColumn", "VALUE_TYPES", "ValueKind", "arrow_ranges",
-    "column_stats_key", "comparable", "is_deleted", "kind_of_arrow", "kind_of_parquet", "merge",
+    "column_stats_key", "comparable", "is_deleted", "kind_of", "kind_of_arrow", "kind_of_parquet", "merge",
     "parquet_ranges", "partition_stats_key", "record", "records_of", "tombstone", "typed", "wrap",
 ]

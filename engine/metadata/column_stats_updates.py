@@ -13,9 +13,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 
 import pyarrow as pa
-import pyarrow.parquet as pq
 
-from engine.data.base_file import _typed_read
+from engine.data.base_file import read_parquet_metadata
 from engine.data.file_names import parse_log_file_name
 from engine.data.log_block import BlockType, HeaderKey, decode_data_block
 from engine.data.log_file import read_log_blocks
@@ -65,7 +64,7 @@ def file_ranges(storage: Storage, partition: str, name: str, columns: Iterable[s
     path = f"{partition}/{name}" if partition else name
     if parse_log_file_name(name) is not None:
         return cs.arrow_ranges(_log_table(storage, path), name, columns)
-    metadata = _typed_read(storage, path, pq.read_metadata)
+    metadata = read_parquet_metadata(storage, path)
     try:
         return cs.parquet_ranges(metadata, name, columns)
     except cs.UnsupportedColumn as exc:

@@ -60,6 +60,8 @@ def configure(value: int | None) -> contextvars.Token:
 
 def reset(token: contextvars.Token) -> None:
     _CONFIGURED.reset(token)
+
+
 BASE_TOKEN = "0-0-0"
 
 
@@ -215,4 +217,5 @@ def holds_deltacommit(mdt: MetaClient, time: str) -> bool:
     return False
 
 
-__all__ = ["MAX_DELTA_COMMITS", "clean", "configure", "max_delta_commits", "reset", "compact", "deltacommits_since_compaction", "holds_deltacommit", "remove_pending"]
+__all__ = ["MAX_DELTA_COMMITS", "clean", "compact", "configure", "deltacommits_since_compaction", "holds_deltacommit",
+           "max_delta_commits", "remove_pending", "reset"]

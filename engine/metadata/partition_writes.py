@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from engine.data.file_names import parse_log_file_name
+from engine.data.file_names import name_of, parse_log_file_name
 from engine.errors import CorruptTableError
 from engine.metadata import record_index as ri
 from engine.metadata import records as mdr
@@ -33,16 +33,12 @@ class GroupWrite:
     deleted: list[str] = field(default_factory=list)
 
 
-def _name(path: str) -> str:
-    return path.rstrip("/").rsplit("/", 1)[-1]
-
-
 def numbered_groups(reader: MetadataTableReader, partition: str) -> list[str]:
     """The file ids of `partition`'s file groups, in order: those with a base file of a completed
     instant or a log file of a valid one (a leftover of a failed write names none)."""
     out = []
     for sl in reader.slices(partition):
-        logs = (parse_log_file_name(_name(p)) for p in sl.logs)
+        logs = (parse_log_file_name(name_of(p)) for p in sl.logs)
         if sl.base is not None or any(
                 log is not None and (reader.counts(log.base_instant) or log.base_instant.startswith(INIT_PREFIX))
                 for log in logs):

@@ -94,10 +94,9 @@ def merge_all(versions: Iterable[Record | None]) -> Record | None:
     current: Record | None = None
     for version in versions:
         current = None if version is None else merge(current, version)
-    if current is not None and current.get("type") in (TYPE_COLUMN_STATS, TYPE_PARTITION_STATS):
-        stats = current.get("ColumnStatsMetadata")
-        if isinstance(stats, Mapping) and stats.get("isDeleted"):
-            return None  # a deleted file's statistics: gone (HoodieMetadataPayload reads them as absent)
+    if (current is not None and current.get("type") in (TYPE_COLUMN_STATS, TYPE_PARTITION_STATS)
+            and column_stats.is_deleted(current)):
+        return None  # a deleted file's statistics: gone (HoodieMetadataPayload reads them as absent)
     return current
 
 

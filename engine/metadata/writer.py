@@ -53,6 +53,7 @@ from dataclasses import dataclass, field
 
 from engine import failpoints
 from engine.constants import METAFOLDER
+from engine.data.file_names import name_of
 from engine.data.hfile import HFileReader
 from engine.data.log_block import BlockType, HeaderKey, encode_delete_block, encode_log_block
 from engine.data.log_file import read_log_blocks, write_log_file
@@ -260,10 +261,6 @@ def schemas_for(reader: MetadataTableReader, partitions: Iterable[str]) -> dict[
     return out
 
 
-def _name(path: str) -> str:
-    return path.rstrip("/").rsplit("/", 1)[-1]
-
-
 def _file_list(partition: str, entries: dict[str, tuple[int, bool]]) -> mdr.Record:
     return {"key": mdr.partition_key(partition), "type": mdr.TYPE_FILE_LIST,
             "filesystemMetadata": {n: {"size": s, "isDeleted": d} for n, (s, d) in sorted(entries.items())}}
@@ -277,10 +274,11 @@ def _partition_list(partitions: dict[str, bool]) -> mdr.Record:
 @dataclass
 class FileChanges:
     """The data files an instant adds (size, False) or deletes (0, True) per partition, and the
-    partitions it adds (False) or deletes (True)."""
+    partitions it adds (False) or deletes (True); `commit`: a write's commit metadata."""
 
     files: dict[str, dict[str, tuple[int, bool]]] = field(default_factory=dict)
     partitions: dict[str, bool] = field(default_factory=dict)
+    commit: CommitMetadata | None = None
 
     def named(self, deleted: bool) -> dict[str, list[str]]:
         return {p: sorted(n for n, (_, d) in entries.items() if d is deleted) for p, entries in self.files.items()}
@@ -291,6 +289,7 @@ def file_changes(instant: Instant, body: bytes) -> FileChanges | None:
     writer does not keep, which removes the metadata table)."""
     files: dict[str, dict[str, tuple[int, bool]]] = {}
     partitions: dict[str, bool] = {}
+    metadata = None
     if instant.action in NO_FILE_CHANGE:
         return FileChanges()
     if instant.action in FILE_WRITES:
@@ -299,34 +298,37 @@ def file_changes(instant: Instant, body: bytes) -> FileChanges | None:
             partitions[partition] = False
             for stat in stats:
                 if stat.path:
-                    files.setdefault(partition, {})[_name(stat.path)] = (int(stat.fileSizeInBytes or 0), False)
+                    files.setdefault(partition, {})[name_of(stat.path)] = (int(stat.fileSizeInBytes or 0), False)
     elif instant.action is Action.CLEAN:
         record = avro_models.deserialize("HoodieCleanMetadata", body)
         for partition, pm in (record.get("partitionMetadata") or {}).items():
             for path in pm.get("successDeleteFiles") or []:
-                files.setdefault(partition, {})[_name(path)] = (0, True)
+                files.setdefault(partition, {})[name_of(path)] = (0, True)
             if pm.get("isPartitionDeleted"):
                 partitions[partition] = True
     elif instant.action is Action.ROLLBACK:
         record = avro_models.deserialize("HoodieRollbackMetadata", body)
         for partition, pm in (record.get("partitionMetadata") or {}).items():
             for path in pm.get("successDeleteFiles") or []:
-                files.setdefault(partition, {})[_name(path)] = (0, True)
+                files.setdefault(partition, {})[name_of(path)] = (0, True)
             for path, size in (pm.get("rollbackLogFiles") or {}).items():
-                files.setdefault(partition, {})[_name(path)] = (int(size), False)
+                files.setdefault(partition, {})[name_of(path)] = (int(size), False)
     else:
         return None
     # the table's own folders (this engine's RECORD index files under .hoodie/) are no data partitions
     return FileChanges({p: e for p, e in files.items() if not p.startswith(".hoodie")},
-                       {p: d for p, d in partitions.items() if not p.startswith(".hoodie")})
+                       {p: d for p, d in partitions.items() if not p.startswith(".hoodie")}, metadata)
 
 
 def records_for(instant: Instant, body: bytes) -> list[mdr.Record] | None:
     """The files-partition records of a data instant about to complete (None: an action this
     writer does not keep, which removes the metadata table)."""
     changes = file_changes(instant, body)
-    if changes is None:
-        return None
+    return None if changes is None else files_records(changes)
+
+
+def files_records(changes: FileChanges) -> list[mdr.Record]:
+    """The files-partition records of an instant's file changes, in key order."""
     out = [_file_list(p, entries) for p, entries in changes.files.items()]
     if changes.partitions:
         out.append(_partition_list(changes.partitions))
@@ -385,7 +387,7 @@ def write_deltacommit(mdt: MetaClient, time: str, writes: list[GroupWrite], sche
         stats.setdefault(write.partition, []).append(WriteStat(
             fileId=write.file_id, path=path, partitionPath=write.partition, prevCommit=time,
             numWrites=count, numUpdateWrites=len(write.records), numDeletes=len(write.deleted),
-            totalWriteBytes=size, fileSizeInBytes=size, baseFile="", logFiles=[_name(path)], logVersion=1, logOffset=0,
+            totalWriteBytes=size, fileSizeInBytes=size, baseFile="", logFiles=[name_of(path)], logVersion=1, logOffset=0,
         ))
     lifecycle.complete_instant(mdt, time, Action.DELTA_COMMIT, mdt.encode_commit_metadata(CommitMetadata(stats, OPERATION)))
 
@@ -418,9 +420,8 @@ def before_complete(meta: MetaClient, instant: Instant, body: bytes) -> None:
         return
     if meta.completed_file_name(instant.time, instant.action) is not None:
         return  # the data instant is complete already (a retried completion): its deltacommit stands
-    changes = file_changes(instant, body)
-    records = records_for(instant, body)
-    if records is None or changes is None:
+    changes = file_changes(instant, body)  # the commit metadata, parsed once
+    if changes is None:
         metadata_table.remove(meta, f"{instant.action.value} {instant.time} is not kept in it by this engine yet")
         return
     # an earlier attempt of this instant (a compaction run again after a crash writes other files)
@@ -439,9 +440,9 @@ def before_complete(meta: MetaClient, instant: Instant, body: bytes) -> None:
     if stale:
         # kept when the write began (`decide`), no longer (another writer changed it): never left stale
         apply(meta, Decision(True, stale, reason=f"it could not be kept by {instant.time}"))
-    writes = [GroupWrite(mdr.FILES, _files_group(mdt), records)]
-    if mdr.RECORD_INDEX in kept and instant.action in LOCATION_WRITES:
-        metadata = CommitMetadata.from_bytes(body)
+    writes = [GroupWrite(mdr.FILES, _files_group(mdt), files_records(changes))]
+    metadata = changes.commit
+    if mdr.RECORD_INDEX in kept and instant.action in LOCATION_WRITES and metadata is not None:
         if metadata.operation_type.upper() not in COMPACTIONS:
             writes += record_index_writes(reader, instant.time, record_index_updates.changes(
                 meta, timeline, instant.time, metadata))

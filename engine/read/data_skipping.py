@@ -20,6 +20,7 @@ from typing import Any
 
 import pyarrow as pa
 
+from engine.data.file_names import name_of
 from engine.data.slice_reader import SliceFiles
 from engine.errors import CorruptTableError, StorageError
 from engine.metadata import column_stats as cs
@@ -33,15 +34,8 @@ from engine.timeline.timeline import Timeline
 
 _log = logging.getLogger(__name__)
 
-OPTION = "hoodie.enable.data.skipping"
-
-
-def _name(path: str) -> str:
-    return path.rstrip("/").rsplit("/", 1)[-1]
-
-
 def _files(files: SliceFiles) -> list[str]:
-    return [_name(p) for p in ((files.base_path,) if files.base_path else ()) + tuple(files.log_paths)]
+    return [name_of(p) for p in ((files.base_path,) if files.base_path else ()) + tuple(files.log_paths)]
 
 
 @dataclass
@@ -68,16 +62,14 @@ class ColumnStatsSkipping:
 
 
 def _unwrapped(stats: Mapping[str, Any]) -> dict[str, Any]:
-    info = stats.get("valueType") or {}
-    ordinal = info.get("typeOrdinal") if isinstance(info, Mapping) else None
-    kind = cs.VALUE_TYPES[int(ordinal)] if isinstance(ordinal, int) and 0 <= ordinal < len(cs.VALUE_TYPES) else None
+    kind = cs.kind_of(stats)
 
     def value(side: str) -> Any:
         wrapped = stats.get(side)
         return wrapped.get("value") if isinstance(wrapped, Mapping) else None
 
     return {"valueCount": stats.get("valueCount"), "nullCount": stats.get("nullCount"), "min": value("minValue"),
-            "max": value("maxValue"), "kind": kind}
+            "max": value("maxValue"), "kind": kind.name if kind is not None else None}
 
 
 def load(meta: MetaClient, timeline: Timeline, slices: Iterable[SliceFiles],
@@ -108,7 +100,7 @@ def load(meta: MetaClient, timeline: Timeline, slices: Iterable[SliceFiles],
     for key, rec in found.items():
         stats = rec.get("ColumnStatsMetadata")
         where = keys.get(key)
-        if where is None or not isinstance(stats, Mapping) or stats.get("isDeleted"):
+        if where is None or not isinstance(stats, Mapping) or cs.is_deleted(rec):
             continue
         if (stats.get("fileName"), stats.get("columnName")) != where[1:]:
             continue  # a key collision would be another file's: never trusted
@@ -116,4 +108,4 @@ def load(meta: MetaClient, timeline: Timeline, slices: Iterable[SliceFiles],
     return ColumnStatsSkipping(out)
 
 
-__all__ = ["ColumnStatsSkipping", "OPTION", "load"]
+__all__ = ["ColumnStatsSkipping", "load"]
