@@ -27,7 +27,7 @@ from engine.errors import UnsupportedFeatureError
 from engine.metadata import record_index as ri
 from engine.runtime.errors import translate
 from engine.table.meta_client import MetaClient
-from tests.support import column_stats, hudi1x, hudi_rs, record_index
+from tests.support import column_stats, hudi1x, hudi_rs, metadata_checks, record_index
 from tests.support.tables import tree_bytes
 
 pytestmark = pytest.mark.spark
@@ -256,33 +256,6 @@ def _changed_and_added(spark, table: Table):
         column, F.lit(MARK2[field.dataType.typeName()]).cast(field.dataType))
 
 
-def _metadata_in_step(path: Path, name: str) -> None:
-    """Where the table has a metadata table, its files partition lists exactly the committed data
-    files storage holds (names and sizes), and the properties name only that partition."""
-    from engine.data.file_names import parse_base_file_name, parse_log_file_name
-    from engine.metadata.reader import MetadataTableReader
-
-    if not (path / ".hoodie" / "metadata").exists():
-        return
-    meta = MetaClient.open(str(path))
-    timeline = meta.timeline()
-    listed = MetadataTableReader(meta, timeline).file_listing()
-    committed = timeline.completed_times
-    storage: dict[str, dict[str, int]] = {}
-    for df in meta.list_data_files():
-        parsed = parse_base_file_name(df.name) or parse_log_file_name(df.name)
-        if parsed is not None:
-            storage.setdefault(df.partition, {})[df.name] = df.size
-    assert {p: f for p, f in listed.items() if f} == storage, name
-    assert committed  # (every listed file's instant completed: the storage side holds no failed write)
-    partitions = dict(meta.config.extra)["hoodie.table.metadata.partitions"].split(",")
-    assert "files" in partitions and set(partitions) <= {"column_stats", "files", "record_index"}, name
-    if "record_index" in partitions:
-        record_index.check(meta)
-    if "column_stats" in partitions:
-        column_stats.check(meta)
-
-
 def _oracle(path: Path) -> list[dict]:
     return sorted(({k: _norm(v) for k, v in r.items() if not k.startswith("_hoodie_")} for r in
                    hudi_rs.snapshot(str(path))), key=lambda r: json.dumps(r, sort_keys=True, default=str))
@@ -308,7 +281,7 @@ def test_upsert_then_rollback_agree_with_hudi_rs(spark, versioned, tmp_path):
             continue
         after = _oracle(fx.table)
         assert len(after) == len(before) + 1, name
-        _metadata_in_step(fx.table, name)
+        metadata_checks.in_step(fx.table, name)
         changed = [r for r in after if r[column] in MARK.values()]
         assert len(changed) == 1, name  # the one changed value
         assert all(changed[0][k] == original[k] for k in table.meta.config.record_key_fields), name
@@ -332,16 +305,16 @@ def test_upsert_then_rollback_agree_with_hudi_rs(spark, versioned, tmp_path):
             assert [r[column] for r in updated if r[column] in MARK2.values()] == [
                 MARK2[table.read().schema[column].dataType.typeName()]], name
             assert len(updated) == len(after), name
-            _metadata_in_step(fx.table, name)
+            metadata_checks.in_step(fx.table, name)
             table.maintenance.rollback(second.instant)
             assert not [p for p in fx.table.rglob(f".*_{second.instant}.log.1_*") if ".hoodie" not in p.parts], name
             assert _oracle(fx.table) == after, name
-            _metadata_in_step(fx.table, name)
+            metadata_checks.in_step(fx.table, name)
         assert (fx.table / ".hoodie" / "timeline" / done[0]).read_bytes()[:4] == b"Obj\x01", name
         assert not (fx.table / ".hoodie" / f"{result.instant}.commit").exists(), name  # nothing in layout 1
         table.maintenance.rollback(result.instant)
         assert _oracle(fx.table) == before, name
-        _metadata_in_step(fx.table, name)
+        metadata_checks.in_step(fx.table, name)
         written.append((name, "written"))
     # every fixture is written now: the TimestampBasedKeyGenerator ones (test_timestamp_keygen.py
     # also checks the folder a new record lands in) and the one without meta fields (test_virtual_keys.py)

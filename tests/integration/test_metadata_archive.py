@@ -14,30 +14,15 @@ from pyspark.sql import functions as F
 from engine import Table
 from engine.metadata import compaction
 from engine.metadata.archival import latest_compaction
-from engine.metadata.reader import MetadataTableReader
 from engine.services.archive import archived_instants
 from engine.storage import storage_for
 from engine.table.meta_client import MetaClient
-from tests.support import column_stats, hudi1x, hudi_rs, record_index
+from tests.support import hudi1x, hudi_rs, metadata_checks
 
 pytestmark = pytest.mark.spark
 
 ARCHIVE = {"hoodie.clean.automatic": "false", "hoodie.archive.automatic": "true", "hoodie.keep.min.commits": "2",
            "hoodie.keep.max.commits": "3", "hoodie.cleaner.commits.retained": "1"}
-
-
-def _check(path) -> None:
-    meta = MetaClient.open(str(path))
-    listed = MetadataTableReader(meta, meta.timeline()).file_listing()
-    on_storage: dict[str, dict[str, int]] = {}
-    for df in meta.list_data_files():
-        on_storage.setdefault(df.partition, {})[df.name] = df.size
-    assert {p: f for p, f in listed.items() if f} == on_storage
-    built = dict(meta.config.extra)["hoodie.table.metadata.partitions"].split(",")
-    if "record_index" in built:
-        record_index.check(meta)
-    if "column_stats" in built:
-        column_stats.check(meta)
 
 
 def test_the_metadata_table_is_archived_with_the_data_table(spark, tmp_path, monkeypatch):
@@ -68,14 +53,14 @@ def test_the_metadata_table_is_archived_with_the_data_table(spark, tmp_path, mon
     assert "20260307162449278" in {i.time for i in gone}  # Hudi's compaction of its metadata table
     assert all(i.time < compacted and i.time < first_data_write for i in gone)
     assert min(i.time for i in mdt_timeline.instants) == first_data_write
-    _check(path)
+    metadata_checks.in_step(path)
     ours = sorted(r["txn_id"] for r in table.read().collect())
     assert sorted(r["txn_id"] for r in hudi_rs.snapshot(str(path))) == ours
     assert {f"ARC-{n}" for n in range(8)} <= set(ours)
     # and writes go on: a delete and an upsert after archival keep everything exact
     table.delete(first.withColumn("txn_id", F.lit("ARC-0")).withColumn("txn_ts", F.col("txn_ts") + 5), options=ARCHIVE)
     table.upsert(first.withColumn("txn_id", F.lit("ARC-9")), options=ARCHIVE)
-    _check(path)
+    metadata_checks.in_step(path)
     ours = sorted(r["txn_id"] for r in table.read().collect())
     assert "ARC-0" not in ours and "ARC-9" in ours
     assert sorted(r["txn_id"] for r in hudi_rs.snapshot(str(path))) == ours
@@ -104,6 +89,6 @@ def test_the_data_tables_archival_waits_for_the_metadata_tables_compaction(spark
     archived = result.services.get("archived")
     assert archived and all(t < result.instant for t in archived)
     assert [i.time for i in archived_instants(meta)] == archived
-    _check(path)
+    metadata_checks.in_step(path)
     assert sorted(r["id"] for r in table.read().collect()) == sorted([f"k{n}" for n in range(6)] + ["k9"])
     assert sorted(r["id"] for r in hudi_rs.snapshot(str(path))) == sorted([f"k{n}" for n in range(6)] + ["k9"])
