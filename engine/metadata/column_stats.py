@@ -357,7 +357,8 @@ def typed(rec: Record) -> Record:
     return {**rec, "ColumnStatsMetadata": out}
 
 
-def _unwrap(stats: Mapping[str, Any], side: str) -> Any:
+def unwrapped(stats: Mapping[str, Any], side: str) -> Any:
+    """A record's minimum or maximum as ranges hold it (a decimal as its unscaled integer)."""
     wrapped = stats.get(side)
     value = wrapped.get("value") if isinstance(wrapped, Mapping) else None
     kind = kind_of(stats)
@@ -372,8 +373,8 @@ def merge(older: Record, newer: Record) -> Record:
     if new.get("isDeleted") or old.get("isDeleted") or new.get("isTightBound"):
         return newer
     kind = kind_of(new) or ValueKind("V1")
-    lows = [v for v in (_unwrap(old, "minValue"), _unwrap(new, "minValue")) if v is not None]
-    highs = [v for v in (_unwrap(old, "maxValue"), _unwrap(new, "maxValue")) if v is not None]
+    lows = [v for v in (unwrapped(old, "minValue"), unwrapped(new, "minValue")) if v is not None]
+    highs = [v for v in (unwrapped(old, "maxValue"), unwrapped(new, "maxValue")) if v is not None]
 
     def total(name: str) -> int:
         return int(old.get(name) or 0) + int(new.get(name) or 0)
@@ -407,5 +408,5 @@ def records_of(partition: str, ranges: Sequence[ColumnRange]) -> list[Record]:
 __all__ = [
     "ColumnRange", "NULL_KIND", "ORDINAL", "UnsupportedColumn", "VALUE_TYPES", "ValueKind", "arrow_ranges",
     "column_stats_key", "comparable", "is_deleted", "kind_of", "kind_of_arrow", "kind_of_parquet", "merge",
-    "parquet_ranges", "partition_stats_key", "record", "records_of", "tombstone", "typed", "wrap",
+    "parquet_ranges", "partition_stats_key", "record", "records_of", "tombstone", "typed", "unwrapped", "wrap",
 ]

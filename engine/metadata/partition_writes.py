@@ -15,7 +15,7 @@ from engine.metadata import records as mdr
 from engine.metadata.reader import INIT_PREFIX, MetadataTableReader
 from engine.metadata.record_index_updates import IndexChanges
 
-PREFIX = {mdr.RECORD_INDEX: ri.FILE_GROUP_PREFIX, mdr.COLUMN_STATS: "col-stats-"}
+PREFIX = {mdr.RECORD_INDEX: ri.FILE_GROUP_PREFIX, mdr.COLUMN_STATS: "col-stats-", mdr.PARTITION_STATS: "partition-stats-"}
 
 
 def group_id(partition: str, index: int) -> str:
@@ -76,7 +76,7 @@ def record_index_writes(reader: MetadataTableReader, time: str, changes: IndexCh
 
 
 def keyed_writes(reader: MetadataTableReader, partition: str, records: Iterable[mdr.Record]) -> list[GroupWrite]:
-    """Records of `partition` (column statistics) to the file groups their keys hash to."""
+    """Records of `partition` (column or partition statistics) to the file groups their keys hash to."""
     groups = _groups(reader, partition)
     writes = {i: GroupWrite(partition, groups[i]) for i in range(len(groups))}
     recs = list(records)

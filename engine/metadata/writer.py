@@ -5,9 +5,10 @@ At the start of a write (repair, under the table lock) `decide` looks at the met
 kept when its `files` partition is in sync with the data timeline (`MetadataTableReader`);
 removed whole (as before) for older versions, a metadata table behind the data table or one
 that cannot be read. A kept one loses, alone, the partitions this engine does not keep yet
-(`partition_stats`, `bloom_filters`, secondary and expression indexes, a partitioned record
-index, column statistics of index version V1; `keepable_partitions`): hoodie.properties stops naming them and the index definitions stop defining them
-before their folders go, as when Hudi drops an index; a notice names them. Hudi's writers build
+(`bloom_filters`, secondary and expression indexes, a partitioned record index, column
+statistics of index version V1 and the partition statistics derived from them;
+`keepable_partitions`): hoodie.properties stops naming them and the index definitions stop
+defining them before their folders go, as when Hudi drops an index; a notice names them. Hudi's writers build
 a dropped index again from the files.
 
 Before every instant of the data table completes (`engine.table.lifecycle.before_complete`),
@@ -24,6 +25,8 @@ its changes to the file listing go to the metadata table as a deltacommit at the
 - where the column statistics are kept, the ranges of the files an instant adds and tombstones
   for the files it deletes (`column_stats_records`, `engine.metadata.column_stats_updates`), to
   the `col-stats-` file groups their keys hash to (`engine.metadata.partition_writes`);
+- where the partition statistics are kept too (a partitioned table), a write's partitions'
+  ranges over their latest slices (`engine.metadata.partition_stats_updates`);
 - savepoints and indexing instants change no file: no deltacommit (as in Hudi); a restore (not kept yet) removes the
   metadata table before it rolls anything back (`engine.services.restore`), so readers list
   storage; so does any other action this writer does not know.
@@ -41,7 +44,8 @@ into new base HFiles first (`engine.metadata.compaction`, which then deletes the
 another data instant is pending (its archival runs with the data table's:
 `engine.services.metadata_archive`). Not done yet (issue 35): the other partitions, version 6
 tables.
-A rollback of a write whose deltacommit a compaction holds drops the record index (`abandoned`).
+A rollback of a write whose deltacommit a compaction holds drops the record index and the
+partition statistics (`abandoned`).
 """
 
 from __future__ import annotations
@@ -58,8 +62,16 @@ from engine.data.hfile import HFileReader
 from engine.data.log_block import BlockType, HeaderKey, encode_delete_block, encode_log_block
 from engine.data.log_file import read_log_blocks, write_log_file
 from engine.errors import CorruptTableError, StorageError, UnsupportedFeatureError
-from engine.metadata import column_stats_updates, compaction, hfiles, index_defs, record_index_updates
+from engine.metadata import (
+    column_stats_updates,
+    compaction,
+    hfiles,
+    index_defs,
+    partition_stats_updates,
+    record_index_updates,
+)
 from engine.metadata import records as mdr
+from engine.metadata.file_changes import FILE_WRITES, NO_FILE_CHANGE, FileChanges, file_changes, files_records
 from engine.metadata.partition_writes import (
     GroupWrite,
     keyed_writes,
@@ -73,19 +85,15 @@ from engine.table import lifecycle, metadata_table
 from engine.table.meta_client import MetaClient
 from engine.table.metadata_table import FOLDER
 from engine.table.metadata_table import PARTITIONS as PARTITIONS_PROPERTY
-from engine.timeline import avro_models
 from engine.timeline.commit_metadata import CommitMetadata, WriteStat
 from engine.timeline.instant import Action, Instant, State
 from engine.timeline.timeline import Timeline
 
 _log = logging.getLogger(__name__)
 
-KEPT = (mdr.FILES, mdr.RECORD_INDEX, mdr.COLUMN_STATS)  # the partitions this engine keeps up to date
+KEPT = (mdr.FILES, mdr.RECORD_INDEX, mdr.COLUMN_STATS, mdr.PARTITION_STATS)  # the partitions this engine keeps up to date
 LOG_TOKEN = "0-0-0"
 OPERATION = "UPSERT_PREPPED"  # what Hudi records for a metadata deltacommit
-NO_FILE_CHANGE = (Action.SAVEPOINT, Action.INDEXING)
-FILE_WRITES = (Action.COMMIT, Action.DELTA_COMMIT, Action.REPLACE_COMMIT, Action.COMPACTION,
-               Action.CLUSTERING, Action.LOG_COMPACTION)
 LOCATION_WRITES = (Action.COMMIT, Action.DELTA_COMMIT, Action.REPLACE_COMMIT, Action.CLUSTERING)
 COMPACTIONS = ("COMPACT", "LOG_COMPACT")
 
@@ -179,6 +187,9 @@ def keepable_partitions(meta: MetaClient, reader: MetadataTableReader) -> list[s
     if (mdr.COLUMN_STATS in built and column_stats_updates.indexed_columns(meta)[0] is not None
             and well_numbered(mdr.COLUMN_STATS, numbered_groups(reader, mdr.COLUMN_STATS))):
         kept.append(mdr.COLUMN_STATS)
+        if (mdr.PARTITION_STATS in built and meta.config.partition_fields
+                and well_numbered(mdr.PARTITION_STATS, numbered_groups(reader, mdr.PARTITION_STATS))):
+            kept.append(mdr.PARTITION_STATS)  # over the column statistics' columns; never without them
     return kept
 
 
@@ -259,80 +270,6 @@ def schemas_for(reader: MetadataTableReader, partitions: Iterable[str]) -> dict[
         except MetadataTableUnavailable:
             out[p] = files
     return out
-
-
-def _file_list(partition: str, entries: dict[str, tuple[int, bool]]) -> mdr.Record:
-    return {"key": mdr.partition_key(partition), "type": mdr.TYPE_FILE_LIST,
-            "filesystemMetadata": {n: {"size": s, "isDeleted": d} for n, (s, d) in sorted(entries.items())}}
-
-
-def _partition_list(partitions: dict[str, bool]) -> mdr.Record:
-    return {"key": mdr.ALL_PARTITIONS_KEY, "type": mdr.TYPE_PARTITION_LIST,
-            "filesystemMetadata": {mdr.partition_key(p): {"size": 0, "isDeleted": d} for p, d in sorted(partitions.items())}}
-
-
-@dataclass
-class FileChanges:
-    """The data files an instant adds (size, False) or deletes (0, True) per partition, and the
-    partitions it adds (False) or deletes (True); `commit`: a write's commit metadata."""
-
-    files: dict[str, dict[str, tuple[int, bool]]] = field(default_factory=dict)
-    partitions: dict[str, bool] = field(default_factory=dict)
-    commit: CommitMetadata | None = None
-
-    def named(self, deleted: bool) -> dict[str, list[str]]:
-        return {p: sorted(n for n, (_, d) in entries.items() if d is deleted) for p, entries in self.files.items()}
-
-
-def file_changes(instant: Instant, body: bytes) -> FileChanges | None:
-    """What a data instant about to complete does to the file listing (None: an action this
-    writer does not keep, which removes the metadata table)."""
-    files: dict[str, dict[str, tuple[int, bool]]] = {}
-    partitions: dict[str, bool] = {}
-    metadata = None
-    if instant.action in NO_FILE_CHANGE:
-        return FileChanges()
-    if instant.action in FILE_WRITES:
-        metadata = CommitMetadata.from_bytes(body)
-        for partition, stats in metadata.partition_to_write_stats.items():
-            partitions[partition] = False
-            for stat in stats:
-                if stat.path:
-                    files.setdefault(partition, {})[name_of(stat.path)] = (int(stat.fileSizeInBytes or 0), False)
-    elif instant.action is Action.CLEAN:
-        record = avro_models.deserialize("HoodieCleanMetadata", body)
-        for partition, pm in (record.get("partitionMetadata") or {}).items():
-            for path in pm.get("successDeleteFiles") or []:
-                files.setdefault(partition, {})[name_of(path)] = (0, True)
-            if pm.get("isPartitionDeleted"):
-                partitions[partition] = True
-    elif instant.action is Action.ROLLBACK:
-        record = avro_models.deserialize("HoodieRollbackMetadata", body)
-        for partition, pm in (record.get("partitionMetadata") or {}).items():
-            for path in pm.get("successDeleteFiles") or []:
-                files.setdefault(partition, {})[name_of(path)] = (0, True)
-            for path, size in (pm.get("rollbackLogFiles") or {}).items():
-                files.setdefault(partition, {})[name_of(path)] = (int(size), False)
-    else:
-        return None
-    # the table's own folders (this engine's RECORD index files under .hoodie/) are no data partitions
-    return FileChanges({p: e for p, e in files.items() if not p.startswith(".hoodie")},
-                       {p: d for p, d in partitions.items() if not p.startswith(".hoodie")}, metadata)
-
-
-def records_for(instant: Instant, body: bytes) -> list[mdr.Record] | None:
-    """The files-partition records of a data instant about to complete (None: an action this
-    writer does not keep, which removes the metadata table)."""
-    changes = file_changes(instant, body)
-    return None if changes is None else files_records(changes)
-
-
-def files_records(changes: FileChanges) -> list[mdr.Record]:
-    """The files-partition records of an instant's file changes, in key order."""
-    out = [_file_list(p, entries) for p, entries in changes.files.items()]
-    if changes.partitions:
-        out.append(_partition_list(changes.partitions))
-    return sorted(out, key=lambda r: r["key"])
 
 
 def column_stats_records(meta: MetaClient, instant: Instant, changes: FileChanges) -> list[mdr.Record]:
@@ -433,9 +370,12 @@ def before_complete(meta: MetaClient, instant: Instant, body: bytes) -> None:
     schemas = schemas_for(reader, kept)
     if mdr.RECORD_INDEX in kept and not _has_field(schemas[mdr.RECORD_INDEX], "recordIndexMetadata"):
         kept.remove(mdr.RECORD_INDEX)  # never written in a schema that would drop its locations
-    if mdr.COLUMN_STATS in kept and not _has_field(schemas[mdr.COLUMN_STATS], "ColumnStatsMetadata"):
-        kept.remove(mdr.COLUMN_STATS)
-    stale = [p for p in (mdr.RECORD_INDEX, mdr.COLUMN_STATS)
+    for stats in (mdr.COLUMN_STATS, mdr.PARTITION_STATS):
+        if stats in kept and not _has_field(schemas[stats], "ColumnStatsMetadata"):
+            kept.remove(stats)
+    if mdr.COLUMN_STATS not in kept and mdr.PARTITION_STATS in kept:
+        kept.remove(mdr.PARTITION_STATS)
+    stale = [p for p in (mdr.RECORD_INDEX, mdr.COLUMN_STATS, mdr.PARTITION_STATS)
              if p in metadata_table.partitions_in(meta.config) and p not in kept]
     if stale:
         # kept when the write began (`decide`), no longer (another writer changed it): never left stale
@@ -447,7 +387,12 @@ def before_complete(meta: MetaClient, instant: Instant, body: bytes) -> None:
             writes += record_index_writes(reader, instant.time, record_index_updates.changes(
                 meta, timeline, instant.time, metadata))
     if mdr.COLUMN_STATS in kept:
-        writes += keyed_writes(reader, mdr.COLUMN_STATS, column_stats_records(meta, instant, changes))
+        stats_records = column_stats_records(meta, instant, changes)
+        writes += keyed_writes(reader, mdr.COLUMN_STATS, stats_records)
+        if mdr.PARTITION_STATS in kept and metadata is not None:
+            columns, _ = column_stats_updates.indexed_columns(meta)
+            writes += keyed_writes(reader, mdr.PARTITION_STATS, partition_stats_updates.written_records(
+                meta, reader, timeline, instant.time, metadata, columns or [], stats_records))
     others_pending = [i.time for i in timeline.pending.instants if i.time != instant.time]
     if not others_pending and compaction.deltacommits_since_compaction(mdt) >= compaction.max_delta_commits():
         # as Hudi's compactIfNecessary: never while another data instant is pending (its records
@@ -461,15 +406,17 @@ def abandoned(meta: MetaClient, time: str) -> None:
     """The hook: an unfinished write at `time` is removed (or a completed one rolled back), and so is
     its metadata deltacommit. When a compaction of the metadata table holds that deltacommit
     already, the files partition is put right by the rollback's tombstones, but nothing says where
-    the keys the instant moved were before: the record index is dropped (Hudi's writers build it
-    again) rather than left wrong."""
+    the keys the instant moved were before, nor the partition statistics before it: the record
+    index and the partition statistics are dropped (Hudi's writers build them again) rather than
+    left wrong."""
     mdt = _open(meta)
     if mdt is None:
         return
-    if mdr.RECORD_INDEX in metadata_table.partitions_in(meta.config) and compaction.holds_deltacommit(mdt, time):
-        apply(meta, Decision(True, [mdr.RECORD_INDEX], reason=(
+    held = [p for p in (mdr.RECORD_INDEX, mdr.PARTITION_STATS) if p in metadata_table.partitions_in(meta.config)]
+    if held and compaction.holds_deltacommit(mdt, time):
+        apply(meta, Decision(True, held, reason=(
             f"the write {time} being rolled back is in its compacted base files, and where the keys it moved "
-            "were before is not kept")))
+            "were before, and the partition ranges before it, are not kept")))
     remove_deltacommit(mdt, time)
 
 
@@ -482,7 +429,7 @@ def register() -> None:
 register()
 
 __all__ = [
-    "Decision", "FileChanges", "GroupWrite", "apply", "column_stats_records", "decide", "file_changes",
-    "has_metadata_table", "keepable_partitions", "open_metadata_table", "present_partitions", "record_index_writes", "records_for",
+    "Decision", "GroupWrite", "apply", "column_stats_records", "decide",
+    "has_metadata_table", "keepable_partitions", "open_metadata_table", "present_partitions", "record_index_writes",
     "register", "write_deltacommit",
 ]

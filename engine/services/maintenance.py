@@ -329,8 +329,9 @@ class Maintenance:
 
     def drop_metadata_partition(self, partition: str) -> list[str]:
         """Drop one partition of the metadata table (`files`: the whole metadata table, as a writer
-        with hoodie.metadata.enable=false does), under the table lock after repair: properties
-        first, then index definitions, then the folder. Returns what was dropped."""
+        with hoodie.metadata.enable=false does; `column_stats`: the partition statistics derived
+        from them too), under the table lock after repair: properties first, then index
+        definitions, then the folder. Returns what was dropped."""
         from engine.errors import InvalidInputError
         from engine.metadata import writer as metadata_writer
         from engine.table import metadata_table
@@ -348,9 +349,12 @@ class Maintenance:
                 if metadata_writer.has_metadata_table(self.meta):
                     metadata_table.remove(self.meta, "dropped on request")
                 return present
-            if partition in metadata_writer.present_partitions(self.meta):
-                metadata_writer.apply(self.meta, metadata_writer.Decision(True, [partition], reason="dropped on request"))
-                dropped.append(partition)
+            # the partition statistics are derived from the column statistics: they go with them
+            going = [p for p in ([partition, "partition_stats"] if partition == "column_stats" else [partition])
+                     if p in metadata_writer.present_partitions(self.meta)]
+            if going:
+                metadata_writer.apply(self.meta, metadata_writer.Decision(True, going, reason="dropped on request"))
+                dropped += going
             return sorted(set(dropped))
 
     # ---- repair ------------------------------------------------------------------------

@@ -27,7 +27,7 @@ from engine.errors import UnsupportedFeatureError
 from engine.metadata import record_index as ri
 from engine.runtime.errors import translate
 from engine.table.meta_client import MetaClient
-from tests.support import column_stats, hudi1x, hudi_rs, metadata_checks, record_index
+from tests.support import column_stats, hudi1x, hudi_rs, metadata_checks, partition_stats, record_index
 from tests.support.tables import tree_bytes
 
 pytestmark = pytest.mark.spark
@@ -346,18 +346,25 @@ def test_a_write_keeps_the_metadata_table_hudi_rs_lists_through(spark, tmp_path)
     result = table.upsert(batch)
 
     assert result.repaired is not None and result.repaired.metadata_table_removed is None
-    dropped = ["partition_stats", "secondary_index_merchant_idx", "secondary_index_txn_date_idx"]
+    dropped = ["secondary_index_merchant_idx", "secondary_index_txn_date_idx"]
     assert result.repaired.metadata_partitions_dropped == dropped
     assert javaproperties.loads(props.read_text())["hoodie.table.metadata.partitions"] == (
-        "column_stats,files,record_index")
+        "column_stats,files,partition_stats,record_index")
     assert sorted(p.name for p in (fx.table / ".hoodie" / "metadata").iterdir()) == [
-        ".hoodie", "column_stats", "files", "record_index"]
+        ".hoodie", "column_stats", "files", "partition_stats", "record_index"]
     defs = json.loads((fx.table / ".hoodie" / ".index_defs" / "index.json").read_text())["indexDefinitions"]
     assert sorted(defs) == ["column_stats", "record_index"]  # both secondary indexes were defined too
     # the column statistics hold the write's new base file's ranges
     held = column_stats.check(MetaClient.open(str(fx.table)))
     assert {v["columnName"] for v in held.values() if v["fileName"].endswith(f"_{result.instant}.parquet")} == set(
         defs["column_stats"]["sourceFields"])
+    # the partition statistics of the partitions the write touched end at its commit time
+    touched = {p for p, stats in MetaClient.open(str(fx.table)).commit_metadata(result.instant).partition_to_write_stats.items()
+               if stats}
+    ranges = partition_stats.check(MetaClient.open(str(fx.table)))
+    latest = {v["fileName"]: v["maxValue"]["value"] for v in ranges.values() if v["columnName"] == "_hoodie_commit_time"}
+    assert touched and all(latest[p] == result.instant for p in touched)
+    assert sorted(latest) == ["region=apac", "region=eu", "region=us"]
     # the record index holds the write's new key at its file group, written at the write's instant
     locations = record_index.check(MetaClient.open(str(fx.table)))
     new_keys = [k for k, loc in locations.items() if loc.instant_millis == ri.instant_millis(result.instant)]

@@ -21,8 +21,9 @@ from engine.data.log_block import BlockType, decode_delete_block
 from engine.data.log_file import read_log_blocks
 from engine.metadata import record_index as ri
 from engine.storage import storage_for
+from engine.table import metadata_table
 from engine.table.meta_client import MetaClient
-from tests.support import column_stats, hudi1x, hudi_rs, record_index
+from tests.support import column_stats, hudi1x, hudi_rs, partition_stats, record_index
 
 pytestmark = pytest.mark.spark
 
@@ -42,10 +43,13 @@ def _partitions(path: Path) -> str:
 
 
 def _check(path: Path) -> dict:
-    """The record index checked against the data files, and the column statistics too."""
+    """The record index checked against the data files, and the column and partition statistics
+    too (while they are kept)."""
     meta = MetaClient.open(str(path))
     found = record_index.check(meta)
     column_stats.check(meta)
+    if "partition_stats" in metadata_table.partitions_in(meta.config):
+        partition_stats.check(meta)
     return found
 
 
@@ -79,7 +83,7 @@ def test_writes_keep_the_record_index(spark, tmp_path, kind):
     assert sorted(set(found) - set(before)) == ["NEW-1", "NEW-2"]
     assert {found[k].instant_millis for k in ("NEW-1", "NEW-2")} == {ri.instant_millis(result.instant)}
     assert found[old["txn_id"]] == before[old["txn_id"]]  # an update in place leaves its entry
-    assert _partitions(path) == "column_stats,files,record_index"
+    assert _partitions(path) == "column_stats,files,partition_stats,record_index"
     assert _rows(table) == _oracle(path)
 
     # a delete: a DELETE block in the key's file group
@@ -128,12 +132,13 @@ def test_compaction_and_a_rollback_it_holds(spark, tmp_path, monkeypatch, caplog
     # b's deltacommit is a log on top of the compaction: rolled back with it, the index stays
     table.maintenance.rollback(b.instant)
     assert "NEW-B" not in _check(path)
-    assert _partitions(path) == "column_stats,files,record_index"
-    # a's deltacommit is in the compacted base files: the record index is dropped, files kept
+    assert _partitions(path) == "column_stats,files,partition_stats,record_index"
+    # a's deltacommit is in the compacted base files: the record index and partition statistics
+    # are dropped, files kept
     table.maintenance.rollback(a.instant)
     assert _partitions(path) == "column_stats,files"  # the rollback's tombstones keep the statistics right
     column_stats.check(MetaClient.open(str(path)))
-    assert f"dropped the metadata table partitions record_index (the write {a.instant} being rolled back is in its" in (
+    assert f"dropped the metadata table partitions record_index, partition_stats (the write {a.instant} being rolled back is in its" in (
         caplog.text)
     assert not (mdt / "record_index").exists()
     assert _rows(table) == _oracle(path)
@@ -205,14 +210,14 @@ def test_building_the_record_index_from_the_data_files(spark, tmp_path, capsys):
     path = fx.table
     hudis = {k: (v.partition, v.file_id) for k, v in record_index.check(MetaClient.open(str(path))).items()}
     assert main(["index", "drop", str(path), "--partition", "record_index"]) == 0
-    assert _partitions(path) == "column_stats,files"
+    assert _partitions(path) == "column_stats,files,partition_stats"
     capsys.readouterr()
     assert main(["index", "build", str(path), "--partition", "record_index", "--json"]) == 0
     doc = json.loads(capsys.readouterr().out)
     # Hudi initialized its partitions at 00000000000000000 to ...04: the build takes the next
     assert (doc["partition"], doc["file_groups"], doc["keys"], doc["instant"]) == (
         "record_index", 10, 12, "00000000000000005")
-    assert _partitions(path) == "column_stats,files,record_index"
+    assert _partitions(path) == "column_stats,files,partition_stats,record_index"
     built = record_index.check(MetaClient.open(str(path)))
     assert {k: (v.partition, v.file_id) for k, v in built.items()} == hudis
     defs = json.loads((path / ".hoodie" / ".index_defs" / "index.json").read_text())["indexDefinitions"]

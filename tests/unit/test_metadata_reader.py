@@ -163,7 +163,7 @@ def test_the_summary_and_hoodie_show(tmp_path: Path, capsys: pytest.CaptureFixtu
                if not p.name.startswith(".hoodie_partition_metadata")]
     assert (files.files, files.bytes) == (len(on_disk), sum(p.stat().st_size for p in on_disk))
     kept = {n for n, p in by_name.items() if p.kept}
-    assert kept == {"files", "record_index", "column_stats"}  # kept by this engine's writes; the others are dropped
+    assert kept == {"files", "record_index", "column_stats", "partition_stats"}  # kept by this engine's writes; the others are dropped
     assert main(["show", str(fx.table), "--json"]) == 0
     doc = json.loads(capsys.readouterr().out)
     assert doc["metadata_table"]["listing"] == "metadata table"
@@ -209,7 +209,7 @@ def test_files_records_merge_as_hudis_payload() -> None:
 
 
 def test_records_for_a_commit_skip_the_tables_own_folders() -> None:
-    from engine.metadata.writer import records_for
+    from engine.metadata.file_changes import records_for
     from engine.timeline.commit_metadata import CommitMetadata, WriteStat
     from engine.timeline.instant import Action, Instant, State
 
@@ -248,7 +248,8 @@ def test_hoodie_index_drop_and_build_of_metadata_partitions(tmp_path: Path, caps
     assert "has no metadata partition 'nope'" in capsys.readouterr().err
     assert tree_bytes(fx.table) == before
     assert main(["index", "drop", str(fx.table), "--partition", "column_stats", "--json"]) == 0
-    # the repair before it drops what this engine does not keep; the record index stays
+    # the repair before it drops what this engine does not keep; the partition statistics go with
+    # the column statistics; the record index stays
     assert json.loads(capsys.readouterr().out)["dropped"] == [
         "column_stats", "partition_stats", "secondary_index_merchant_idx", "secondary_index_txn_date_idx"]
     assert javaproperties.loads(props.read_text())["hoodie.table.metadata.partitions"] == "files,record_index"
