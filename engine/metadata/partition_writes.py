@@ -12,14 +12,19 @@ from engine.data.file_names import name_of, parse_log_file_name
 from engine.errors import CorruptTableError
 from engine.metadata import record_index as ri
 from engine.metadata import records as mdr
+from engine.metadata import secondary_index as si
 from engine.metadata.reader import INIT_PREFIX, MetadataTableReader
 from engine.metadata.record_index_updates import IndexChanges
+from engine.metadata.secondary_index_updates import SecondaryChanges, SecondaryIndex
 
 PREFIX = {mdr.RECORD_INDEX: ri.FILE_GROUP_PREFIX, mdr.COLUMN_STATS: "col-stats-", mdr.PARTITION_STATS: "partition-stats-"}
 
 
 def group_id(partition: str, index: int) -> str:
-    return f"{PREFIX[partition]}{index:04d}-0"
+    prefix = PREFIX.get(partition) or (si.group_prefix(partition) if partition.startswith(si.PREFIX) else None)
+    if prefix is None:
+        raise KeyError(partition)
+    return f"{prefix}{index:04d}-0"
 
 
 @dataclass
@@ -86,5 +91,20 @@ def keyed_writes(reader: MetadataTableReader, partition: str, records: Iterable[
     return [w for w in writes.values() if w.records]
 
 
+
+def secondary_index_writes(reader: MetadataTableReader, index: SecondaryIndex,
+                           changes: SecondaryChanges) -> list[GroupWrite]:
+    """A secondary index's share of a deltacommit: inserted keys as records, deleted ones in a
+    DELETE block, each in the group its value hashes to (`secondary_index.file_groups_of`)."""
+    groups = _groups(reader, index.partition)
+    writes = {i: GroupWrite(index.partition, groups[i]) for i in range(len(groups))}
+    inserted, deleted = sorted(changes.inserted), sorted(changes.deleted)
+    for key, group in zip(inserted, si.file_groups_of(inserted, len(groups), index.version).tolist(), strict=True):
+        writes[group].records.append(si.record(key))
+    for key, group in zip(deleted, si.file_groups_of(deleted, len(groups), index.version).tolist(), strict=True):
+        writes[group].deleted.append(key)
+    return [w for w in writes.values() if w.records or w.deleted]
+
+
 __all__ = ["GroupWrite", "PREFIX", "group_id", "keyed_writes", "numbered_groups", "record_index_writes",
-           "well_numbered"]
+           "secondary_index_writes", "well_numbered"]

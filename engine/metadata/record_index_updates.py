@@ -88,29 +88,60 @@ def _after(before: ScanFile | None, partition: str, file_id: str, paths: list[st
     return replace(before, log_paths=before.log_paths + tuple(p for _, p, _ in logs if p not in before.log_paths))
 
 
-def changes(meta: MetaClient, timeline: Timeline, time: str, metadata: CommitMetadata) -> IndexChanges:
-    """The record-index changes of the write at `time` (pending on `timeline`), whose metadata is
-    `metadata`."""
+@dataclass
+class WrittenSlices:
+    """The file groups a write at `time` touches, as slices before it and after it (its files
+    counted), with the merge contexts to read them: the groups it wrote (partition, file id,
+    before, after) and the slices of the groups it replaces."""
+
+    before_merge: SliceMerge
+    after_merge: SliceMerge
+    written: list[tuple[str, str, ScanFile | None, ScanFile]] = field(default_factory=list)
+    replaced: list[ScanFile] = field(default_factory=list)
+
+
+def written_slices(meta: MetaClient, timeline: Timeline, time: str, metadata: CommitMetadata) -> WrittenSlices:
+    """The slices the write at `time` (pending on `timeline`), whose metadata is `metadata`, writes
+    and replaces (one storage listing per partition it touches)."""
     written: dict[tuple[str, str], list[str]] = defaultdict(list)
     for partition, stats in metadata.partition_to_write_stats.items():
         for stat in stats:
             if stat.path and stat.fileId:
                 written[(partition, stat.fileId)].append(stat.path)
     replaced = {p: ids for p, ids in (metadata.partition_to_replace_file_ids or {}).items() if ids}
-    out = IndexChanges()
+    before_merge = merge_context(meta, timeline)
+    done = CommittedInstants.of(timeline)  # the before merge's; the after one counts the instant too
+    after_merge = replace(before_merge, committed=CommittedInstants(done.completed | {time}, done.archived_before))
+    out = WrittenSlices(before_merge, after_merge)
     if not written and not replaced:
         return out
     touched = {p for p, _ in written} | set(replaced)
     view = meta.file_system_view(timeline, files=_partition_files(meta.storage, touched))
     groups = {(g.partition, g.file_id): g for g in view.groups}
-    before_merge = merge_context(meta, timeline)
-    done = CommittedInstants.of(timeline)  # the before merge's; the after one counts the instant too
-    after_merge = replace(before_merge, committed=CommittedInstants(done.completed | {time}, done.archived_before))
-    gone: set[str] = set()
     for (partition, file_id), paths in sorted(written.items()):
-        before_files = _latest(view, groups, partition, file_id)
-        before = _keys(meta.storage, before_files, before_merge)
-        after = _keys(meta.storage, _after(before_files, partition, file_id, paths), after_merge)
+        before = _latest(view, groups, partition, file_id)
+        out.written.append((partition, file_id, before, _after(before, partition, file_id, paths)))
+    for partition, file_ids in sorted(replaced.items()):
+        for file_id in file_ids:
+            found = _latest(view, groups, partition, file_id)
+            if found is not None:
+                out.replaced.append(found)
+    return out
+
+
+def changes(meta: MetaClient, timeline: Timeline, time: str, metadata: CommitMetadata) -> IndexChanges:
+    """The record-index changes of the write at `time` (pending on `timeline`), whose metadata is
+    `metadata`."""
+    return changes_in(meta, time, written_slices(meta, timeline, time, metadata))
+
+
+def changes_in(meta: MetaClient, time: str, slices: WrittenSlices) -> IndexChanges:
+    """The record-index changes of the write at `time` that touches `slices`."""
+    out = IndexChanges()
+    gone: set[str] = set()
+    for partition, file_id, before_files, after_files in slices.written:
+        before = _keys(meta.storage, before_files, slices.before_merge)
+        after = _keys(meta.storage, after_files, slices.after_merge)
         for key in after - before:
             if key in out.located and out.located[key] != (partition, file_id):
                 _log.warning("%s: record key %r written to two file groups by %s (%s/%s and %s/%s); the record "
@@ -118,11 +149,10 @@ def changes(meta: MetaClient, timeline: Timeline, time: str, metadata: CommitMet
                              partition, file_id)
             out.located[key] = (partition, file_id)
         gone |= before - after
-    for partition, file_ids in replaced.items():
-        for file_id in file_ids:
-            gone |= _keys(meta.storage, _latest(view, groups, partition, file_id), before_merge)
+    for found in slices.replaced:
+        gone |= _keys(meta.storage, found, slices.before_merge)
     out.deleted = gone - set(out.located)
     return out
 
 
-__all__ = ["IndexChanges", "changes"]
+__all__ = ["IndexChanges", "WrittenSlices", "changes", "changes_in", "written_slices"]

@@ -97,6 +97,10 @@ def merge_all(versions: Iterable[Record | None]) -> Record | None:
     if (current is not None and current.get("type") in (TYPE_COLUMN_STATS, TYPE_PARTITION_STATS)
             and column_stats.is_deleted(current)):
         return None  # a deleted file's statistics: gone (HoodieMetadataPayload reads them as absent)
+    if current is not None and current.get("type") == TYPE_SECONDARY_INDEX:
+        info = current.get("SecondaryIndexMetadata")
+        if isinstance(info, Mapping) and info.get("isDeleted"):
+            return None  # a deleted secondary key (Hudi writes them as deletes; read one as absent)
     return current
 
 

@@ -67,14 +67,14 @@ from engine.metadata import (
     compaction,
     hfiles,
     index_defs,
-    partition_stats_updates,
-    record_index_updates,
+    index_writes,
 )
 from engine.metadata import records as mdr
-from engine.metadata.file_changes import FILE_WRITES, NO_FILE_CHANGE, FileChanges, file_changes, files_records
+from engine.metadata import secondary_index as si
+from engine.metadata import secondary_index_updates as siu
+from engine.metadata.file_changes import NO_FILE_CHANGE, file_changes, files_records
 from engine.metadata.partition_writes import (
     GroupWrite,
-    keyed_writes,
     numbered_groups,
     record_index_writes,
     well_numbered,
@@ -91,11 +91,9 @@ from engine.timeline.timeline import Timeline
 
 _log = logging.getLogger(__name__)
 
-KEPT = (mdr.FILES, mdr.RECORD_INDEX, mdr.COLUMN_STATS, mdr.PARTITION_STATS)  # the partitions this engine keeps up to date
+KEPT = (mdr.FILES, mdr.RECORD_INDEX, mdr.COLUMN_STATS, mdr.PARTITION_STATS)  # and secondary indexes (`siu.indexes`)
 LOG_TOKEN = "0-0-0"
 OPERATION = "UPSERT_PREPPED"  # what Hudi records for a metadata deltacommit
-LOCATION_WRITES = (Action.COMMIT, Action.DELTA_COMMIT, Action.REPLACE_COMMIT, Action.CLUSTERING)
-COMPACTIONS = ("COMPACT", "LOG_COMPACT")
 
 
 def is_metadata_table(meta: MetaClient) -> bool:
@@ -190,6 +188,9 @@ def keepable_partitions(meta: MetaClient, reader: MetadataTableReader) -> list[s
         if (mdr.PARTITION_STATS in built and meta.config.partition_fields
                 and well_numbered(mdr.PARTITION_STATS, numbered_groups(reader, mdr.PARTITION_STATS))):
             kept.append(mdr.PARTITION_STATS)  # over the column statistics' columns; never without them
+    for secondary in siu.indexes(meta)[0]:
+        if well_numbered(secondary.partition, numbered_groups(reader, secondary.partition)):
+            kept.append(secondary.partition)
     return kept
 
 
@@ -269,18 +270,6 @@ def schemas_for(reader: MetadataTableReader, partitions: Iterable[str]) -> dict[
             out[p] = files if p == mdr.FILES else schema_of(reader, p)
         except MetadataTableUnavailable:
             out[p] = files
-    return out
-
-
-def column_stats_records(meta: MetaClient, instant: Instant, changes: FileChanges) -> list[mdr.Record]:
-    """The column_stats records of a data instant: the ranges of the files a write adds
-    (rollback's appended log files carry no records), tombstones for the files deleted."""
-    columns, _ = column_stats_updates.indexed_columns(meta)
-    if columns is None:
-        return []
-    out = column_stats_updates.deleted_records(columns, changes.named(deleted=True))
-    if instant.action in FILE_WRITES:
-        out += column_stats_updates.written_records(meta, columns, changes.named(deleted=False))
     return out
 
 
@@ -375,24 +364,17 @@ def before_complete(meta: MetaClient, instant: Instant, body: bytes) -> None:
             kept.remove(stats)
     if mdr.COLUMN_STATS not in kept and mdr.PARTITION_STATS in kept:
         kept.remove(mdr.PARTITION_STATS)
-    stale = [p for p in (mdr.RECORD_INDEX, mdr.COLUMN_STATS, mdr.PARTITION_STATS)
-             if p in metadata_table.partitions_in(meta.config) and p not in kept]
+    for secondary in [p for p in kept if p.startswith(si.PREFIX)]:
+        if not _has_field(schemas[secondary], "SecondaryIndexMetadata"):
+            kept.remove(secondary)
+    stale = [p for p in metadata_table.partitions_in(meta.config)
+             if p in (mdr.RECORD_INDEX, mdr.COLUMN_STATS, mdr.PARTITION_STATS) or p.startswith(si.PREFIX)]
+    stale = [p for p in stale if p not in kept]
     if stale:
         # kept when the write began (`decide`), no longer (another writer changed it): never left stale
         apply(meta, Decision(True, stale, reason=f"it could not be kept by {instant.time}"))
     writes = [GroupWrite(mdr.FILES, _files_group(mdt), files_records(changes))]
-    metadata = changes.commit
-    if mdr.RECORD_INDEX in kept and instant.action in LOCATION_WRITES and metadata is not None:
-        if metadata.operation_type.upper() not in COMPACTIONS:
-            writes += record_index_writes(reader, instant.time, record_index_updates.changes(
-                meta, timeline, instant.time, metadata))
-    if mdr.COLUMN_STATS in kept:
-        stats_records = column_stats_records(meta, instant, changes)
-        writes += keyed_writes(reader, mdr.COLUMN_STATS, stats_records)
-        if mdr.PARTITION_STATS in kept and metadata is not None:
-            columns, _ = column_stats_updates.indexed_columns(meta)
-            writes += keyed_writes(reader, mdr.PARTITION_STATS, partition_stats_updates.written_records(
-                meta, reader, timeline, instant.time, metadata, columns or [], stats_records))
+    writes += index_writes.of_instant(meta, reader, timeline, instant, changes, kept)
     others_pending = [i.time for i in timeline.pending.instants if i.time != instant.time]
     if not others_pending and compaction.deltacommits_since_compaction(mdt) >= compaction.max_delta_commits():
         # as Hudi's compactIfNecessary: never while another data instant is pending (its records
@@ -406,17 +388,18 @@ def abandoned(meta: MetaClient, time: str) -> None:
     """The hook: an unfinished write at `time` is removed (or a completed one rolled back), and so is
     its metadata deltacommit. When a compaction of the metadata table holds that deltacommit
     already, the files partition is put right by the rollback's tombstones, but nothing says where
-    the keys the instant moved were before, nor the partition statistics before it: the record
-    index and the partition statistics are dropped (Hudi's writers build them again) rather than
-    left wrong."""
+    the keys the instant moved were before, nor the values they had, nor the partition statistics
+    before it: the record index, the secondary indexes and the partition statistics are dropped
+    (Hudi's writers build them again) rather than left wrong."""
     mdt = _open(meta)
     if mdt is None:
         return
-    held = [p for p in (mdr.RECORD_INDEX, mdr.PARTITION_STATS) if p in metadata_table.partitions_in(meta.config)]
+    held = [p for p in metadata_table.partitions_in(meta.config)
+            if p in (mdr.RECORD_INDEX, mdr.PARTITION_STATS) or p.startswith(si.PREFIX)]
     if held and compaction.holds_deltacommit(mdt, time):
         apply(meta, Decision(True, held, reason=(
             f"the write {time} being rolled back is in its compacted base files, and where the keys it moved "
-            "were before, and the partition ranges before it, are not kept")))
+            "were before, the values they had and the partition ranges before it are not kept")))
     remove_deltacommit(mdt, time)
 
 
@@ -429,7 +412,7 @@ def register() -> None:
 register()
 
 __all__ = [
-    "Decision", "GroupWrite", "apply", "column_stats_records", "decide",
+    "Decision", "GroupWrite", "apply", "decide",
     "has_metadata_table", "keepable_partitions", "open_metadata_table", "present_partitions", "record_index_writes",
     "register", "write_deltacommit",
 ]

@@ -27,7 +27,15 @@ from engine.errors import UnsupportedFeatureError
 from engine.metadata import record_index as ri
 from engine.runtime.errors import translate
 from engine.table.meta_client import MetaClient
-from tests.support import column_stats, hudi1x, hudi_rs, metadata_checks, partition_stats, record_index
+from tests.support import (
+    column_stats,
+    hudi1x,
+    hudi_rs,
+    metadata_checks,
+    partition_stats,
+    record_index,
+    secondary_index,
+)
 from tests.support.tables import tree_bytes
 
 pytestmark = pytest.mark.spark
@@ -345,15 +353,18 @@ def test_a_write_keeps_the_metadata_table_hudi_rs_lists_through(spark, tmp_path)
     batch, _column, _original, _again = _changed_and_added(spark, table)
     result = table.upsert(batch)
 
-    assert result.repaired is not None and result.repaired.metadata_table_removed is None
-    dropped = ["secondary_index_merchant_idx", "secondary_index_txn_date_idx"]
-    assert result.repaired.metadata_partitions_dropped == dropped
-    assert javaproperties.loads(props.read_text())["hoodie.table.metadata.partitions"] == (
-        "column_stats,files,partition_stats,record_index")
-    assert sorted(p.name for p in (fx.table / ".hoodie" / "metadata").iterdir()) == [
-        ".hoodie", "column_stats", "files", "partition_stats", "record_index"]
+    # every index its owners built is kept: nothing to repair, nothing dropped
+    assert result.repaired is None
+    indexes = ["column_stats", "files", "partition_stats", "record_index", "secondary_index_merchant_idx",
+               "secondary_index_txn_date_idx"]
+    assert javaproperties.loads(props.read_text())["hoodie.table.metadata.partitions"] == ",".join(indexes)
+    assert sorted(p.name for p in (fx.table / ".hoodie" / "metadata").iterdir()) == [".hoodie", *indexes]
     defs = json.loads((fx.table / ".hoodie" / ".index_defs" / "index.json").read_text())["indexDefinitions"]
-    assert sorted(defs) == ["column_stats", "record_index"]  # both secondary indexes were defined too
+    assert sorted(defs) == ["column_stats", "record_index", "secondary_index_merchant_idx", "secondary_index_txn_date_idx"]
+    # the secondary indexes hold the write's new record under its merchant and date
+    found = secondary_index.check(MetaClient.open(str(fx.table)))
+    new_keys = {k for keys in found.values() for k in keys if k.endswith("$NEW-KEY-1")}
+    assert len(new_keys) == 2, new_keys
     # the column statistics hold the write's new base file's ranges
     held = column_stats.check(MetaClient.open(str(fx.table)))
     assert {v["columnName"] for v in held.values() if v["fileName"].endswith(f"_{result.instant}.parquet")} == set(

@@ -23,7 +23,7 @@ from engine.metadata import record_index as ri
 from engine.storage import storage_for
 from engine.table import metadata_table
 from engine.table.meta_client import MetaClient
-from tests.support import column_stats, hudi1x, hudi_rs, partition_stats, record_index
+from tests.support import column_stats, hudi1x, hudi_rs, partition_stats, record_index, secondary_index
 
 pytestmark = pytest.mark.spark
 
@@ -42,14 +42,18 @@ def _partitions(path: Path) -> str:
     return javaproperties.loads((path / ".hoodie" / "hoodie.properties").read_text())["hoodie.table.metadata.partitions"]
 
 
+ALL = "column_stats,files,partition_stats,record_index,secondary_index_merchant_idx,secondary_index_txn_date_idx"
+
+
 def _check(path: Path) -> dict:
     """The record index checked against the data files, and the column and partition statistics
-    too (while they are kept)."""
+    and the secondary indexes too (while they are kept)."""
     meta = MetaClient.open(str(path))
     found = record_index.check(meta)
     column_stats.check(meta)
     if "partition_stats" in metadata_table.partitions_in(meta.config):
         partition_stats.check(meta)
+    secondary_index.check(meta)
     return found
 
 
@@ -83,7 +87,7 @@ def test_writes_keep_the_record_index(spark, tmp_path, kind):
     assert sorted(set(found) - set(before)) == ["NEW-1", "NEW-2"]
     assert {found[k].instant_millis for k in ("NEW-1", "NEW-2")} == {ri.instant_millis(result.instant)}
     assert found[old["txn_id"]] == before[old["txn_id"]]  # an update in place leaves its entry
-    assert _partitions(path) == "column_stats,files,partition_stats,record_index"
+    assert _partitions(path) == ALL
     assert _rows(table) == _oracle(path)
 
     # a delete: a DELETE block in the key's file group
@@ -132,13 +136,14 @@ def test_compaction_and_a_rollback_it_holds(spark, tmp_path, monkeypatch, caplog
     # b's deltacommit is a log on top of the compaction: rolled back with it, the index stays
     table.maintenance.rollback(b.instant)
     assert "NEW-B" not in _check(path)
-    assert _partitions(path) == "column_stats,files,partition_stats,record_index"
-    # a's deltacommit is in the compacted base files: the record index and partition statistics
-    # are dropped, files kept
+    assert _partitions(path) == ALL
+    # a's deltacommit is in the compacted base files: the record index, the partition statistics
+    # and the secondary indexes are dropped, files and column statistics kept
     table.maintenance.rollback(a.instant)
     assert _partitions(path) == "column_stats,files"  # the rollback's tombstones keep the statistics right
     column_stats.check(MetaClient.open(str(path)))
-    assert f"dropped the metadata table partitions record_index, partition_stats (the write {a.instant} being rolled back is in its" in (
+    assert ("dropped the metadata table partitions partition_stats, record_index, secondary_index_merchant_idx, "
+            f"secondary_index_txn_date_idx (the write {a.instant} being rolled back is in its") in (
         caplog.text)
     assert not (mdt / "record_index").exists()
     assert _rows(table) == _oracle(path)
@@ -210,14 +215,14 @@ def test_building_the_record_index_from_the_data_files(spark, tmp_path, capsys):
     path = fx.table
     hudis = {k: (v.partition, v.file_id) for k, v in record_index.check(MetaClient.open(str(path))).items()}
     assert main(["index", "drop", str(path), "--partition", "record_index"]) == 0
-    assert _partitions(path) == "column_stats,files,partition_stats"
+    assert _partitions(path) == ",".join(p for p in ALL.split(",") if p != "record_index")
     capsys.readouterr()
     assert main(["index", "build", str(path), "--partition", "record_index", "--json"]) == 0
     doc = json.loads(capsys.readouterr().out)
     # Hudi initialized its partitions at 00000000000000000 to ...04: the build takes the next
     assert (doc["partition"], doc["file_groups"], doc["keys"], doc["instant"]) == (
         "record_index", 10, 12, "00000000000000005")
-    assert _partitions(path) == "column_stats,files,partition_stats,record_index"
+    assert _partitions(path) == ALL
     built = record_index.check(MetaClient.open(str(path)))
     assert {k: (v.partition, v.file_id) for k, v in built.items()} == hudis
     defs = json.loads((path / ".hoodie" / ".index_defs" / "index.json").read_text())["indexDefinitions"]

@@ -26,7 +26,7 @@ from engine.services.maintenance import Maintenance
 from engine.table import lifecycle
 from engine.table.meta_client import MetaClient
 from engine.timeline.instant import Action
-from tests.support import hudi1x, hudi_rs, record_index
+from tests.support import hudi1x, hudi_rs, record_index, secondary_index
 from tests.support.tables import tree_bytes
 
 pytestmark = pytest.mark.spark
@@ -78,9 +78,10 @@ def in_step(path: Path) -> dict[str, dict[str, int]]:
             storage.setdefault(df.partition, {})[df.name] = df.size
     assert listed == storage
     partitions = dict(meta.config.extra)["hoodie.table.metadata.partitions"]
-    assert partitions in ("files", "files,record_index")
-    if partitions == "files,record_index":  # kept by every write: it says where every key is
+    assert partitions in ("files", "files,record_index", "files,record_index,secondary_index_rider_idx")
+    if "record_index" in partitions:  # kept by every write: it says where every key is
         record_index.check(meta)
+    secondary_index.check(meta)  # and the secondary index (Hudi 1.0's, V1) every rider's keys
     return listed
 
 

@@ -163,7 +163,7 @@ def test_the_summary_and_hoodie_show(tmp_path: Path, capsys: pytest.CaptureFixtu
                if not p.name.startswith(".hoodie_partition_metadata")]
     assert (files.files, files.bytes) == (len(on_disk), sum(p.stat().st_size for p in on_disk))
     kept = {n for n, p in by_name.items() if p.kept}
-    assert kept == {"files", "record_index", "column_stats", "partition_stats"}  # kept by this engine's writes; the others are dropped
+    assert kept == set(by_name)  # every partition is kept by this engine's writes
     assert main(["show", str(fx.table), "--json"]) == 0
     doc = json.loads(capsys.readouterr().out)
     assert doc["metadata_table"]["listing"] == "metadata table"
@@ -171,7 +171,7 @@ def test_the_summary_and_hoodie_show(tmp_path: Path, capsys: pytest.CaptureFixtu
     assert main(["show", str(fx.table)]) == 0
     text = capsys.readouterr().out
     assert "metadata table: reads list files through metadata table" in text
-    assert "column_stats" in text and "no (dropped at the next write)" in text
+    assert "secondary_index_txn_date_idx" in text and "no (dropped at the next write)" not in text
     # behind the data table: reads list storage, and nothing is kept (the next write removes it)
     last = meta.timeline().completed_writes.last
     assert last is not None
@@ -248,12 +248,17 @@ def test_hoodie_index_drop_and_build_of_metadata_partitions(tmp_path: Path, caps
     assert "has no metadata partition 'nope'" in capsys.readouterr().err
     assert tree_bytes(fx.table) == before
     assert main(["index", "drop", str(fx.table), "--partition", "column_stats", "--json"]) == 0
-    # the repair before it drops what this engine does not keep; the partition statistics go with
-    # the column statistics; the record index stays
-    assert json.loads(capsys.readouterr().out)["dropped"] == [
-        "column_stats", "partition_stats", "secondary_index_merchant_idx", "secondary_index_txn_date_idx"]
-    assert javaproperties.loads(props.read_text())["hoodie.table.metadata.partitions"] == "files,record_index"
-    assert sorted(p.name for p in mdt.iterdir()) == [".hoodie", "files", "record_index"]
+    # the partition statistics go with the column statistics; the record and secondary indexes stay
+    assert json.loads(capsys.readouterr().out)["dropped"] == ["column_stats", "partition_stats"]
+    secondary = ["secondary_index_merchant_idx", "secondary_index_txn_date_idx"]
+    assert javaproperties.loads(props.read_text())["hoodie.table.metadata.partitions"] == ",".join(
+        ["files", "record_index", *secondary])
+    assert sorted(p.name for p in mdt.iterdir()) == [".hoodie", "files", "record_index", *secondary]
+    for partition in secondary:
+        assert main(["index", "drop", str(fx.table), "--partition", partition, "--json"]) == 0
+        assert json.loads(capsys.readouterr().out)["dropped"] == [partition]
+    defs = json.loads((fx.table / ".hoodie" / ".index_defs" / "index.json").read_text())["indexDefinitions"]
+    assert sorted(defs) == ["record_index"]
     assert main(["index", "drop", str(fx.table), "--partition", "record_index", "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["dropped"] == ["record_index"]
     assert javaproperties.loads(props.read_text())["hoodie.table.metadata.partitions"] == "files"
