@@ -5,7 +5,6 @@ value hashes to."""
 
 from __future__ import annotations
 
-
 import pyarrow as pa
 
 from engine.metadata import index_defs
@@ -43,7 +42,7 @@ def check(meta: MetaClient) -> dict[str, set[str]]:
             assert group == f"{si.group_prefix(partition)}{index:04d}-0", groups
             keys = list(reader.records(partition, file_ids=[group]))
             found = si.file_groups_of(keys, len(groups), str(definition.get("version") or "V1")).tolist()
-            assert all(g == index for g in found), (partition, group, [k for k, g in zip(keys, found) if g != index][:3])
+            assert all(g == index for g in found), (partition, group, [k for k, g in zip(keys, found, strict=True) if g != index][:3])
             held |= set(keys)
         assert held == want, (partition, sorted(held - want)[:5], sorted(want - held)[:5])
         out[partition] = held
