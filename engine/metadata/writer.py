@@ -5,8 +5,8 @@ At the start of a write (repair, under the table lock) `decide` looks at the met
 kept when its `files` partition is in sync with the data timeline (`MetadataTableReader`);
 removed whole (as before) for older versions, a metadata table behind the data table or one
 that cannot be read. A kept one loses, alone, the partitions this engine does not keep yet
-(`bloom_filters`, secondary and expression indexes, a partitioned record index, column
-statistics of index version V1 and the partition statistics derived from them;
+(`bloom_filters`, expression indexes, secondary indexes it cannot render, a partitioned record
+index, column statistics of index version V1 and the partition statistics derived from them;
 `keepable_partitions`): hoodie.properties stops naming them and the index definitions stop
 defining them before their folders go, as when Hudi drops an index; a notice names them. Hudi's writers build
 a dropped index again from the files.
@@ -27,6 +27,8 @@ its changes to the file listing go to the metadata table as a deltacommit at the
   the `col-stats-` file groups their keys hash to (`engine.metadata.partition_writes`);
 - where the partition statistics are kept too (a partitioned table), a write's partitions'
   ranges over their latest slices (`engine.metadata.partition_stats_updates`);
+- where secondary indexes are kept, the (value, key) pairs a write adds and removes
+  (`engine.metadata.secondary_index_updates`; all index partitions: `engine.metadata.index_writes`);
 - savepoints and indexing instants change no file: no deltacommit (as in Hudi); a restore (not kept yet) removes the
   metadata table before it rolls anything back (`engine.services.restore`), so readers list
   storage; so does any other action this writer does not know.
@@ -42,8 +44,8 @@ instant whose rollback tombstones its files (Hudi's valid-instant rules read bot
 Every `hoodie.metadata.compact.max.delta.commits` (10) deltacommits the file groups with log files are compacted
 into new base HFiles first (`engine.metadata.compaction`, which then deletes the slices no reader needs), unless
 another data instant is pending (its archival runs with the data table's:
-`engine.services.metadata_archive`). Not done yet (issue 35): the other partitions, version 6
-tables.
+`engine.services.metadata_archive`). Not done yet (issue 35): bloom filters, expression
+indexes, version 6 tables.
 A rollback of a write whose deltacommit a compaction holds drops the record index and the
 partition statistics (`abandoned`).
 """
