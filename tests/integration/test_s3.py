@@ -97,3 +97,41 @@ def test_schema_on_read_on_s3(spark, s3_server):
     assert got(Table.open(spark, uri, storage_options=opts).read()) == model
     rs = hudi_rs.snapshot(uri, storage_options=hudi_rs.s3_storage_options(s3_server.env()))
     assert sorted((r["id"], r["label"]) for r in rs) == [(1, "a2"), (2, None)]  # hudi-rs: by name
+
+
+def test_a_snapshot_read_lists_no_data_folder_through_the_metadata_table(spark, s3_server):
+    """Issue 35: on S3, a snapshot read of a version 9 table with a metadata table lists only under
+    `.hoodie/` (the timeline, the metadata table's files partition and timeline), never a data
+    folder: every request moto receives is counted. The same table read after its metadata table
+    is dropped lists the table's folders."""
+    from tests.support import hudi_rs
+
+    bucket = s3_server.create_bucket()
+    uri = f"s3://{bucket}/lake/parts"
+    opts = s3_server.storage_options()
+    schema = "id string, part string, ts long, value double"
+    table = Table.create(spark, uri, name="parts", record_key="id", partition_fields="part", precombine_field="ts",
+                         table_version=9, storage_options=opts)
+    with_metadata = {"hoodie.metadata.enable": "true"}
+    rows_in = [(f"k{i:03d}", f"p{i % 20:02d}", 1, float(i)) for i in range(200)]
+    table.bulk_insert(spark.createDataFrame(rows_in, schema), options=with_metadata)
+    table.upsert(spark.createDataFrame([(k, p, 2, -v) for k, p, _, v in rows_in[:30]], schema), options=with_metadata)
+    want = sorted([(k, -v if i < 30 else v) for i, (k, _p, _t, v) in enumerate(rows_in)])
+
+    with s3_server.recording() as requests:
+        got = sorted((r["id"], r["value"]) for r in rows(Table.open(spark, uri, storage_options=opts).read()))
+    assert got == want
+    lists = [r.prefix for r in requests if r.is_list]
+    assert lists and all(p.startswith("lake/parts/.hoodie/") for p in lists), lists
+    assert "lake/parts/.hoodie/metadata/files/" in lists
+    data_reads = {r.path.split("/")[4] for r in requests if r.method == "GET" and not r.is_list and "/.hoodie/" not in r.path}
+    assert data_reads == {f"p{i:02d}" for i in range(20)}  # every partition's file was read, none listed
+    rs_options = hudi_rs.s3_storage_options(s3_server.env())
+    assert len(hudi_rs.snapshot(uri, storage_options=rs_options)) == 200  # hudi-rs reads it too
+
+    # the control: without the metadata table the same read lists the table's folders
+    table.maintenance.drop_metadata_partition("files")
+    with s3_server.recording() as requests:
+        got = sorted((r["id"], r["value"]) for r in rows(Table.open(spark, uri, storage_options=opts).read()))
+    assert got == want
+    assert any(r.is_list and not r.prefix.startswith("lake/parts/.hoodie") for r in requests)

@@ -6,13 +6,36 @@ it the same way they would reach MinIO or AWS.
 
 from __future__ import annotations
 
+import json
+import urllib.parse
+import urllib.request
 import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
 import boto3
 import botocore.config
 from moto.moto_server.threaded_moto_server import ThreadedMotoServer
+
+
+@dataclass(frozen=True)
+class S3Request:
+    """One request the server received: method, path (/bucket/key) and query."""
+
+    method: str
+    path: str
+    query: dict[str, list[str]]
+
+    @property
+    def is_list(self) -> bool:
+        """A LIST (ListObjects[V2]): a GET on the bucket itself."""
+        return self.method == "GET" and self.path.strip("/").count("/") == 0
+
+    @property
+    def prefix(self) -> str:
+        return (self.query.get("prefix") or [""])[0]
 
 
 @dataclass
@@ -59,6 +82,29 @@ class MotoS3:
         name = name or f"test-{uuid.uuid4().hex[:12]}"
         self.client().create_bucket(Bucket=name)
         return name
+
+    def _recorder(self, action: str) -> bytes:
+        method = "GET" if action == "download-recording" else "POST"
+        request = urllib.request.Request(f"{self.endpoint_url}/moto-api/recorder/{action}", method=method)
+        with urllib.request.urlopen(request, timeout=30) as response:
+            return response.read()
+
+    @contextmanager
+    def recording(self) -> Iterator[list[S3Request]]:
+        """Record the HTTP requests the server receives inside the block (moto's recorder); the
+        list is filled when the block ends."""
+        out: list[S3Request] = []
+        self._recorder("reset-recording")
+        self._recorder("start-recording")
+        try:
+            yield out
+        finally:
+            self._recorder("stop-recording")
+            for line in self._recorder("download-recording").decode("utf-8").splitlines():
+                if line.strip():
+                    entry = json.loads(line)
+                    url = urllib.parse.urlparse(entry["url"])
+                    out.append(S3Request(entry["method"], url.path, urllib.parse.parse_qs(url.query)))
 
     def stop(self) -> None:
         """Stop the server; safe to call twice."""
