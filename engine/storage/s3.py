@@ -130,6 +130,18 @@ class S3Storage(Storage):
             config=config,
         )
 
+    def read_bytes(self, rel: str) -> bytes:
+        """The whole object at `rel` in one GetObject (pyarrow's stream asks a HEAD first: a
+        request more per read); FileNotFoundError if it is absent."""
+        with self._errors("read", rel):
+            try:
+                response = self.client().get_object(Bucket=self.bucket, Key=self.key(rel))
+            except botocore.exceptions.ClientError as e:
+                if _is_missing_error(e):
+                    raise FileNotFoundError(f"read {self.uri(rel)}: not found") from e
+                raise
+            return bytes(response["Body"].read())
+
     def write_bytes(self, rel: str, data: bytes) -> None:
         """Replace `rel` with one PutObject (atomic on S3)."""
         with self._errors("write", rel):
@@ -177,6 +189,12 @@ class S3Storage(Storage):
         """A writable stream to `rel`; the object appears only when the stream is closed."""
         with self._errors("open", rel):
             return self.filesystem().open_output_stream(self.fs_path(rel))
+
+
+def _is_missing_error(e: botocore.exceptions.ClientError) -> bool:
+    code = e.response.get("Error", {}).get("Code")
+    status = e.response.get("ResponseMetadata", {}).get("HTTPStatusCode")
+    return code in ("NoSuchKey", "NotFound", "404") or status == 404
 
 
 def _is_exists_error(e: botocore.exceptions.ClientError) -> bool:
