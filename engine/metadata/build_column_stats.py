@@ -10,8 +10,9 @@ Under the table lock, with no other write of the data table in flight (its files
    `hoodie.metadata.index.column.stats.max.columns.to.index` (32) top-level columns of a type the
    V2 statistics cover (not structs, maps or lists), and, on tables with meta fields, always
    `_hoodie_commit_time`, `_hoodie_partition_path` and `_hoodie_record_key` first;
-2. the ranges of those columns in every file of every latest file slice (base files from their
-   footers, log files from their records: `engine.metadata.column_stats_updates`);
+2. the ranges of those columns in every committed file the files partition lists (older versions
+   of a file group too, as Hudi's `partitionIdToAllFilesMap`: base files from their footers, log
+   files from their records: `engine.metadata.column_stats_updates`);
 3. `hoodie.metadata.index.column.stats.file.group.count` (2) file groups `col-stats-0000-0` ...,
    each record in the group its key hashes to, base HFiles at the next initializing instant in
    the metadata table's record schema (Hudi's `ColumnStatsMetadata` field added where this
@@ -123,12 +124,9 @@ def build(meta: MetaClient, timeline: Timeline, options: Mapping[str, str] | Non
     reader.check_in_sync()
     schema_json = initialize.with_field(schema_of(reader), COLUMN_STATS_FIELD)
 
-    files: dict[str, list[str]] = {}
-    for sl in meta.file_system_view(timeline).latest_slices():
-        names = files.setdefault(sl.partition, [])
-        if sl.base_file is not None:
-            names.append(sl.base_file.file_name)
-        names += [lf.file_name for lf in sl.log_files]
+    # every committed file, as Hudi initializes the partition (`partitionIdToAllFilesMap`): the
+    # statistics of an older version of a file group stay until a clean tombstones them
+    files = {partition: sorted(names) for partition, names in reader.file_listing().items() if names}
     records = written_records(meta, columns, files)
     groups: list[list[mdr.Record]] = [[] for _ in range(groups_count)]
     keys = [str(r["key"]) for r in records]

@@ -36,6 +36,7 @@ if TYPE_CHECKING:
     from engine.schema.changes import Change
     from engine.services.alter import AlterResult
     from engine.services.compaction import CompactionResult
+    from engine.services.metadata_plans import MetadataPartitionPlan
     from engine.table.compaction_plan import CompactionPlan
 
 
@@ -326,6 +327,19 @@ class Maintenance:
             return bcs.build(self.meta, self.meta.timeline(), {
                 bcs.COLUMN_LIST: ",".join(columns), bcs.MAX_COLUMNS: str(max_columns),
                 bcs.FILE_GROUP_COUNT: str(file_groups)})
+
+    def plan_metadata_build(self, partition: str) -> MetadataPartitionPlan:
+        """What building metadata partition `partition` would do, refused as the build would be
+        (a dry run: no lock, nothing written; `engine.services.metadata_plans`)."""
+        from engine.services.metadata_plans import plan_build
+
+        return plan_build(self.meta, partition)
+
+    def plan_metadata_drop(self, partition: str) -> MetadataPartitionPlan:
+        """What dropping metadata partition `partition` would remove (a dry run)."""
+        from engine.services.metadata_plans import plan_drop
+
+        return plan_drop(self.meta, partition)
 
     def drop_metadata_partition(self, partition: str) -> list[str]:
         """Drop one partition of the metadata table (`files`: the whole metadata table, as a writer

@@ -20,13 +20,14 @@ def _role(operation: str) -> Role:
 
 def _page(entry, operation: str, preview, form, error: str | None = None, status: int = 200):  # type: ignore[no-untyped-def]
     return render_template("service.html", entry=entry, operation=operation, title=plans.SERVICES[operation][2],
-                           p=preview, form=form, error=error, needs_name=operation == "restore"), status
+                           p=preview, form=form, error=error,
+                           needs_name=operation in ("restore", "metadata_drop")), status
 
 
 def _form_for(preview) -> ServiceConfirmForm:  # type: ignore[no-untyped-def]
     return ServiceConfirmForm(formdata=None, instant=preview.params.get("instant", ""),
-                              comment=preview.params.get("comment", ""), fingerprint=preview.fingerprint,
-                              plan_hash=preview.hash)
+                              comment=preview.params.get("comment", ""), partition=preview.params.get("partition", ""),
+                              fingerprint=preview.fingerprint, plan_hash=preview.hash)
 
 
 @bp.get("/<operation>")
@@ -47,15 +48,16 @@ def confirm(name: str, operation: str):  # type: ignore[no-untyped-def]
     actor = authorize(current_actor(), _role(operation))
     entry = tables.get_table(name)
     form = ServiceConfirmForm()
-    raw = {"instant": form.instant.data, "comment": form.comment.data}
+    raw = {"instant": form.instant.data, "comment": form.comment.data, "partition": form.partition.data}
     if not form.validate_on_submit():
         return _page(entry, operation, None, None, "the confirmation form is incomplete; open the preview again", 400)
-    if operation == "restore" and (form.confirm_name.data or "").strip() != entry.name:
+    if operation in ("restore", "metadata_drop") and (form.confirm_name.data or "").strip() != entry.name:
         try:
             p = plans.preview(entry, operation, raw)
         except plans.PlanError as exc:
             return _page(entry, operation, None, None, str(exc), exc.status)
-        return _page(entry, operation, p, _form_for(p), f"type the table name {entry.name!r} to confirm the restore", 400)
+        what = "restore" if operation == "restore" else "drop"
+        return _page(entry, operation, p, _form_for(p), f"type the table name {entry.name!r} to confirm the {what}", 400)
     try:
         p = plans.confirm(entry, operation, raw, form.fingerprint.data or "", form.plan_hash.data or "")
     except plans.StalePlanError as exc:

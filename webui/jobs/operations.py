@@ -175,6 +175,11 @@ class Operations:
             result = m.archive()
         elif operation == "compaction":
             return self._compaction(m, instant, reporter)
+        elif operation == "metadata_drop":
+            reporter(f"dropping metadata partition {params['partition']}")
+            result = {"dropped": m.drop_metadata_partition(params["partition"])}
+        elif operation == "metadata_build":
+            result = self._metadata_build(m, params["partition"], reporter)
         else:
             raise JobRefused(f"unknown operation {operation!r}")
         reporter.log(f"{operation} done")
@@ -185,6 +190,22 @@ class Operations:
             for line in repair_notes(m.last_repair):
                 reporter.log(line)
         return doc
+
+    def _metadata_build(self, m: Any, partition: str, reporter: JobReporter) -> Any:
+        """Build one partition of Apache Hudi's metadata table from the data files (no Spark)."""
+        reporter(f"building metadata partition {partition} from the data files")
+        if partition == "record_index":
+            built = m.build_metadata_record_index()
+            reporter.log(f"record index built at {built.instant}: {built.keys} key(s) in {built.file_groups} file group(s)")
+            return built
+        if partition == "column_stats":
+            built = m.build_metadata_column_stats()
+            reporter.log(f"column statistics built at {built.instant}: {built.files} file(s), "
+                         f"{len(built.columns)} column(s) in {built.file_groups} file group(s)")
+            return built
+        report = m.build_metadata_partition(partition)
+        reporter.log("metadata table created with its files partition")
+        return report
 
     def _compaction(self, m: Any, instant: str | None, reporter: JobReporter) -> dict[str, Any]:
         """Run the pending compaction `instant` (or every pending one, or schedule one) with the

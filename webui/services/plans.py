@@ -12,6 +12,7 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
+import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -30,7 +31,12 @@ SERVICES: dict[str, tuple[Role, bool, str]] = {
     "clean": (Role.OPERATOR, False, "Clean old file versions"),
     "archive": (Role.OPERATOR, False, "Archive old instants"),
     "compaction": (Role.OPERATOR, False, "Compact merge-on-read file slices"),
+    "metadata_build": (Role.ADMIN, False, "Build a metadata table partition"),
+    "metadata_drop": (Role.ADMIN, False, "Drop a metadata table partition"),
 }
+# services on one partition of the metadata table (a `partition` parameter)
+METADATA_SERVICES = frozenset({"metadata_build", "metadata_drop"})
+_PARTITION_NAME = re.compile(r"^[a-z][a-z0-9_]{0,99}$")
 # services whose instant may be given (compaction: run that pending plan) or left out
 OPTIONAL_INSTANT = frozenset({"compaction"})
 
@@ -92,6 +98,11 @@ def clean_params(operation: str, raw: dict[str, Any]) -> dict[str, Any]:
         params["instant"] = instant
     if operation == "savepoint":
         params["comment"] = str(raw.get("comment") or "")[:200]
+    if operation in METADATA_SERVICES:
+        partition = str(raw.get("partition") or "").strip()
+        if not _PARTITION_NAME.match(partition):
+            raise PlanError(f"partition must name a metadata table partition (as files, column_stats), got {partition!r}")
+        params["partition"] = partition
     return params
 
 
@@ -115,6 +126,10 @@ def _dry_run(entry: TableEntry, operation: str, params: dict[str, Any]) -> Any:
         return m.clean(dry_run=True)
     if operation == "compaction":
         return _compaction_dry_run(m, params.get("instant"))
+    if operation == "metadata_build":
+        return m.plan_metadata_build(params["partition"])
+    if operation == "metadata_drop":
+        return m.plan_metadata_drop(params["partition"])
     return m.archive(dry_run=True)
 
 
@@ -239,6 +254,14 @@ def summarize(snap: TableSnapshot, operation: str, params: dict[str, Any], resul
         out["notes"].append(f"the savepoint at {params['instant']} will be removed; clean may then delete its files")
     elif operation == "compaction":
         _summarize_compaction(snap, result, out)
+    elif operation in METADATA_SERVICES:
+        fate = "deleted" if result.action == "drop" else "read"
+        out["files"] = [{"path": path, "size": size, "fate": fate} for path, size in result.files]
+        out["partitions"] = list(result.partitions)
+        out["columns"] = list(result.columns)
+        out["file_groups"] = result.file_groups
+        out["creates_metadata_table"] = result.creates_metadata_table
+        out["notes"] += list(result.notes)
     out["bytes"] = sum(f["size"] or 0 for f in out["files"])
     out["file_count"] = len(out["files"])
     out["nothing_to_do"] = operation in ("clean", "archive", "compaction") and not out["files"] and not out["instants"]
