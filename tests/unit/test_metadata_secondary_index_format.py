@@ -61,3 +61,36 @@ def test_secondary_indexes_of_apache_hudi_match_the_rows(name: str, tmp_path: Pa
     fx = hudi1x.fixture(name, tmp_path)
     held = secondary_index.check(MetaClient.open(str(fx.table)))
     assert held and all(keys for keys in held.values())
+
+
+@pytest.mark.parametrize("name", ["sample_table/cow/v9_txns_simple_meta", "sample_table/mor/avro/v9_txns_nonpart_meta"])
+def test_key_filters_find_their_file_groups_through_the_indexes(name: str, tmp_path: Path) -> None:
+    """`index_skipping.key_holders`: an equality on a secondary-index column or on the record key
+    names exactly the file groups the record index puts the matching rows' keys in."""
+    from engine.read.index_skipping import key_holders
+    from engine.read.prune import Predicate
+    from tests.support import hudi_rs, record_index
+
+    fx = hudi1x.fixture(name, tmp_path)
+    meta = MetaClient.open(str(fx.table))
+    timeline = meta.timeline()
+    schema = meta.latest_schema(timeline)
+    assert schema is not None
+    types = {f.name: f.type for f in schema}
+    located = record_index.check(meta)
+    rows = hudi_rs.snapshot(str(fx.table))
+    merchant = sorted(r["merchant_name"] for r in rows if r["merchant_name"] is not None)[0]
+    want = {(located[r["txn_id"]].partition, located[r["txn_id"]].file_id) for r in rows if r["merchant_name"] == merchant}
+    found = key_holders(meta, timeline, [Predicate("merchant_name", "eq", merchant)], types)
+    assert (found.groups, found.by) == (want, "secondary index merchant_idx")
+    day = sorted(r["txn_date"] for r in rows)[-1]
+    want = {(located[r["txn_id"]].partition, located[r["txn_id"]].file_id) for r in rows if r["txn_date"] == day}
+    assert key_holders(meta, timeline, [Predicate("txn_date", "in", (day, dt.date(1999, 1, 1)))], types).groups == want
+    key = rows[0]["txn_id"]
+    by_key = key_holders(meta, timeline, [Predicate("txn_id", "eq", key)], types)
+    assert (by_key.groups, by_key.by) == ({(located[key].partition, located[key].file_id)}, "record key")
+    assert key_holders(meta, timeline, [Predicate("txn_id", "eq", "NO-SUCH")], types).groups == frozenset()
+    # no equality, a negated one, an unindexed column: nothing to look up
+    for pred in (Predicate("txn_id", "gt", key), Predicate("merchant_name", "eq", merchant, negated=True),
+                 Predicate("currency", "eq", "USD")):
+        assert key_holders(meta, timeline, [pred], types).groups is None

@@ -39,7 +39,7 @@ from engine.constants import COMMIT_TIME_COL
 from engine.data.base_file import conform, read_filtered
 from engine.data.slice_reader import SliceFiles, read_slice
 from engine.errors import InvalidInputError
-from engine.read import data_skipping
+from engine.read import data_skipping, index_skipping
 from engine.read.plan import SliceRead, commit_filter, plan_incremental, plan_snapshot
 from engine.read.prune import Predicate, arrow_filter, group_slices, slice_may_match, target_partition_bytes
 from engine.spark.datasource.options import ReadOptions
@@ -100,6 +100,8 @@ class HudiReader(DataSourceReader):
         else:
             plan, timeline = plan_snapshot(meta, read.as_of, read_optimized=read.query_type == "read_optimized")
         self.meta, self.timeline, self.data_skipping = meta, timeline, read.data_skipping
+        # the record and secondary indexes hold the latest state: only a read of it looks keys up
+        self.latest = read.query_type != "incremental" and read.as_of is None
         self.storage: Storage = meta.storage
         self.columns = [f.name for f in schema.fields]
         unknown = [c for c in self.columns if c not in plan.schema.names]
@@ -139,6 +141,10 @@ class HudiReader(DataSourceReader):
         kept = [i for i, s in enumerate(self.slices)
                 if not self.prunable
                 or slice_may_match(s.partition, self.predicates, self.partition_fields, self.hive_style, types)]
+        if self.data_skipping and self.latest and kept:
+            holders = index_skipping.key_holders(self.meta, self.timeline, self.predicates, types)
+            if holders.groups is not None:
+                kept = [i for i in kept if (self.slices[i].partition, self.slices[i].file_id) in holders.groups]
         if self.data_skipping and kept:
             stats = data_skipping.load(self.meta, self.timeline, [self.slices[i] for i in kept],
                                        {p.column for p in self.predicates})
