@@ -58,3 +58,28 @@ def test_the_metadata_table_card(site, width, shot):
     card.screenshot(path=str(SHOTS / shot))
     assert problems == []
     page.context.close()
+
+
+@pytest.mark.parametrize(("width", "shot"), [(1400, "console-metadata-admin.png"), (390, "console-phone-metadata-admin.png")])
+def test_admins_get_drop_and_build_actions_on_the_card(site, width, shot):
+    """Admins see Drop… on every partition (and Build… for what is missing) in the card, which
+    still fits the phone; the Drop link opens its dry run."""
+    base, browser = site
+    page, problems = new_page(browser, width, 900)
+    log_in(page, base, "admin", PASSWORDS["admin"])
+    response = page.goto(f"{base}/tables/trips8")
+    assert response is not None and response.status == 200
+    card = page.locator("[data-testid=metadata-table]")
+    card.scroll_into_view_if_needed()
+    drops = page.locator("[data-testid^=metadata-drop-]")
+    assert drops.count() == 5 and all(drops.nth(i).is_visible() for i in range(5))
+    boxes = [drops.nth(i).bounding_box() for i in range(5)]
+    assert all(b is not None and b["x"] + b["width"] <= width for b in boxes)  # not cut off by the card
+    assert page.evaluate("document.documentElement.scrollWidth") <= width
+    card.screenshot(path=str(SHOTS / shot))
+    page.locator("[data-testid=metadata-drop-secondary_index_rider_idx]").click()
+    page.wait_for_load_state()
+    assert "Drop a metadata table partition" in page.content()
+    assert page.locator("[data-testid=plan-partitions]").inner_text() == "secondary_index_rider_idx"
+    assert problems == []
+    page.context.close()

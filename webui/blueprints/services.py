@@ -48,7 +48,9 @@ def confirm(name: str, operation: str):  # type: ignore[no-untyped-def]
     actor = authorize(current_actor(), _role(operation))
     entry = tables.get_table(name)
     form = ServiceConfirmForm()
-    raw = {"instant": form.instant.data, "comment": form.comment.data, "partition": form.partition.data}
+    raw = {"instant": form.instant.data, "comment": form.comment.data}
+    if operation in plans.METADATA_SERVICES:
+        raw["partition"] = form.partition.data
     if not form.validate_on_submit():
         return _page(entry, operation, None, None, "the confirmation form is incomplete; open the preview again", 400)
     if operation in ("restore", "metadata_drop") and (form.confirm_name.data or "").strip() != entry.name:
