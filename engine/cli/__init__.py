@@ -179,9 +179,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--buckets", type=int, metavar="N", help="number of buckets (default 16; fixed afterwards)")
     p.add_argument("--hash", metavar="NAME", help="hash function (default JAVA_STRING_HASH)")
     p.add_argument("--partition", metavar="P",
-                   help="build a metadata-table partition instead (files, record_index, column_stats)")
+                   help="build a metadata-table partition instead (files, record_index, column_stats, "
+                        "secondary_index_<name> with --columns C)")
     p.add_argument("--columns", metavar="C1,C2",
-                   help="--partition column_stats: the columns to index (default: the first 32 it covers)")
+                   help="--partition column_stats: the columns to index (default: the first 32 it covers); "
+                        "--partition secondary_index_<name>: its one column")
     p.set_defaults(handler=cmd_index_build)
     help_text = "drop a partition of Apache Hudi's metadata table (files: the whole metadata table)"
     p = isub.add_parser("drop", help=help_text, description=help_text)

@@ -15,7 +15,7 @@ from engine.cli.common import (
     print_pairs,
     print_table,
 )
-from engine.errors import InstantNotFoundError
+from engine.errors import InstantNotFoundError, InvalidInputError
 from engine.metadata.summary import summarize as summarize_metadata
 from engine.storage import storage_for
 from engine.table.create import new_table_config
@@ -210,6 +210,19 @@ def _metadata_build(args: argparse.Namespace) -> int:
         else:
             print(f"built the metadata table's column statistics of {doc['path']}: {len(stats.columns)} columns of "
                   f"{stats.files:,} files in {stats.file_groups} file groups ({stats.bytes:,} bytes) at {stats.instant}")
+        return EXIT_OK
+    if args.partition.startswith("secondary_index_"):
+        columns = [c.strip() for c in (getattr(args, "columns", None) or "").split(",") if c.strip()]
+        if len(columns) != 1:
+            raise InvalidInputError(f"--partition {args.partition}: name its one column with --columns C")
+        index = Maintenance(meta).build_metadata_secondary_index(args.partition, columns[0])
+        doc = {"path": meta.storage.base_uri, "partition": args.partition, "instant": index.instant,
+               "column": index.column, "file_groups": index.file_groups, "keys": index.keys, "bytes": index.bytes}
+        if args.json:
+            emit_json(doc)
+        else:
+            print(f"built the secondary index {args.partition} on {index.column} of {doc['path']}: {index.keys:,} "
+                  f"keys in {index.file_groups} file groups ({index.bytes:,} bytes) at {index.instant}")
         return EXIT_OK
     report = Maintenance(meta).build_metadata_partition(args.partition)
     summary = summarize_metadata(MetaClient.open(args.path))

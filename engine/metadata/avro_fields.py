@@ -172,4 +172,14 @@ COLUMN_STATS_FIELD: dict[str, Any] = {'name': 'ColumnStatsMetadata',
  'doc': 'Metadata Index of column statistics for all data files in the user table',
  'default': None}
 
-__all__ = ["COLUMN_STATS_FIELD"]
+# HoodieMetadataRecord.SecondaryIndexMetadata, as Apache Hudi 1.1 declares it
+SECONDARY_INDEX_FIELD: dict[str, Any] = {
+    "name": "SecondaryIndexMetadata",
+    "type": ["null", {"type": "record", "name": "HoodieSecondaryIndexInfo", "fields": [
+        {"name": "isDeleted", "type": "boolean", "doc": "True if this entry has been deleted"}]}],
+    "doc": "Metadata Index that contains information about secondary keys and the corresponding record keys in "
+           "the dataset",
+    "default": None,
+}
+
+__all__ = ["COLUMN_STATS_FIELD", "SECONDARY_INDEX_FIELD"]

@@ -58,7 +58,7 @@ def indexes(meta: MetaClient, timeline: Timeline | None = None) -> tuple[list[Se
     kept, why = [], {}
     for partition in built:
         definition = defs.get(partition)
-        reason = _unkept(meta, definition, schema)
+        reason = unkept_reason(meta, definition, schema)
         if reason:
             why[partition] = reason
             continue
@@ -68,7 +68,7 @@ def indexes(meta: MetaClient, timeline: Timeline | None = None) -> tuple[list[Se
     return kept, why
 
 
-def _unkept(meta: MetaClient, definition: object, schema: pa.Schema | None) -> str:
+def unkept_reason(meta: MetaClient, definition: object, schema: pa.Schema | None) -> str:
     if not isinstance(definition, Mapping) or str(definition.get("indexType") or "") != "secondary_index":
         return "no secondary index definition names it"
     if str(definition.get("indexFunction") or "identity") != "identity":
@@ -85,7 +85,7 @@ def _unkept(meta: MetaClient, definition: object, schema: pa.Schema | None) -> s
     return ""
 
 
-def _pairs(storage: Storage, file: ScanFile | None, merge: SliceMerge, schema: pa.Schema,
+def slice_pairs(storage: Storage, file: ScanFile | None, merge: SliceMerge, schema: pa.Schema,
            columns: list[str]) -> dict[str, dict[str, str | None]]:
     """Column -> {record key: secondary text} of a slice's live records (none for no slice)."""
     if file is None or (file.path is None and not file.log_paths):
@@ -110,8 +110,8 @@ def changes(meta: MetaClient, timeline: Timeline, slices: WrittenSlices,
     assert schema is not None
     columns = sorted({ix.column for ix in kept})
     for _partition, _file_id, before_files, after_files in slices.written:
-        before = _pairs(meta.storage, before_files, slices.before_merge, schema, columns)
-        after = _pairs(meta.storage, after_files, slices.after_merge, schema, columns)
+        before = slice_pairs(meta.storage, before_files, slices.before_merge, schema, columns)
+        after = slice_pairs(meta.storage, after_files, slices.after_merge, schema, columns)
         for ix in kept:
             old, new = before[ix.column], after[ix.column]
             change = out[ix.partition]
@@ -122,7 +122,7 @@ def changes(meta: MetaClient, timeline: Timeline, slices: WrittenSlices,
                 if rk not in new or new[rk] != value:
                     change.deleted.add(si.key(value, rk))
     for found in slices.replaced:
-        gone = _pairs(meta.storage, found, slices.before_merge, schema, columns)
+        gone = slice_pairs(meta.storage, found, slices.before_merge, schema, columns)
         for ix in kept:
             out[ix.partition].deleted |= {si.key(v, rk) for rk, v in gone[ix.column].items()}
     for change in out.values():
@@ -130,4 +130,4 @@ def changes(meta: MetaClient, timeline: Timeline, slices: WrittenSlices,
     return out
 
 
-__all__ = ["SecondaryChanges", "SecondaryIndex", "changes", "indexes"]
+__all__ = ["SecondaryChanges", "SecondaryIndex", "changes", "indexes", "slice_pairs", "unkept_reason"]

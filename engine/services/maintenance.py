@@ -33,6 +33,7 @@ if TYPE_CHECKING:
     from engine.index.base import Index
     from engine.metadata.build_column_stats import ColumnStatsBuild
     from engine.metadata.build_record_index import RecordIndexBuild
+    from engine.metadata.build_secondary_index import SecondaryIndexBuild
     from engine.schema.changes import Change
     from engine.services.alter import AlterResult
     from engine.services.compaction import CompactionResult
@@ -290,7 +291,8 @@ class Maintenance:
 
         if partition != "files":
             raise UnsupportedFeatureError(
-                f"metadata partition {partition!r}: this engine builds the files, record_index and column_stats "
+                f"metadata partition {partition!r}: this engine builds the files, record_index, column_stats and "
+                "secondary_index_<name> (with its column) "
                 "partitions only" + {"record_index": " (Maintenance.build_metadata_record_index)",
                                      "column_stats": " (Maintenance.build_metadata_column_stats)"}.get(partition, ""))
         return Maintenance(self.meta, {**self._options, "hoodie.metadata.enable": "true"}).repair()
@@ -327,6 +329,19 @@ class Maintenance:
             return bcs.build(self.meta, self.meta.timeline(), {
                 bcs.COLUMN_LIST: ",".join(columns), bcs.MAX_COLUMNS: str(max_columns),
                 bcs.FILE_GROUP_COUNT: str(file_groups)})
+
+    def build_metadata_secondary_index(self, partition: str, column: str, file_groups: int = 10) -> SecondaryIndexBuild:
+        """Build a secondary index (`secondary_index_<name>` over `column`, index version V2) in the
+        metadata table from the data files, beside the record index, under the table lock with no
+        write in flight (`engine.metadata.build_secondary_index`), as Hudi's `CREATE INDEX` does.
+        Every write keeps it from then on, and equality filters on the column look keys up
+        through it."""
+        from engine.metadata import build_secondary_index
+
+        with self._tx("metadata build", self._index()) as tx:
+            tx.fence()
+            self.meta = MetaClient.open(self.meta.storage)
+            return build_secondary_index.build(self.meta, self.meta.timeline(), partition, column, file_groups)
 
     def plan_metadata_build(self, partition: str) -> MetadataPartitionPlan:
         """What building metadata partition `partition` would do, refused as the build would be

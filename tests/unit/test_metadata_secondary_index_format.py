@@ -94,3 +94,44 @@ def test_key_filters_find_their_file_groups_through_the_indexes(name: str, tmp_p
     for pred in (Predicate("txn_id", "gt", key), Predicate("merchant_name", "eq", merchant, negated=True),
                  Predicate("currency", "eq", "USD")):
         assert key_holders(meta, timeline, [pred], types).groups is None
+
+
+def test_a_dropped_secondary_index_is_built_again_as_hudi_built_it(tmp_path: Path, capsys) -> None:
+    """`hoodie index build --partition secondary_index_<name> --columns C` (Hudi's CREATE INDEX):
+    after dropping Hudi's index on merchant_name, the build gives back every key, each in the file
+    group Hudi had put it in, with the same index definition; refusals change nothing."""
+    import json
+
+    from engine.cli import main
+    from engine.metadata.reader import MetadataTableReader
+    from tests.support.tables import tree_bytes
+
+    fx = hudi1x.fixture("sample_table/cow/v9_txns_simple_meta", tmp_path)
+    partition = "secondary_index_merchant_idx"
+
+    def placed() -> dict[str, str]:
+        meta = MetaClient.open(str(fx.table))
+        reader = MetadataTableReader(meta, meta.timeline())
+        return {k: sl.file_id for sl in reader.slices(partition) for k in reader.records(partition, file_ids=[sl.file_id])}
+
+    hudis = placed()
+    defs_path = fx.table / ".hoodie" / ".index_defs" / "index.json"
+    hudi_def = json.loads(defs_path.read_text())["indexDefinitions"][partition]
+    assert main(["index", "drop", str(fx.table), "--partition", partition]) == 0
+    assert partition not in json.loads(defs_path.read_text())["indexDefinitions"]
+    before = tree_bytes(fx.table)
+    for bad, why in [(["--partition", "secondary_index_Bad-Name", "--columns", "merchant_name"], "secondary_index_<name>"),
+                     (["--partition", partition, "--columns", "no_such"], "no_such is not a column of the table"),
+                     (["--partition", partition, "--columns", "txn_metadata,amount"], "name its one column")]:
+        assert main(["index", "build", str(fx.table), *bad]) != 0
+        assert why in capsys.readouterr().err
+        assert tree_bytes(fx.table) == before
+    capsys.readouterr()
+    assert main(["index", "build", str(fx.table), "--partition", partition, "--columns", "merchant_name", "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert (doc["column"], doc["file_groups"], doc["keys"]) == ("merchant_name", 10, len(hudis))
+    assert placed() == hudis
+    assert json.loads(defs_path.read_text())["indexDefinitions"][partition] == hudi_def
+    assert secondary_index.check(MetaClient.open(str(fx.table)))[partition] == set(hudis)
+    assert main(["index", "build", str(fx.table), "--partition", partition, "--columns", "merchant_name"]) != 0
+    assert "has secondary_index_merchant_idx already" in capsys.readouterr().err
