@@ -7,6 +7,8 @@ it the same way they would reach MinIO or AWS.
 from __future__ import annotations
 
 import json
+import os
+import tempfile
 import urllib.parse
 import urllib.request
 import uuid
@@ -15,9 +17,13 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
-import boto3
-import botocore.config
-from moto.moto_server.threaded_moto_server import ThreadedMotoServer
+# moto's request recorder reads where to write when moto is imported: a temporary file, not
+# ./moto_recording in the working directory
+os.environ.setdefault("MOTO_RECORDER_FILEPATH", os.path.join(tempfile.mkdtemp(prefix="moto-recorder-"), "recording"))
+
+import boto3  # noqa: E402
+import botocore.config  # noqa: E402
+from moto.moto_server.threaded_moto_server import ThreadedMotoServer  # noqa: E402
 
 
 @dataclass(frozen=True)
@@ -114,7 +120,8 @@ class MotoS3:
 
 
 def start_moto_s3() -> MotoS3:
-    """Start a moto server on 127.0.0.1 on a free port and return its handle."""
+    """Start a moto server on 127.0.0.1 on a free port and return its handle. Its request
+    recorder (`MotoS3.recording`) writes to a temporary file, not `./moto_recording`."""
     server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
     server.start()
     host, port = server.get_host_and_port()
