@@ -5,8 +5,10 @@ metadata table), its records in an HFILE block and its deleted keys in a DELETE 
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+
+import numpy as np
 
 from engine.data.file_names import name_of, parse_log_file_name
 from engine.errors import CorruptTableError
@@ -65,45 +67,41 @@ def _groups(reader: MetadataTableReader, partition: str) -> list[str]:
     return groups
 
 
-def record_index_writes(reader: MetadataTableReader, time: str, changes: IndexChanges) -> list[GroupWrite]:
-    """The record index's share of the deltacommit at `time`."""
-    groups = _groups(reader, mdr.RECORD_INDEX)
-    count = len(groups)
-    writes = {i: GroupWrite(mdr.RECORD_INDEX, groups[i]) for i in range(count)}
-    located = list(changes.located)
-    for key, group in zip(located, ri.file_groups_of(located, count).tolist(), strict=True):
-        partition, file_id = changes.located[key]
-        writes[group].records.append(ri.location_record(key, partition, file_id, time))
-    deleted = sorted(changes.deleted)
-    for key, group in zip(deleted, ri.file_groups_of(deleted, count).tolist(), strict=True):
+def _spread(reader: MetadataTableReader, partition: str, records: list[mdr.Record], deleted: list[str],
+            groups_of: Callable[[list[str], int], np.ndarray]) -> list[GroupWrite]:
+    """`records` and `deleted` keys of `partition` to the file groups `groups_of` hashes them to
+    (the groups a write leaves untouched are left out)."""
+    groups = _groups(reader, partition)
+    writes = {i: GroupWrite(partition, groups[i]) for i in range(len(groups))}
+    keys = [str(r["key"]) for r in records]
+    for rec, group in zip(records, groups_of(keys, len(groups)).tolist(), strict=True):
+        writes[group].records.append(rec)
+    for key, group in zip(deleted, groups_of(deleted, len(groups)).tolist(), strict=True):
         writes[group].deleted.append(key)
     return [w for w in writes.values() if w.records or w.deleted]
 
 
+def record_index_writes(reader: MetadataTableReader, time: str, changes: IndexChanges) -> list[GroupWrite]:
+    """The record index's share of the deltacommit at `time`."""
+    records = [ri.location_record(key, partition, file_id, time)
+               for key, (partition, file_id) in changes.located.items()]
+    return _spread(reader, mdr.RECORD_INDEX, records, sorted(changes.deleted), ri.file_groups_of)
+
+
 def keyed_writes(reader: MetadataTableReader, partition: str, records: Iterable[mdr.Record]) -> list[GroupWrite]:
     """Records of `partition` (column or partition statistics) to the file groups their keys hash to."""
-    groups = _groups(reader, partition)
-    writes = {i: GroupWrite(partition, groups[i]) for i in range(len(groups))}
-    recs = list(records)
-    keys = [str(r["key"]) for r in recs]
-    for rec, group in zip(recs, ri.file_groups_of(keys, len(groups)).tolist(), strict=True):
-        writes[group].records.append(rec)
-    return [w for w in writes.values() if w.records]
-
+    return _spread(reader, partition, list(records), [], ri.file_groups_of)
 
 
 def secondary_index_writes(reader: MetadataTableReader, index: SecondaryIndex,
                            changes: SecondaryChanges) -> list[GroupWrite]:
     """A secondary index's share of a deltacommit: inserted keys as records, deleted ones in a
     DELETE block, each in the group its value hashes to (`secondary_index.file_groups_of`)."""
-    groups = _groups(reader, index.partition)
-    writes = {i: GroupWrite(index.partition, groups[i]) for i in range(len(groups))}
-    inserted, deleted = sorted(changes.inserted), sorted(changes.deleted)
-    for key, group in zip(inserted, si.file_groups_of(inserted, len(groups), index.version).tolist(), strict=True):
-        writes[group].records.append(si.record(key))
-    for key, group in zip(deleted, si.file_groups_of(deleted, len(groups), index.version).tolist(), strict=True):
-        writes[group].deleted.append(key)
-    return [w for w in writes.values() if w.records or w.deleted]
+    def groups_of(keys: list[str], count: int) -> np.ndarray:
+        return si.file_groups_of(keys, count, index.version)
+
+    records = [si.record(key) for key in sorted(changes.inserted)]
+    return _spread(reader, index.partition, records, sorted(changes.deleted), groups_of)
 
 
 __all__ = ["GroupWrite", "PREFIX", "group_id", "keyed_writes", "numbered_groups", "record_index_writes",

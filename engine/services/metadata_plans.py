@@ -22,6 +22,7 @@ from engine.metadata import records as mdr
 from engine.metadata import writer as metadata_writer
 from engine.metadata.create import committed_files
 from engine.table import metadata_table
+from engine.table.fs_view import DataFile
 from engine.table.meta_client import MetaClient
 
 BUILDABLE = (mdr.FILES, mdr.RECORD_INDEX, mdr.COLUMN_STATS)
@@ -92,27 +93,27 @@ def plan_build(meta: MetaClient, partition: str) -> MetadataPartitionPlan:
             f"{meta.storage.base_uri}: instants {', '.join(pending)} are in flight; their files would be missed "
             "(build when no write runs, or after they are rolled back)")
     creates = mdr.FILES not in named
-    view = meta.file_system_view(timeline)
+    # one storage listing: every committed file (what `files` lists and `column_stats` ranges)
     every = sorted((f"{p}/{n}" if p else n, size) for p, names in committed_files(meta, timeline).items()
                    for n, size in names.items())
     if partition == mdr.FILES:
-        files = every
-        return MetadataPartitionPlan("build", partition, [mdr.FILES], files, creates_metadata_table=True, file_groups=1,
+        return MetadataPartitionPlan("build", partition, [mdr.FILES], every, creates_metadata_table=True, file_groups=1,
                                      notes=["Creates the metadata table with its files partition: one initializing "
                                             "deltacommit whose base file lists every committed file; every write "
                                             "keeps it from then on and reads list files through it."])
-    latest = sorted((path, size) for sl in view.latest_slices()
-                    for path, size in ([(sl.base_file.path, sl.base_file.size)] if sl.base_file else [])
-                    + [(lf.path, lf.size) for lf in sl.log_files])
-    notes = ["Creates the metadata table (files partition) first." if creates else ""]
+    notes = ["Creates the metadata table (files partition) first."] if creates else []
     if partition == mdr.RECORD_INDEX:
         from engine.metadata.build_record_index import MIN_FILE_GROUPS
 
+        view = meta.file_system_view(timeline, files=[DataFile(path, size) for path, size in every])
+        latest = sorted((path, size) for sl in view.latest_slices()
+                        for path, size in ([(sl.base_file.path, sl.base_file.size)] if sl.base_file else [])
+                        + [(lf.path, lf.size) for lf in sl.log_files])
         notes.append("Reads the live keys of every latest file slice; each key goes to the file group its hash names "
                      f"(Hudi's count: {MIN_FILE_GROUPS} up to ~110M keys). Writes with hoodie.index.type=RECORD then "
                      "tag from it, and every write keeps it.")
         return MetadataPartitionPlan("build", partition, [partition], latest, file_groups=MIN_FILE_GROUPS,
-                                     creates_metadata_table=creates, notes=[n for n in notes if n])
+                                     creates_metadata_table=creates, notes=notes)
     from engine.metadata.build_column_stats import DEFAULT_FILE_GROUPS, columns_to_index
 
     schema = meta.latest_schema(timeline)
@@ -123,8 +124,7 @@ def plan_build(meta: MetaClient, partition: str) -> MetadataPartitionPlan:
                  "files from their footers, log files from their records); filtered reads then skip the file slices "
                  "they rule out.")
     return MetadataPartitionPlan("build", partition, [partition], every, columns=columns,
-                                 file_groups=DEFAULT_FILE_GROUPS, creates_metadata_table=creates,
-                                 notes=[n for n in notes if n])
+                                 file_groups=DEFAULT_FILE_GROUPS, creates_metadata_table=creates, notes=notes)
 
 
 __all__ = ["BUILDABLE", "MetadataPartitionPlan", "plan_build", "plan_drop"]

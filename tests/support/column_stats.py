@@ -12,9 +12,10 @@ from engine.metadata.reader import MetadataTableReader
 from engine.table.meta_client import MetaClient
 
 
-def held(meta: MetaClient) -> dict[str, dict[str, Any]]:
+def held(meta: MetaClient, partition: str = "column_stats") -> dict[str, dict[str, Any]]:
+    """The statistics `partition` (column_stats or partition_stats) holds, comparable."""
     reader = MetadataTableReader(meta, meta.timeline())
-    return {k: cs.comparable(v) for k, v in reader.records("column_stats").items()}
+    return {k: cs.comparable(v) for k, v in reader.records(partition).items()}
 
 
 def recomputed(meta: MetaClient) -> dict[str, dict[str, Any]]:
@@ -28,10 +29,15 @@ def recomputed(meta: MetaClient) -> dict[str, dict[str, Any]]:
     return out
 
 
+def assert_same(have: dict[str, dict[str, Any]], want: dict[str, dict[str, Any]]) -> None:
+    """Assert two key -> statistics maps are equal, naming the first keys that differ."""
+    wrong = sorted(k for k in set(have) | set(want) if have.get(k) != want.get(k))
+    assert not wrong, [(have.get(k), want.get(k)) for k in wrong[:3]] + [f"{len(wrong)} keys differ"]
+
+
 def check(meta: MetaClient) -> dict[str, dict[str, Any]]:
     """Assert the column_stats partition equals its recomputation; return it."""
     meta.reload_config()
-    have, want = held(meta), recomputed(meta)
-    wrong = sorted(k for k in set(have) | set(want) if have.get(k) != want.get(k))
-    assert not wrong, [(have.get(k), want.get(k)) for k in wrong[:3]] + [f"{len(wrong)} keys differ"]
+    have = held(meta)
+    assert_same(have, recomputed(meta))
     return have

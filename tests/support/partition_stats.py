@@ -12,17 +12,12 @@ from engine.metadata import column_stats as cs
 from engine.metadata import column_stats_updates as csu
 from engine.metadata import partition_stats as ps
 from engine.metadata.partition_stats_updates import column_kinds
-from engine.metadata.reader import MetadataTableReader
 from engine.table.meta_client import MetaClient
 from engine.timeline.instant import Action, Instant, State
 from engine.timeline.timeline import Timeline
+from tests.support.column_stats import assert_same, held
 
 WRITES = (Action.COMMIT, Action.DELTA_COMMIT, Action.REPLACE_COMMIT)
-
-
-def held(meta: MetaClient) -> dict[str, dict[str, Any]]:
-    reader = MetadataTableReader(meta, meta.timeline())
-    return {k: cs.comparable(v) for k, v in reader.records("partition_stats").items()}
 
 
 def recomputed(meta: MetaClient) -> dict[str, dict[str, Any]]:
@@ -59,7 +54,6 @@ def recomputed(meta: MetaClient) -> dict[str, dict[str, Any]]:
 def check(meta: MetaClient) -> dict[str, dict[str, Any]]:
     """Assert the partition_stats partition equals its replay; return it."""
     meta.reload_config()
-    have, want = held(meta), recomputed(meta)
-    wrong = sorted(k for k in set(have) | set(want) if have.get(k) != want.get(k))
-    assert not wrong, [(have.get(k), want.get(k)) for k in wrong[:3]] + [f"{len(wrong)} keys differ"]
+    have = held(meta, "partition_stats")
+    assert_same(have, recomputed(meta))
     return have

@@ -38,15 +38,21 @@ def site(tmp_path_factory):
     mp.undo()
 
 
-@pytest.mark.parametrize(("width", "shot"), [(1400, "console-metadata-table.png"), (390, "console-phone-metadata-table.png")])
-def test_the_metadata_table_card(site, width, shot):
+def _card(site, width: int, role: str):  # type: ignore[no-untyped-def]
+    """A page logged in as `role` on the table's overview, scrolled to the Metadata table card."""
     base, browser = site
     page, problems = new_page(browser, width, 900)
-    log_in(page, base, "viewer", PASSWORDS["viewer"])
+    log_in(page, base, role, PASSWORDS[role])
     response = page.goto(f"{base}/tables/trips8")
     assert response is not None and response.status == 200
     card = page.locator("[data-testid=metadata-table]")
     card.scroll_into_view_if_needed()
+    return page, problems, card
+
+
+@pytest.mark.parametrize(("width", "shot"), [(1400, "console-metadata-table.png"), (390, "console-phone-metadata-table.png")])
+def test_the_metadata_table_card(site, width, shot):
+    page, problems, card = _card(site, width, "viewer")
     assert card.is_visible()
     assert "Reads list files through metadata table" in page.locator("[data-testid=metadata-listing]").inner_text()
     rows = page.locator("[data-testid=metadata-partition]")
@@ -62,15 +68,9 @@ def test_the_metadata_table_card(site, width, shot):
 
 @pytest.mark.parametrize(("width", "shot"), [(1400, "console-metadata-admin.png"), (390, "console-phone-metadata-admin.png")])
 def test_admins_get_drop_and_build_actions_on_the_card(site, width, shot):
-    """Admins see Drop… on every partition (and Build… for what is missing) in the card, which
-    still fits the phone; the Drop link opens its dry run."""
-    base, browser = site
-    page, problems = new_page(browser, width, 900)
-    log_in(page, base, "admin", PASSWORDS["admin"])
-    response = page.goto(f"{base}/tables/trips8")
-    assert response is not None and response.status == 200
-    card = page.locator("[data-testid=metadata-table]")
-    card.scroll_into_view_if_needed()
+    """Admins see Drop… on every partition in the card, which still fits the phone; the Drop
+    link opens its dry run."""
+    page, problems, card = _card(site, width, "admin")
     drops = page.locator("[data-testid^=metadata-drop-]")
     assert drops.count() == 5 and all(drops.nth(i).is_visible() for i in range(5))
     boxes = [drops.nth(i).bounding_box() for i in range(5)]
