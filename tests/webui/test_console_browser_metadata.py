@@ -81,5 +81,7 @@ def test_admins_get_drop_and_build_actions_on_the_card(site, width, shot):
     page.wait_for_load_state()
     assert "Drop a metadata table partition" in page.content()
     assert page.locator("[data-testid=plan-partitions]").inner_text() == "secondary_index_rider_idx"
+    assert page.evaluate("document.documentElement.scrollWidth") <= width
+    page.screenshot(path=str(SHOTS / shot.replace("admin", "drop")), full_page=True)
     assert problems == []
     page.context.close()
