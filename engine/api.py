@@ -66,6 +66,7 @@ class Table:
         key_generator_options: Mapping[str, str] | None = None,
         populate_meta_fields: bool = True,
         url_encode: bool = False,
+        metadata: bool | None = None,
     ) -> Table:
         """Create an empty table at `path` (local path or s3://bucket/prefix).
 
@@ -82,7 +83,21 @@ class Table:
         `hoodie.keygen.timebased.*` options in `key_generator_options`: partition by time, as Apache
         Hudi's `TimestampBasedKeyGenerator` does (one record key field, one partition field).
         `populate_meta_fields=False`: Apache Hudi's virtual keys (copy-on-write, index SIMPLE or
-        GLOBAL_SIMPLE; no incremental reads or key lookups)."""
+        GLOBAL_SIMPLE; no incremental reads or key lookups).
+
+        `metadata` (Apache Hudi's `hoodie.metadata.enable`): tables of version 8 and 9 get Apache
+        Hudi's metadata table by default, as Apache Hudi 1.x creates them (its `files` partition;
+        with the RECORD index its `record_index`, which RECORD then looks keys up in);
+        `metadata=False` creates none (reads list storage; RECORD keeps this engine's
+        `.hoodie/.record_index/`). Version 6 tables have none (`metadata=True` is refused)."""
+        from engine.metadata import create as metadata_create
+
+        with_metadata = metadata_create.wanted(table_version, metadata)
+        if with_metadata and (record_index_buckets is not None or record_index_hash is not None):
+            raise InvalidConfigError(
+                "record_index_buckets and record_index_hash shape this engine's own record index, which a table "
+                "with a metadata table does not use (its RECORD index is the metadata table's record_index): "
+                "pass metadata=False to keep it")
         config = new_table_config(
             name=name,
             record_key=record_key,
@@ -101,7 +116,7 @@ class Table:
             url_encode=url_encode,
         )
         storage = storage_for(path, dict(storage_options) if storage_options else None)
-        return cls(spark, MetaClient.create(storage, config))
+        return cls(spark, metadata_create.create_table(storage, config, with_metadata))
 
     @classmethod
     def open(cls, spark: SparkSession | None, path: str | Storage, storage_options: Mapping[str, str] | None = None) -> Table:

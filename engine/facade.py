@@ -23,6 +23,7 @@ from engine.errors import (
     TableNotFoundError,
 )
 from engine.keygen.keys import KeySpec
+from engine.metadata.create import create_table
 from engine.metadata.summary import summarize as summarize_metadata
 from engine.schema import internal as internal_schema
 from engine.schema.avro import META_FIELDS, avro_to_arrow, without_meta_fields
@@ -65,6 +66,7 @@ def __getattr__(name: str) -> Any:
 
 
 __all__ = [
+    "create_table",
     "AVAILABLE_INDEXES",
     "CONCURRENCY_MODES",
     "CREATE_VERSIONS",

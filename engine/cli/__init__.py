@@ -98,6 +98,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="index RECORD: hash function (JAVA_STRING_HASH default, MURMUR3_32, or module:function)")
     p.add_argument("--table-version", type=int, default=TABLE_VERSION, choices=CREATE_VERSIONS, metavar="N",
                    help="Hudi table version: 6 (default; Apache Hudi 0.14/0.15), 8 (Hudi 1.0) or 9 (Hudi 1.1)")
+    p.add_argument("--no-metadata", dest="metadata", action="store_false", default=None,
+                   help="versions 8 and 9: create no metadata table (by default they get one, as Apache Hudi 1.x "
+                        "creates them; RECORD then looks keys up in its record_index)")
 
     command("show", "show the table config, schema and timeline summary", cmd_show)
     p = command("commits", "list the instants of the timeline", cmd_commits)

@@ -27,12 +27,13 @@ from datetime import UTC, datetime
 
 import javaproperties
 
-from engine.config.table_config import table_checksum
+from engine.config.table_config import IndexType, TableConfig, table_checksum
 from engine.constants import METAFOLDER
 from engine.data.file_names import parse_base_file_name, parse_log_file_name
+from engine.errors import InvalidConfigError
 from engine.metadata import hfiles
 from engine.metadata import records as mdr
-from engine.storage import storage_for
+from engine.storage import Storage, storage_for
 from engine.table import lifecycle
 from engine.table.meta_client import MetaClient
 from engine.table.metadata_table import FOLDER
@@ -142,4 +143,43 @@ def initialize(data: MetaClient, timeline: Timeline, now: datetime | None = None
                            {PARTITIONS_PROPERTY: mdr.FILES})
 
 
-__all__ = ["FILES_SCHEMA", "FILES_SCHEMA_JSON", "INIT_INSTANT", "committed_files", "initialize", "properties"]
+def wanted(version: int, metadata: bool | None) -> bool:
+    """Whether a new table of `version` gets a metadata table: `metadata` (a writer's
+    hoodie.metadata.enable) where given, else yes from version 8 (Apache Hudi 1.x's default). A
+    version 6 table cannot have one written by this engine: asking is refused."""
+    if metadata and version < 8:
+        raise InvalidConfigError(
+            f"hoodie.metadata.enable=true: this engine writes metadata tables on tables of version 8 and 9, "
+            f"not {version} (create the table with table_version 8 or 9)")
+    return version >= 8 if metadata is None else metadata
+
+
+def for_new_table(data: MetaClient) -> list[str]:
+    """Give a table just created (no instant yet) its metadata table, as Apache Hudi 1.x's first
+    write initializes it: the `files` partition at `00000000000000000`, and with the RECORD index
+    (on a table with meta fields) an empty `record_index` of Hudi's minimum ten file groups at
+    `00000000000000001`, so RECORD looks keys up in the metadata table from the first write.
+    Returns the partitions built."""
+    from engine.metadata import build_record_index
+
+    initialize(data, data.timeline())
+    data.reload_config()
+    built = [mdr.FILES]
+    if data.config.index_type is IndexType.RECORD and data.config.populate_meta_fields:
+        build_record_index.build(data, data.timeline())
+        data.reload_config()
+        built.append(mdr.RECORD_INDEX)
+    return built
+
+
+def create_table(storage: Storage, config: TableConfig, metadata: bool | None = None) -> MetaClient:
+    """Create a table (`MetaClient.create`) with its metadata table where `wanted`."""
+    with_metadata = wanted(config.version, metadata)
+    meta = MetaClient.create(storage, config)
+    if with_metadata:
+        for_new_table(meta)
+    return meta
+
+
+__all__ = ["FILES_SCHEMA", "FILES_SCHEMA_JSON", "INIT_INSTANT", "committed_files", "create_table", "for_new_table", "initialize",
+           "properties", "wanted"]

@@ -2,7 +2,8 @@
 records of it (Hudi's `HoodieTableMetadataUtil.convertMetadataToFilesPartitionRecords`): for a
 write, the files its write stats name with their sizes and its partitions in the partition list;
 for a clean, tombstones for the files it deleted and the partitions it removed; for a rollback,
-tombstones for the files it deleted and the new size of the log files it appended to. The
+tombstones for the files it deleted and the new size of the log files it appended to; for a
+restore, the same for each instant it rolled back. The
 table's own folders (this engine's RECORD index under `.hoodie/`) are no data partitions."""
 
 from __future__ import annotations
@@ -66,17 +67,28 @@ def file_changes(instant: Instant, body: bytes) -> FileChanges | None:
             if pm.get("isPartitionDeleted"):
                 partitions[partition] = True
     elif instant.action is Action.ROLLBACK:
-        record = avro_models.deserialize("HoodieRollbackMetadata", body)
-        for partition, pm in (record.get("partitionMetadata") or {}).items():
-            for path in pm.get("successDeleteFiles") or []:
-                files.setdefault(partition, {})[name_of(path)] = (0, True)
-            for path, size in (pm.get("rollbackLogFiles") or {}).items():
-                files.setdefault(partition, {})[name_of(path)] = (int(size), False)
+        _rolled_back(avro_models.deserialize("HoodieRollbackMetadata", body), files)
+    elif instant.action is Action.RESTORE:
+        # each instant the restore rolled back, as a rollback (newest first, as they were undone)
+        record = avro_models.deserialize("HoodieRestoreMetadata", body)
+        for _, rollbacks in sorted((record.get("hoodieRestoreMetadata") or {}).items(), reverse=True):
+            for rollback in rollbacks or []:
+                _rolled_back(rollback, files)
     else:
         return None
     # the table's own folders (this engine's RECORD index files under .hoodie/) are no data partitions
     return FileChanges({p: e for p, e in files.items() if not p.startswith(".hoodie")},
                        {p: d for p, d in partitions.items() if not p.startswith(".hoodie")}, metadata)
+
+
+def _rolled_back(record: dict, files: dict[str, dict[str, tuple[int, bool]]]) -> None:
+    """A rollback's file changes (`HoodieRollbackMetadata`): tombstones for the files it deleted,
+    the new sizes of the log files it appended to."""
+    for partition, pm in (record.get("partitionMetadata") or {}).items():
+        for path in pm.get("successDeleteFiles") or []:
+            files.setdefault(partition, {})[name_of(path)] = (0, True)
+        for path, size in (pm.get("rollbackLogFiles") or {}).items():
+            files.setdefault(partition, {})[name_of(path)] = (int(size), False)
 
 
 def records_for(instant: Instant, body: bytes) -> list[mdr.Record] | None:

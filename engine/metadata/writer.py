@@ -29,9 +29,10 @@ its changes to the file listing go to the metadata table as a deltacommit at the
   ranges over their latest slices (`engine.metadata.partition_stats_updates`);
 - where secondary indexes are kept, the (value, key) pairs a write adds and removes
   (`engine.metadata.secondary_index_updates`; all index partitions: `engine.metadata.index_writes`);
-- savepoints and indexing instants change no file: no deltacommit (as in Hudi); a restore (not kept yet) removes the
-  metadata table before it rolls anything back (`engine.services.restore`), so readers list
-  storage; so does any other action this writer does not know.
+- a restore: each instant it rolls back loses its deltacommit as a rollback's does (`abandoned`),
+  and the restore's deltacommit tombstones the files they deleted (`engine.services.restore`);
+- savepoints and indexing instants change no file: no deltacommit (as in Hudi); an action this
+  writer does not know removes the metadata table, so readers list storage.
 
 The deltacommit is `T.deltacommit.requested`, `T.deltacommit.inflight`, one log file
 `files/.files-0000-0_T.log.1_0-0-0` holding an HFILE block (the records, keyed and sorted, Avro

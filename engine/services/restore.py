@@ -21,12 +21,10 @@ from datetime import datetime
 from engine import failpoints
 from engine.errors import InstantNotFoundError, InvalidInputError, RollbackRefusedError
 from engine.index.base import Index
-from engine.metadata import writer as metadata_writer
 from engine.serial import Documented
 from engine.services import rollback as rb
 from engine.services.rollback_checks import undoable
 from engine.services.savepoint import missing_snapshot_files, remove_savepoint_files
-from engine.table import metadata_table
 from engine.table.lifecycle import claim_instant, ensure_file, read_avro, write_avro
 from engine.table.meta_client import MetaClient
 from engine.timeline.instant import Action, Instant, State
@@ -147,9 +145,6 @@ def execute_restore(meta: MetaClient, plan: RestorePlan, index: Index | None, fe
     # outlive, even for a moment, the commit it protects
     oldest = min((i.time for i in plan.instants), default=None)
     rb._fence(fence)  # a restore that lost its lock deletes nothing, savepoints included
-    if metadata_writer.has_metadata_table(meta):
-        # this engine does not restore the metadata table yet: readers list storage from here on
-        metadata_table.remove(meta, f"restore {plan.instant} to {plan.target}")
     for sp in meta.timeline().instants:
         if sp.action is Action.SAVEPOINT and oldest is not None and sp.time >= oldest:
             remove_savepoint_files(meta, sp.time)

@@ -114,6 +114,20 @@ def test_hoodie_init_creates_a_version_9_table_that_show_reports(tmp_path):
     shown = json.loads(subprocess.run([*hoodie, "show", str(tmp_path / "t"), "--json"], capture_output=True,
                                       text=True, check=True).stdout)
     assert (shown["version"], shown["properties"]["hoodie.timeline.layout.version"]) == (9, "2")
+    # with a metadata table (its files partition), as Apache Hudi 1.x creates tables
+    assert shown["properties"]["hoodie.table.metadata.partitions"] == "files"
+    assert shown["metadata_table"]["partitions"][0]["name"] == "files"
+    assert (tmp_path / "t" / ".hoodie" / "metadata" / "files").is_dir()
+    # --no-metadata: none; --record-index-buckets (this engine's own record index) needs it
+    subprocess.run([*hoodie, "init", str(tmp_path / "n"), "--name", "trips", "--record-key", "id", "--table-version",
+                    "9", "--no-metadata", "--index", "RECORD", "--record-index-buckets", "4"], check=True,
+                   capture_output=True)
+    assert not (tmp_path / "n" / ".hoodie" / "metadata").exists()
+    refused = subprocess.run([*hoodie, "init", str(tmp_path / "r"), "--name", "trips", "--record-key", "id",
+                              "--table-version", "9", "--index", "RECORD", "--record-index-buckets", "4"],
+                             capture_output=True, text=True)
+    assert refused.returncode != 0 and "add --no-metadata to keep it" in refused.stderr
+    assert not (tmp_path / "r").exists()
     bad = subprocess.run([*hoodie, "init", str(tmp_path / "u"), "--name", "trips", "--record-key", "id",
                           "--table-version", "7"], capture_output=True, text=True)
     assert bad.returncode == 2 and "invalid choice: 7" in bad.stderr

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -27,7 +28,7 @@ from engine.table import lifecycle
 from engine.table.meta_client import MetaClient
 from engine.timeline.instant import Action
 from tests.support import hudi1x, hudi_rs, record_index, secondary_index
-from tests.support.tables import tree_bytes
+from tests.support.tables import rows, tree_bytes
 
 pytestmark = pytest.mark.spark
 
@@ -139,18 +140,45 @@ def test_writes_and_services_keep_the_metadata_table(spark, trips):
     assert oracle(trips) == ours(table) == before_overwrite
 
 
-def test_a_restore_removes_the_metadata_table(spark, trips):
+@pytest.mark.parametrize("compacted", [False, True], ids=["deltacommits", "compacted"])
+def test_a_restore_keeps_the_metadata_table(spark, trips, compacted):
+    """A restore rolls the instants after the savepoint back in the metadata table too: their
+    deltacommits go, and a deltacommit at the restore's instant tombstones the files it deleted.
+    Where a metadata compaction already holds a rolled-back write (compacted after every
+    deltacommit here), the files partition is put right by those tombstones, and the record and
+    secondary indexes, which cannot say where the keys were before, are dropped alone."""
+    options = {**FAST, "hoodie.metadata.compact.max.delta.commits": "1"} if compacted else FAST
     table = Table.open(spark, str(trips))
     model = oracle(trips)
     first = table.upsert(spark.createDataFrame(
-        [(1700000000000, "new-1", "r", "d", 1.0, "oslo")], SCHEMA), options=FAST)
+        [(1700000000000, "new-1", "r", "d", 1.0, "oslo")], SCHEMA), options=options)
+    # (Hudi 1.0's column statistics, of index version V1, went with the first write)
+    before = dict(MetaClient.open(str(trips)).config.extra)["hoodie.table.metadata.partitions"]
+    assert before == "files,record_index,secondary_index_rider_idx"
+    model = apply(model, [(1700000000000, "new-1", "r", "d", 1.0, "oslo")])
     table.maintenance.create_savepoint(first.instant)
-    table.upsert(spark.createDataFrame([(1700000000001, "new-2", "r", "d", 1.0, "oslo")], SCHEMA), options=FAST)
-    table.maintenance.restore(first.instant)
-    props = javaproperties.loads((trips / ".hoodie" / "hoodie.properties").read_text())
-    assert "hoodie.table.metadata.partitions" not in props
-    assert not (trips / ".hoodie" / "metadata").exists()
-    assert oracle(trips) == ours(table) == apply(model, [(1700000000000, "new-1", "r", "d", 1.0, "oslo")])
+    second = table.upsert(spark.createDataFrame([(1700000000001, "new-2", "r", "d", 1.0, "lima"),
+                                                 (1700000000002, "new-1", "r2", "d", 2.0, "oslo")], SCHEMA),
+                          options=options)
+    assert (trips / "city=lima").is_dir()
+    # (compacted: the metadata compaction before this write's deltacommit holds the second's)
+    third = table.upsert(spark.createDataFrame([(1700000000004, "new-4", "r", "d", 4.0, "oslo")], SCHEMA),
+                         options=options)
+    restored = table.maintenance.restore(first.instant)
+    assert restored.rolled_back == [third.instant, second.instant]
+    timeline = trips / ".hoodie" / "metadata" / ".hoodie" / "timeline"
+    assert len(list(timeline.glob(f"{restored.instant}_*.deltacommit"))) == 1
+    assert not list(timeline.glob(f"{second.instant}*.deltacommit")) + list(timeline.glob(f"{third.instant}*"))
+    assert bool([c for c in timeline.glob("*.commit") if c.name > first.instant]) == compacted
+    after = dict(MetaClient.open(str(trips)).config.extra)["hoodie.table.metadata.partitions"]
+    assert after == ("files" if compacted else before)
+    listed = in_step(trips)  # the listing equals storage; the record and secondary indexes the data files
+    assert "city=lima" not in listed and not (trips / "city=lima").exists()
+    assert oracle(trips) == ours(table) == model
+    # the next write goes on from there
+    table.upsert(spark.createDataFrame([(1700000000003, "new-3", "r", "d", 3.0, "oslo")], SCHEMA), options=options)
+    in_step(trips)
+    assert oracle(trips) == ours(table) == apply(model, [(1700000000003, "new-3", "r", "d", 3.0, "oslo")])
 
 
 def test_the_enable_option(spark, trips, tmp_path):
@@ -189,7 +217,16 @@ def test_a_new_table_of_version_9_gets_one_and_hudi_rs_lists_through_it(spark, t
     path = tmp_path / "rides"
     table = Table.create(spark, str(path), name="rides", record_key="uuid", partition_fields="city",
                          precombine_field="ts", table_type=table_type, table_version=9)
-    on = {**FAST, "hoodie.metadata.enable": "true"}
+    # created with the table (Apache Hudi 1.x's default), before any write: an empty listing
+    props = javaproperties.loads((path / ".hoodie" / "hoodie.properties").read_text())
+    assert props["hoodie.table.metadata.partitions"] == "files"
+    mdt = path / ".hoodie" / "metadata"
+    names = sorted(p.name for p in (mdt / ".hoodie" / "timeline").iterdir() if p.is_file())
+    assert names[:2] == ["00000000000000000.deltacommit.inflight", "00000000000000000.deltacommit.requested"]
+    assert len(names) == 3 and re.fullmatch(r"00000000000000000_\d{17}\.deltacommit", names[2]), names
+    assert (mdt / "files" / "files-0000-0_0-0-0_00000000000000000.hfile").exists()
+    assert in_step(path) == {}
+    on = FAST
     model: list[tuple] = []
     batches = [
         [(1, "a", "r1", "d1", 1.0, "oslo"), (1, "b", "r1", "d1", 1.0, "rome")],
@@ -217,6 +254,58 @@ def test_a_new_table_of_version_9_gets_one_and_hudi_rs_lists_through_it(spark, t
     (log,) = (path / ".hoodie" / "metadata" / "files").glob(f".files-0000-0_{result.instant}.log.*")
     log.unlink()
     assert oracle(path) != model
+
+
+def test_a_new_table_with_the_record_index_looks_keys_up_in_the_metadata_table(spark, tmp_path):
+    from engine.index.metadata_record import MetadataRecordIndex
+
+    path = tmp_path / "keyed"
+    table = Table.create(spark, str(path), name="keyed", record_key="uuid", partition_fields="city",
+                         precombine_field="ts", table_type="MERGE_ON_READ", table_version=9, index="RECORD")
+    props = javaproperties.loads((path / ".hoodie" / "hoodie.properties").read_text())
+    assert props["hoodie.table.metadata.partitions"] == "files,record_index"
+    groups = sorted(p.name for p in (path / ".hoodie" / "metadata" / "record_index").glob("*.hfile"))
+    assert groups == [f"record-index-{i:04d}-0_0-0-0_00000000000000001.hfile" for i in range(10)]
+    assert isinstance(table._index(), MetadataRecordIndex)
+    model: list[tuple] = []
+    for batch in ([(1, "a", "r1", "d1", 1.0, "oslo"), (1, "b", "r1", "d1", 1.0, "rome")],
+                  [(2, "a", "r2", "d2", 2.0, "oslo"), (2, "c", "r2", "d2", 2.0, "paris")]):
+        table.upsert(spark.createDataFrame(batch, SCHEMA), options=FAST)
+        model = apply(model, batch)
+        assert oracle(path) == ours(table) == model
+        in_step(path)  # the record index holds every key where the data files have it
+    assert not (path / ".hoodie" / ".record_index").exists()  # this engine's own index is not made
+    assert sorted(r["uuid"] for r in rows(table.read_keys(["a", "c", "zz"]))) == ["a", "c"]
+
+
+def test_new_tables_without_a_metadata_table(spark, tmp_path):
+    # opted out: no metadata table, and RECORD keeps this engine's own index
+    t = Table.create(spark, str(tmp_path / "off"), name="off", record_key="uuid", precombine_field="ts",
+                     table_version=9, index="RECORD", record_index_buckets=4, metadata=False)
+    t.upsert(spark.createDataFrame([(1, "a", "r", "d", 1.0, "oslo")], SCHEMA), options=FAST)
+    assert not (tmp_path / "off" / ".hoodie" / "metadata").exists()
+    assert (tmp_path / "off" / ".hoodie" / ".record_index").is_dir()
+    # version 6 tables have none by default, and asking for one is refused before anything is made
+    Table.create(spark, str(tmp_path / "v6"), name="v6", record_key="uuid", table_version=6)
+    assert not (tmp_path / "v6" / ".hoodie" / "metadata").exists()
+    with pytest.raises(InvalidConfigError, match="metadata tables on tables of version 8 and 9, not 6"):
+        Table.create(spark, str(tmp_path / "v6b"), name="v6b", record_key="uuid", table_version=6, metadata=True)
+    # buckets shape this engine's own record index, which a table with a metadata table does not use
+    with pytest.raises(InvalidConfigError, match="pass metadata=False to keep it"):
+        Table.create(spark, str(tmp_path / "b"), name="b", record_key="uuid", table_version=9, index="RECORD",
+                     record_index_buckets=4)
+    assert not (tmp_path / "v6b").exists() and not (tmp_path / "b").exists()
+    # the format("hudi") writer: hoodie.metadata.enable on the creating write
+    for enable, expected in (("false", False), (None, True)):
+        where = str(tmp_path / f"ds_{enable}")
+        writer = (spark.createDataFrame([(1, "a", "r", "d", 1.0, "oslo")], SCHEMA).write.format("hudi")
+                  .option("hoodie.table.name", "ds").option("hoodie.datasource.write.recordkey.field", "uuid")
+                  .option("hoodie.datasource.write.precombine.field", "ts").option("hoodie.write.table.version", "9"))
+        if enable is not None:
+            writer = writer.option("hoodie.metadata.enable", enable)
+        writer.mode("append").save(where)
+        assert (Path(where) / ".hoodie" / "metadata").exists() is expected, enable
+        assert sorted(r["uuid"] for r in hudi_rs.snapshot(where)) == ["a"]
 
 
 def test_a_metadata_table_behind_is_removed_by_the_next_write(spark, trips):

@@ -96,6 +96,10 @@ def test_a_table_of_version_8_or_9_is_created_from_the_page_and_the_api(console)
     assert (props["hoodie.table.version"], props["hoodie.timeline.layout.version"]) == ("8", "2")
     assert (console.root / "rides8" / ".hoodie" / "timeline").is_dir()
     assert 'data-testid="config-version">8<' in client.get("/tables/rides8").get_data(as_text=True)
+    # with Apache Hudi's metadata table, as Hudi 1.x creates tables of version 8 and 9
+    assert props["hoodie.table.metadata.partitions"] == "files"
+    assert (console.root / "rides8" / ".hoodie" / "metadata" / "files" /
+            "files-0000-0_0-0-0_00000000000000000.hfile").exists()
     bad = client.post("/tables/new", data={"csrf_token": csrf(client), "name": "odd", "record_key": "id",
                                            "index": "BLOOM", "table_type": "COPY_ON_WRITE", "table_version": "7"})
     assert bad.status_code == 400 and "Not a valid choice" in bad.get_data(as_text=True)

@@ -165,9 +165,9 @@ def create_table(spec: NewTable, actor: User | None) -> TableEntry:
             hive_style=spec.hive_style,
             table_version=spec.table_version,
         )
-        from engine.facade import storage_for
+        from engine.facade import create_table, storage_for
 
-        meta = MetaClient.create(storage_for(path), config)
+        meta = create_table(storage_for(path), config)  # versions 8 and 9 with a metadata table
     except TableExistsError as exc:  # NestedTableError too: another table inside or around it
         raise RegistryError(str(exc), 409) from exc
     except EngineError as exc:
