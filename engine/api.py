@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import replace
+from typing import Any
 
 import pyarrow as pa
 from pyspark.sql import DataFrame, SparkSession
@@ -238,10 +239,17 @@ class Table:
             raise InvalidConfigError("this Table was opened without a SparkSession; reads and writes need one")
         return self.spark
 
-    def read(self, as_of: str | None = None, read_optimized: bool = False) -> DataFrame:
+    def read(self, as_of: str | None = None, read_optimized: bool = False,
+             filters: Sequence[Sequence[Any]] | None = None) -> DataFrame:
         """Snapshot read (meta columns first), or the table as of a completed instant.
-        `read_optimized`: base files only (merge-on-read: log files are not merged)."""
-        return reader.read_snapshot(self._spark(), self.meta, as_of, read_optimized=read_optimized)
+        `read_optimized`: base files only (merge-on-read: log files are not merged).
+
+        `filters`: conditions every row returned meets, as hudi-rs and delta-rs take them:
+        `[("city", "=", "oslo"), ("ts", ">=", 100), ("id", "IN", [1, 2])]` (ops `=`, `!=`, `<`,
+        `<=`, `>`, `>=`, `IN`, `NOT IN`). The file slices that cannot hold such a row are not read:
+        partitions pruned by their paths, key and secondary-key equalities looked up in the
+        metadata table's indexes, slices skipped by its column statistics."""
+        return reader.read_snapshot(self._spark(), self.meta, as_of, read_optimized=read_optimized, filters=filters)
 
     def read_incremental(self, start: str, end: str | None = None) -> DataFrame:
         """Records committed in (start, end]."""

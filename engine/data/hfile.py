@@ -179,29 +179,34 @@ def _vlong_size(first: int) -> int:
     return (-119 - signed) if signed < -120 else (-111 - signed)
 
 
+_CELL_HEAD = struct.Struct(">iih")
+
+
 def _cells(block: bytes, offset: int) -> list[tuple[bytes, bytes]]:
-    cells = []
+    cells: list[tuple[bytes, bytes]] = []
+    append = cells.append
+    unpack = _CELL_HEAD.unpack_from
+    size = len(block)
     pos = 0
-    while pos < len(block):
-        if pos + 8 > len(block):
+    while pos < size:
+        if pos + 10 > size:
             raise ValueError(f"HFile block at {offset}: a cell header cut short at {pos}")
-        key_length, value_length = struct.unpack_from(">ii", block, pos)
+        key_length, value_length, row_length = unpack(block, pos)
         key_at = pos + 8
         value_at = key_at + key_length
         end = value_at + value_length
-        if key_length < 12 or value_length < 0 or end > len(block):
+        if key_length < 12 or value_length < 0 or end > size:
             raise ValueError(
                 f"HFile block at {offset}: cell at {pos} (key {key_length}, value {value_length} bytes) "
-                f"runs past the block ({len(block)} bytes)"
+                f"runs past the block ({size} bytes)"
             )
-        (row_length,) = struct.unpack_from(">h", block, key_at)
         if row_length < 0 or 2 + row_length > key_length:
             raise ValueError(f"HFile block at {offset}: cell at {pos} has a row of {row_length} bytes")
-        row = block[key_at + 2 : key_at + 2 + row_length]
-        if end >= len(block):
+        if end >= size:
             raise ValueError(f"HFile block at {offset}: cell at {pos} has no memstore timestamp")
-        cells.append((row, block[value_at:end]))
-        pos = end + _vlong_size(block[end])
+        append((block[key_at + 2 : key_at + 2 + row_length], block[value_at:end]))
+        first = block[end]
+        pos = end + (1 if first < 128 else _vlong_size(first))
     return cells
 
 

@@ -12,7 +12,7 @@ the cell's key back where that field is an empty string (HoodieAvroHFileReaderIm
 from __future__ import annotations
 
 import io
-from collections.abc import Collection
+from collections.abc import Callable, Collection
 from typing import Any
 
 import fastavro
@@ -23,8 +23,24 @@ from engine.errors import CorruptTableError, UnsupportedFeatureError
 KEY_FIELD = "key"  # HoodieAvroHFileReader.KEY_FIELD_NAME
 
 
+def decode_value(value: bytes, schema: Any, memo: dict[bytes, dict] | None,
+                 shared: Callable[[dict], bool] | None) -> Any:
+    """One cell's Avro record. With `memo`, a value decoded before gives a shallow copy of that
+    record when `shared` says records like it may be shared so (a record-index location: every
+    key written to one file group at one instant has the same value)."""
+    template = memo.get(value) if memo is not None else None
+    if template is not None:
+        return dict(template)
+    record = fastavro.schemaless_reader(io.BytesIO(value), schema, None)
+    if memo is not None and shared is not None and isinstance(record, dict) and shared(record):
+        memo[value] = record
+        return dict(record)
+    return record
+
+
 def decode_hfile_content(
-    content: bytes, writer_schema: Any, offset: int, keys: Collection[bytes] | None = None
+    content: bytes, writer_schema: Any, offset: int, keys: Collection[bytes] | None = None,
+    shared: Callable[[dict], bool] | None = None,
 ) -> list[dict[str, Any]]:
     """The records of an HFILE data block (its `content`, the parsed Avro `writer_schema` of its
     SCHEMA header, its `offset` in the log file for messages), in key order, with an empty `key`
@@ -49,9 +65,10 @@ def decode_hfile_content(
     except ValueError as exc:
         raise CorruptTableError(f"{where}: HFILE content: {exc}") from exc
     records: list[dict[str, Any]] = []
+    memo: dict[bytes, dict] | None = {} if shared is not None else None
     for i, (key, value) in enumerate(cells):
         try:
-            record: Any = fastavro.schemaless_reader(io.BytesIO(value), writer_schema, None)
+            record: Any = decode_value(value, writer_schema, memo, shared)
         except Exception as exc:
             raise CorruptTableError(
                 f"{where}: HFILE record {i} does not decode: {type(exc).__name__}: {exc}"
@@ -65,4 +82,4 @@ def decode_hfile_content(
     return records
 
 
-__all__ = ["decode_hfile_content"]
+__all__ = ["decode_hfile_content", "decode_value"]

@@ -23,13 +23,16 @@ import logging
 from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
+import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from engine.data.keys import KEYS_SCHEMA
 from engine.errors import CorruptTableError, StorageError, UnsupportedFeatureError
 from engine.index.base import Index, TagContext, wanted_keys
 from engine.index.simple import GlobalSimpleIndex
 from engine.metadata import record_index as ri
+from engine.metadata import record_index_lookup
 from engine.metadata import records as mdr
 from engine.metadata.reader import MetadataTableReader, MetadataTableUnavailable
 from engine.metadata.writer import has_metadata_table, keepable_partitions, record_index_groups
@@ -84,24 +87,16 @@ def lookup(meta: MetaClient, keys: pa.Array, timeline: Timeline | None = None) -
     if mdr.RECORD_INDEX not in keepable_partitions(meta, reader):
         raise MetadataTableUnavailable("its record index is not built")
     groups = record_index_groups(reader)
-    wanted = sorted({k for k in keys.to_pylist() if k is not None})
-    by_group: dict[int, list[str]] = {}
-    for key, group in zip(wanted, ri.file_groups_of(wanted, len(groups)).tolist(), strict=True):
-        by_group.setdefault(group, []).append(key)
-    out_keys: list[str] = []
-    partitions: list[str] = []
-    file_ids: list[str] = []
-    for group, group_keys in sorted(by_group.items()):
-        for key, record in reader.records(mdr.RECORD_INDEX, group_keys, file_ids=[groups[group]]).items():
-            info = record.get("recordIndexMetadata")
-            if record.get("type") != mdr.TYPE_RECORD_INDEX or not isinstance(info, dict):
-                raise CorruptTableError(f"{reader.meta.storage.uri(mdr.RECORD_INDEX)}: record {key!r} is no location")
-            location = ri.decode(info)
-            out_keys.append(key)
-            partitions.append(location.partition)
-            file_ids.append(location.file_id)
-    return pa.table([pa.array(out_keys, pa.string()), pa.array(partitions, pa.string()),
-                     pa.array(file_ids, pa.string())], schema=LOCATED_SCHEMA)
+    wanted = pc.unique(keys.cast(pa.string()).drop_null())
+    if isinstance(wanted, pa.ChunkedArray):
+        wanted = wanted.combine_chunks()
+    hashed = ri.file_groups_of(wanted, len(groups))
+    slices = {sl.file_id: sl for sl in reader.slices(mdr.RECORD_INDEX)}
+    found = [record_index_lookup.lookup_group(reader, slices[groups[group]], wanted.filter(pa.array(hashed == group)))
+             for group in np.unique(hashed).tolist() if groups[group] in slices]
+    if not found:
+        return LOCATED_SCHEMA.empty_table()
+    return pa.concat_tables(found).cast(LOCATED_SCHEMA)
 
 
 class MetadataRecordIndex(Index):

@@ -93,11 +93,13 @@ def remove_pending(mdt: MetaClient, partitions: Iterable[str] = (mdr.FILES,)) ->
 
 
 def _compacted(record: mdr.Record) -> mdr.Record:
-    """A record as the base file holds it: nothing below the base, so no tombstone is needed."""
+    """A record as the base file holds it: nothing below the base, so no tombstone is needed (the
+    record itself where it holds none: the indexes' records are written as read)."""
+    if record.get("type") not in (mdr.TYPE_PARTITION_LIST, mdr.TYPE_FILE_LIST):
+        return record
     out = dict(record)
-    if record.get("type") in (mdr.TYPE_PARTITION_LIST, mdr.TYPE_FILE_LIST):
-        infos = record.get("filesystemMetadata") or {}
-        out["filesystemMetadata"] = {n: i for n, i in infos.items() if not i.get("isDeleted")}
+    infos = record.get("filesystemMetadata") or {}
+    out["filesystemMetadata"] = {n: i for n, i in infos.items() if not i.get("isDeleted")}
     return out
 
 

@@ -20,23 +20,26 @@ from engine.data.bloom_filter import TYPE_DYNAMIC_V0, build_for_keys, footer_ent
 from engine.data.hfile import CODEC_GZ
 from engine.data.hfile_writer import write_hfile
 from engine.metadata import column_stats
-from engine.metadata.records import TYPE_COLUMN_STATS, TYPE_PARTITION_STATS, TYPE_RECORD_INDEX, Record
+from engine.metadata.records import (
+    TYPE_COLUMN_STATS,
+    TYPE_PARTITION_STATS,
+    TYPE_RECORD_INDEX,
+    TYPE_SECONDARY_INDEX,
+    Record,
+)
 
 BLOOM_ENTRIES, BLOOM_FPP, BLOOM_MAX_ENTRIES = 10_000, 1e-9, 100_000
 
 
 def _signature(record: Record) -> tuple | None:
-    """What a record-index record's cell value depends on (None: another record, not memoised)."""
-    info = record.get("recordIndexMetadata")
-    if record.get("type") != TYPE_RECORD_INDEX or not isinstance(info, dict):
+    """What a record-index or secondary-index record's cell value depends on (None: another
+    record, not memoised): the objects in every field but the key. Records at one location
+    share them (`location_record`, `secondary_index.record`, and records read back through
+    `engine.data.hfile_block.decode_value`), so they are encoded once; all of them are alive
+    while `cells` runs, so no two distinct objects have one id."""
+    if record.get("type") not in (TYPE_RECORD_INDEX, TYPE_SECONDARY_INDEX):
         return None
-    if len(record) == 3:  # key, type and a location shared by every key at it (`location_record`)
-        return ("location", id(info))
-    try:
-        rest = tuple(sorted((k, v) for k, v in record.items() if k not in ("key", "recordIndexMetadata")))
-        return (rest, tuple(sorted(info.items())))
-    except TypeError:  # an unhashable value: encoded on its own
-        return None
+    return tuple((k, id(v)) for k, v in record.items() if k != "key")
 
 
 def cells(records: Iterable[Record], schema_json: str, base_name: str | None = None) -> list[tuple[str, bytes]]:

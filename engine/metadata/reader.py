@@ -25,7 +25,6 @@ the file.
 
 from __future__ import annotations
 
-import io
 import json
 import re
 from collections.abc import Iterable
@@ -36,7 +35,7 @@ import fastavro
 
 from engine.data import log_file
 from engine.data.hfile import HFileReader, UnsupportedHFileError
-from engine.data.hfile_block import decode_hfile_content
+from engine.data.hfile_block import decode_hfile_content, decode_value
 from engine.data.log_block import BlockType, CommandBlockType, HeaderKey, LogBlock, decode_delete_block
 from engine.errors import CorruptTableError, TableNotFoundError, UnsupportedFeatureError
 from engine.metadata import records as mdr
@@ -52,6 +51,12 @@ INIT_PREFIX = "00000000000000"  # SOLO_COMMIT_TIMESTAMP: the instants that initi
 _BASE_RE = re.compile(r"^(?P<file_id>[A-Za-z0-9-]+)_(?P<token>[A-Za-z0-9-]+)_(?P<instant>\d{17})\.hfile$")
 _LOG_RE = re.compile(r"^\.(?P<file_id>[A-Za-z0-9-]+)_(?P<instant>\d{17})\.log\.(?P<version>\d+)(?:_(?P<token>\d+-\d+-\d+))?$")
 FILE_WRITES = (Action.COMMIT, Action.DELTA_COMMIT, Action.REPLACE_COMMIT, Action.COMPACTION, Action.CLUSTERING)
+
+
+def _shared(record: dict) -> bool:
+    """Records whose decoding many cells share (the key is the cell's): record-index locations,
+    secondary-index entries."""
+    return record.get("type") in (mdr.TYPE_RECORD_INDEX, mdr.TYPE_SECONDARY_INDEX)
 
 
 class MetadataTableUnavailable(Exception):  # noqa: N818 (a reason, not a failure of the caller's)
@@ -78,6 +83,7 @@ class MetadataTableReader:
     meta: MetaClient = field(init=False)
     mdt_timeline: Timeline = field(init=False)
     valid: frozenset[str] = field(init=False)
+    _stamps: dict[str, tuple[int, int | None]] = field(init=False, default_factory=dict)
 
     def __post_init__(self) -> None:
         version = self.data.config.version
@@ -155,6 +161,7 @@ class MetadataTableReader:
         logs: dict[str, list[tuple[str, int, str, str]]] = {}
         completed = self.mdt_timeline.completed_times
         for info in storage.list_dir(partition):
+            self._stamps[info.path] = (info.size, info.mtime_ms)
             m = _BASE_RE.match(info.name)
             if m:
                 if (m["instant"] in completed or m["instant"].startswith(INIT_PREFIX)
@@ -182,6 +189,10 @@ class MetadataTableReader:
             out.append(MetadataSlice(partition, file_id, base[1] if base else None, tuple(lf[3] for lf in mine)))
         return out
 
+    def stamp(self, path: str) -> tuple[int | None, int | None]:
+        """(size, modification time) of a file `slices` listed ((None, None): not listed)."""
+        return self._stamps.get(path, (None, None))
+
     # ---- records -------------------------------------------------------------------------------
     def _base_records(self, path: str, keys: set[str] | None) -> dict[str, list[mdr.Record | None]]:
         data = self.meta.storage.read_bytes(path)
@@ -197,10 +208,11 @@ class MetadataTableReader:
         except (ValueError, KeyError) as exc:
             raise CorruptTableError(f"{where}: not a readable metadata HFile: {exc}") from exc
         out: dict[str, list[mdr.Record | None]] = {}
+        memo: dict[bytes, dict] = {}
         for row, value in cells:
             key = row.decode("utf-8")
             try:
-                record: Any = fastavro.schemaless_reader(io.BytesIO(value), schema, None)
+                record: Any = decode_value(value, schema, memo, _shared)
             except Exception as exc:
                 raise CorruptTableError(f"{where}: record {key!r} does not decode: {exc}") from exc
             if isinstance(record, dict) and record.get("key") == "":
@@ -244,7 +256,7 @@ class MetadataTableReader:
                     except (KeyError, ValueError) as exc:
                         raise CorruptTableError(f"{where}: HFILE block at {block.offset} without a schema") from exc
                     try:
-                        found = decode_hfile_content(block.content, schema, block.offset, wanted_bytes)
+                        found = decode_hfile_content(block.content, schema, block.offset, wanted_bytes, _shared)
                     except CorruptTableError as exc:
                         raise CorruptTableError(f"{where}: {exc}") from exc
                     for record in found:

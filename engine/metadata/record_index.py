@@ -55,11 +55,11 @@ def file_group_of(key: str, count: int) -> int:
     return bucket_of(java_string_hash(key), count)
 
 
-def file_groups_of(keys: list[str], count: int) -> np.ndarray:
+def file_groups_of(keys: list[str] | pa.Array, count: int) -> np.ndarray:
     """`file_group_of` every key (vectorised)."""
     if count <= 0:
         raise ValueError("the record index has no file group")
-    hashes = java_hash_array(pa.array(keys, pa.string()))
+    hashes = java_hash_array(keys if isinstance(keys, pa.Array) else pa.array(keys, pa.string()))
     return np.abs(hashes) % count  # |h| as int64, so Integer.MIN_VALUE needs no special case
 
 

@@ -39,6 +39,10 @@ class UnsupportedValue(ValueError):
     """A column whose values this engine cannot render as Hudi's secondary keys."""
 
 
+# every live entry's value (shared: entries of one value encode to the same bytes, encoded once)
+_LIVE = {"isDeleted": False}
+
+
 def escape(text: str | None) -> str:
     if text is None:
         return NULL
@@ -99,7 +103,7 @@ def group_prefix(partition: str) -> str:
 
 
 def record(index_key: str) -> Record:
-    return {"key": index_key, "type": RECORD_TYPE, "SecondaryIndexMetadata": {"isDeleted": False}}
+    return {"key": index_key, "type": RECORD_TYPE, "SecondaryIndexMetadata": _LIVE}
 
 
 def supports(t: pa.DataType) -> bool:

@@ -18,7 +18,7 @@ record has that key or value.
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 import pyarrow as pa
@@ -77,7 +77,7 @@ def _record_keys(meta: MetaClient, predicates: Sequence[Predicate]) -> list[str]
 
 
 def _secondary_keys(meta: MetaClient, reader: MetadataTableReader, timeline: Timeline,
-                    predicates: Sequence[Predicate], types: dict[str, pa.DataType]) -> tuple[list[str], str] | None:
+                    predicates: Sequence[Predicate], types: Mapping[str, pa.DataType]) -> tuple[list[str], str] | None:
     kept, _why = siu.indexes(meta, timeline)
     by_column = {ix.column: ix for ix in kept}
     for pred in predicates:
@@ -104,7 +104,7 @@ def _secondary_keys(meta: MetaClient, reader: MetadataTableReader, timeline: Tim
 
 
 def key_holders(meta: MetaClient, timeline: Timeline, predicates: Sequence[Predicate],
-                types: dict[str, pa.DataType]) -> KeyHolders:
+                types: Mapping[str, pa.DataType]) -> KeyHolders:
     """The file groups holding the records the predicates' key or secondary-key equalities match."""
     if meta.config.version < 8 or not predicates:
         return KeyHolders()

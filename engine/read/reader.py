@@ -9,13 +9,19 @@ hudi-rs merges them: `engine.data.slice_reader`); read-optimized reads take the 
 
 from __future__ import annotations
 
+import dataclasses
+from collections.abc import Sequence
+from typing import Any
+
 import pyarrow as pa
-from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import Column, DataFrame, SparkSession
 
 from engine.data.file_group import FileSlice
 from engine.data.keys import ScanFile, SliceMerge
 from engine.data.scan import scan_files, scan_slices
 from engine.data.slice_reader import SliceFiles
+from engine.read import filters as read_filters
+from engine.read import skipping
 from engine.read.native import native_scan
 from engine.read.plan import (  # noqa: F401  (re-exported: callers import them from here)
     ReadPlan,
@@ -25,6 +31,7 @@ from engine.read.plan import (  # noqa: F401  (re-exported: callers import them 
     slice_read,
     table_schema_or_empty,
 )
+from engine.read.prune import Predicate
 from engine.table.meta_client import MetaClient
 from engine.table.slice_merge import merge_context
 from engine.timeline.timeline import Timeline
@@ -86,12 +93,40 @@ def plan_frame(spark: SparkSession, meta: MetaClient, timeline: Timeline, plan: 
 
 
 def read_snapshot(
-    spark: SparkSession, meta: MetaClient, as_of: str | None = None, read_optimized: bool = False
+    spark: SparkSession, meta: MetaClient, as_of: str | None = None, read_optimized: bool = False,
+    filters: Sequence[Sequence[Any]] | None = None,
 ) -> DataFrame:
     """The latest slice of every file group among completed instants (at or before `as_of`);
-    `read_optimized`: base files only (merge-on-read log files are not read)."""
+    `read_optimized`: base files only (merge-on-read log files are not read). `filters`:
+    `(column, op, value)` conditions (`engine.read.filters`) the rows returned all meet; the file
+    slices that cannot hold such a row are not read (`engine.read.skipping`)."""
     plan, timeline = plan_snapshot(meta, as_of, read_optimized)
-    return plan_frame(spark, meta, timeline, plan)
+    if not filters:
+        return plan_frame(spark, meta, timeline, plan)
+    predicates = read_filters.parse(filters, plan.schema)
+    files = [SliceFiles.from_slice(s).base_only() if plan.base_only else SliceFiles.from_slice(s) for s in plan.slices]
+    types = {f.name: f.type for f in plan.schema}
+    kept = skipping.kept_slices(meta, timeline, files, predicates, types, latest=as_of is None)
+    plan = dataclasses.replace(plan, slices=[plan.slices[i] for i in kept])
+    return plan_frame(spark, meta, timeline, plan).where(_condition(predicates))
+
+
+def _condition(predicates: Sequence[Predicate]) -> Column:
+    """The predicates (`engine.read.filters`' kinds) as one Spark condition."""
+    from pyspark.sql import functions as F
+
+    out = None
+    for p in predicates:
+        column = F.col(f"`{p.column}`")
+        if p.op == "in":
+            cond = column.isin(list(p.value))
+        else:
+            cond = {"eq": column == F.lit(p.value), "lt": column < F.lit(p.value), "le": column <= F.lit(p.value),
+                    "gt": column > F.lit(p.value), "ge": column >= F.lit(p.value)}[p.op]
+        cond = ~cond if p.negated else cond
+        out = cond if out is None else out & cond
+    assert out is not None
+    return out
 
 
 def read_incremental(spark: SparkSession, meta: MetaClient, start: str, end: str | None = None) -> DataFrame:

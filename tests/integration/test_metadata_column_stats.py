@@ -47,12 +47,30 @@ def test_column_stats_kept_and_filtered_reads_skip_slices(spark, tmp_path):
         v["fileName"] == p.name and v["columnName"] == "txn_ts" and v["maxValue"]["value"] == 1700600000014
         for v in held.values()))
     want = oracle(lambda r: r["txn_ts"] > 1700700000000)
+    everything = hudi_rs.snapshot(str(path))  # hudi-rs's rows, before a file is broken
+
+    def held_rows(keep):
+        return sorted((r["txn_id"], r["txn_ts"]) for r in everything if keep(r))
+
     victim.write_bytes(b"not parquet any more")
     assert read(F.col("txn_ts") > 1700700000000) == want  # skipped: never opened
     with pytest.raises(Exception, match="not parquet|Parquet|parquet"):
         read(F.col("txn_ts") > 1700700000000, **{"hoodie.enable.data.skipping": "false"})
     with pytest.raises(Exception, match="not parquet|Parquet|parquet"):
         read(F.col("txn_ts") > 0)  # a filter the statistics cannot rule out reads it
+
+    # Table.read(filters=...) skips the same way, and returns only the matching rows
+    def ours(filters):
+        return sorted((r["txn_id"], r["txn_ts"]) for r in table.read(filters=filters).collect())
+
+    assert ours([("txn_ts", ">", 1700700000000)]) == want
+    eu = [("region", "=", "eu"), ("txn_ts", ">=", 1700600000000)]
+    assert ours(eu) == held_rows(lambda r: r["region"] == "eu" and r["txn_ts"] >= 1700600000000)
+    assert ours([("region", "NOT IN", ["us"])]) == held_rows(lambda r: r["region"] != "us")  # us: pruned
+    some = want[0][0]
+    assert ours([("txn_id", "=", some)]) == [r for r in want if r[0] == some]  # through the record index
+    with pytest.raises(Exception, match="not parquet|Parquet|parquet"):
+        table.read(filters=[("txn_ts", ">", 0)]).collect()
 
 
 def test_building_column_stats_on_this_engines_table(spark, tmp_path, capsys):

@@ -227,7 +227,25 @@ def test_records_for_a_commit_skip_the_tables_own_folders() -> None:
          "filesystemMetadata": {"f1_0-1-1_20260101000000000.parquet": {"size": 10, "isDeleted": False}}},
     ]
     assert records_for(Instant("20260101000000000", Action.SAVEPOINT, State.COMPLETED), b"") == []
-    assert records_for(Instant("20260101000000000", Action.RESTORE, State.COMPLETED), b"") is None
+    # a restore: tombstones for the files each instant it rolled back deleted
+    from engine.timeline import avro_models
+
+    rollback = {"startRollbackTime": "20260101000000002", "timeTakenInMillis": 1, "totalFilesDeleted": 1,
+                "commitsRollback": ["20260101000000001"], "version": 1,
+                "instantsRollback": [{"commitTime": "20260101000000001", "action": "commit"}],
+                "partitionMetadata": {"city=oslo": {
+                    "partitionPath": "city=oslo", "failedDeleteFiles": [], "rollbackLogFiles": None,
+                    "writtenLogFiles": None,
+                    "successDeleteFiles": ["file:/t/city=oslo/f2_0-1-1_20260101000000001.parquet"]}}}
+    body = avro_models.serialize("HoodieRestoreMetadata", {
+        "startRestoreTime": "20260101000000002", "timeTakenInMillis": 1, "version": 1,
+        "instantsToRollback": ["20260101000000001"],
+        "hoodieRestoreMetadata": {"20260101000000001": [rollback]},
+        "restoreInstantInfo": [{"commitTime": "20260101000000001", "action": "commit"}]})
+    assert records_for(Instant("20260101000000002", Action.RESTORE, State.COMPLETED), body) == [
+        {"key": "city=oslo", "type": 2,
+         "filesystemMetadata": {"f2_0-1-1_20260101000000001.parquet": {"size": 0, "isDeleted": True}}},
+    ]
 
 
 def test_hoodie_index_drop_and_build_of_metadata_partitions(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -130,3 +130,46 @@ def test_an_hfile_block_decodes_only_the_keys_asked_for(tmp_path: Path) -> None:
         got = decode_hfile_content(content, schema, 0, {k.encode() for k in wanted})
         assert [r["key"] for r in got] == sorted(k for k in wanted if k in every)
         assert all(r == every[r["key"]] for r in got)
+
+
+@pytest.mark.parametrize("name", [WITH_RECORD_INDEX[0], WITH_RECORD_INDEX[6], WITH_RECORD_INDEX[8]])
+def test_batch_lookups_answer_as_the_reader_merges(tmp_path: Path, name: str) -> None:
+    """`engine.metadata.record_index_lookup` (vectorized, decoded files kept) finds what the
+    reader's record-by-record merge finds: every key at its location, none of the others; a
+    lookup of a few keys reads through the HFile index and keeps nothing; a file whose size or
+    time changed is decoded again."""
+    import os
+
+    import pyarrow as pa
+
+    from engine.index.metadata_record import lookup
+    from engine.metadata import record_index_lookup as ril
+    from engine.metadata import records as mdr
+    from engine.metadata.reader import MetadataTableReader
+
+    meta = MetaClient.open(str(hudi1x.fixture(name, tmp_path).table))
+    reader = MetadataTableReader(meta, meta.timeline())
+    expected = {k: (loc.partition, loc.file_id) for k, r in reader.records(mdr.RECORD_INDEX).items()
+                for loc in [ri.decode(r["recordIndexMetadata"])]}
+    assert expected
+    keys = pa.array([*sorted(expected), "no-such-key", None], pa.string())
+
+    def found(table: pa.Table) -> dict:
+        return {r["key"]: (r["partition"], r["file_id"]) for r in table.to_pylist()}
+
+    ril.CACHE.clear()
+    one = sorted(expected)[0]
+    if len(expected) >= ril.FEW:  # a few keys among many: nothing decoded whole, nothing kept
+        assert found(lookup(meta, pa.array([one]))) == {one: expected[one]}
+        assert not ril.CACHE.items
+    assert found(lookup(meta, keys)) == expected  # every key: the files decoded and kept
+    kept = len(ril.CACHE.items)
+    assert kept >= 1 and ril.CACHE.used > 0
+    assert found(lookup(meta, keys)) == expected  # from what was kept
+    assert len(ril.CACHE.items) == kept
+    # a file rewritten in place (its time changed) is not answered from the old decoding
+    slices = reader.slices(mdr.RECORD_INDEX)
+    read = next(sl for sl in slices if sl.file_id == ri.file_group_id(ri.file_group_of(one, len(slices))))
+    os.utime(Path(meta.storage.base_uri) / ".hoodie" / "metadata" / (read.base or read.logs[0]), ns=(0, 0))
+    assert found(lookup(meta, keys)) == expected
+    assert len(ril.CACHE.items) == kept + 1

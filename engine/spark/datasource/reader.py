@@ -39,9 +39,9 @@ from engine.constants import COMMIT_TIME_COL
 from engine.data.base_file import conform, read_filtered
 from engine.data.slice_reader import SliceFiles, read_slice
 from engine.errors import InvalidInputError
-from engine.read import data_skipping, index_skipping
 from engine.read.plan import SliceRead, commit_filter, plan_incremental, plan_snapshot
-from engine.read.prune import Predicate, arrow_filter, group_slices, slice_may_match, target_partition_bytes
+from engine.read.prune import Predicate, arrow_filter, group_slices, target_partition_bytes
+from engine.read.skipping import kept_slices
 from engine.spark.datasource.options import ReadOptions
 from engine.storage import Storage
 from engine.table.meta_client import MetaClient
@@ -117,12 +117,6 @@ class HudiReader(DataSourceReader):
         self.slices = [SliceFiles.from_slice(s).base_only() if plan.base_only else SliceFiles.from_slice(s)
                        for s in plan.slices]
         self.sizes = [s.size for s in plan.slices]
-        config = meta.config
-        self.prunable = (
-            not config.url_encode and not (config.keygen_class or "").lower().endswith("timestampbasedkeygenerator")
-        )
-        self.partition_fields = tuple(config.partition_fields)
-        self.hive_style = config.hive_style
         self.predicates: list[Predicate] = []
 
     def pushFilters(self, filters: list[Filter]) -> Iterator[Filter]:  # noqa: N802 (Spark's name)
@@ -135,21 +129,9 @@ class HudiReader(DataSourceReader):
             yield f
 
     def _kept(self) -> list[int]:
-        if not self.predicates:
-            return list(range(len(self.slices)))
         types = {f.name: f.type for f in self.table_schema}
-        kept = [i for i, s in enumerate(self.slices)
-                if not self.prunable
-                or slice_may_match(s.partition, self.predicates, self.partition_fields, self.hive_style, types)]
-        if self.data_skipping and self.latest and kept:
-            holders = index_skipping.key_holders(self.meta, self.timeline, self.predicates, types)
-            if holders.groups is not None:
-                kept = [i for i in kept if (self.slices[i].partition, self.slices[i].file_id) in holders.groups]
-        if self.data_skipping and kept:
-            stats = data_skipping.load(self.meta, self.timeline, [self.slices[i] for i in kept],
-                                       {p.column for p in self.predicates})
-            kept = [i for i in kept if stats.slice_may_match(self.slices[i], self.predicates, types)]
-        return kept
+        return kept_slices(self.meta, self.timeline, self.slices, self.predicates, types, latest=self.latest,
+                           data_skipping_on=self.data_skipping)
 
     def partitions(self) -> list[InputPartition]:
         kept = [i for i in self._kept() if self.slices[i].base_path is not None or self.slices[i].log_paths]
