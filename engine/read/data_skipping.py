@@ -108,4 +108,54 @@ def load(meta: MetaClient, timeline: Timeline, slices: Iterable[SliceFiles],
     return ColumnStatsSkipping(out)
 
 
-__all__ = ["ColumnStatsSkipping", "load"]
+@dataclass
+class PartitionStatsSkipping:
+    """The partition statistics of the partitions a read plans, by (partition, column)."""
+
+    stats: dict[tuple[str, str], dict[str, Any]] = field(default_factory=dict)
+    notice: str | None = None
+
+    def partition_may_match(self, partition: str, predicates: Sequence[Predicate],
+                            types: Mapping[str, pa.DataType]) -> bool:
+        for pred in predicates:
+            held = self.stats.get((partition, pred.column))
+            if held is not None and not range_may_match(pred, held, types.get(pred.column), held.get("kind")):
+                return False
+        return True
+
+
+def load_partitions(meta: MetaClient, timeline: Timeline, partitions: Iterable[str],
+                    columns: Iterable[str]) -> PartitionStatsSkipping:
+    """The partition statistics (`partition_stats`: one range per partition and column, a
+    superset of the values of the partition's latest file slices) of `columns` in `partitions`;
+    none where the table has none or the metadata table cannot answer (a notice then)."""
+    wanted = sorted(set(columns))
+    built = metadata_table.partitions_in(meta.config)
+    if not wanted or meta.config.version < 8 or mdr.PARTITION_STATS not in built or mdr.COLUMN_STATS not in built:
+        return PartitionStatsSkipping()
+    indexed, _ = column_stats_updates.indexed_columns(meta)
+    keys = {cs.partition_stats_key(p, c): (p, c) for p in set(partitions) for c in wanted
+            if indexed is None or c in indexed}
+    if not keys:
+        return PartitionStatsSkipping()
+    try:
+        reader = MetadataTableReader(meta, timeline)
+        reader.check_in_sync()
+        found = reader.records(mdr.PARTITION_STATS, keys)
+    except (MetadataTableUnavailable, CorruptTableError, StorageError) as exc:
+        notice = f"{meta.storage.base_uri}: no partition skipping (partition statistics: {exc})"
+        _log.warning("%s", notice)
+        return PartitionStatsSkipping(notice=notice)
+    out: dict[tuple[str, str], dict[str, Any]] = {}
+    for key, rec in found.items():
+        stats = rec.get("ColumnStatsMetadata")
+        where = keys.get(key)
+        if where is None or not isinstance(stats, Mapping) or cs.is_deleted(rec):
+            continue
+        if (stats.get("fileName"), stats.get("columnName")) != where:
+            continue  # a key collision would be another partition's: never trusted
+        out[where] = _unwrapped(stats)
+    return PartitionStatsSkipping(out)
+
+
+__all__ = ["ColumnStatsSkipping", "PartitionStatsSkipping", "load", "load_partitions"]

@@ -4,8 +4,10 @@ hold no matching record:
 
 1. partition pruning by the partition path (`engine.read.prune.slice_may_match`), where the path
    holds the values as text (not with URL encoding or the timestamp key generator);
-2. key lookups, for a read of the latest snapshot: an equality on the record key or on a column
-   with a secondary index keeps only the file groups the metadata table's record index names
+2. for a read of the latest snapshot, partitions whose partition statistics (`partition_stats`:
+   a range per partition and column) rule a predicate out (`engine.read.data_skipping.
+   load_partitions`), and key lookups: an equality on the record key or on a column with a
+   secondary index keeps only the file groups the metadata table's record index names
    (`engine.read.index_skipping`);
 3. data skipping by the metadata table's column statistics (`engine.read.data_skipping`).
 
@@ -50,6 +52,12 @@ def kept_slices(
     if prunable(meta):
         kept = [i for i in kept if slice_may_match(slices[i].partition, predicates, tuple(config.partition_fields),
                                                    config.hive_style, types)]
+    if data_skipping_on and latest and kept and config.partition_fields:
+        # the partition statistics cover the latest slices (not older snapshots)
+        ranges = data_skipping.load_partitions(meta, timeline, {slices[i].partition for i in kept},
+                                               {p.column for p in predicates})
+        if ranges.stats:
+            kept = [i for i in kept if ranges.partition_may_match(slices[i].partition, predicates, types)]
     if data_skipping_on and latest and kept:
         holders = index_skipping.key_holders(meta, timeline, predicates, types)
         if holders.groups is not None:

@@ -163,3 +163,42 @@ def test_the_column_stats_enable_option_builds_and_drops_them(spark, tmp_path):
     ids = sorted(r["id"] for r in table.read().collect())
     assert ids == sorted([f"k{i}" for i in range(10)] + ["n1", "n2", "n3"])
     assert sorted(r["id"] for r in hudi_rs.snapshot(str(path))) == ids
+
+
+def test_partition_statistics_prune_partitions(spark, tmp_path):
+    """A filtered read of the latest snapshot skips the partitions whose partition statistics
+    (`partition_stats`, as Apache Hudi 1.1 wrote them) rule the filter out, even where the column
+    statistics cannot answer: with every column_stats file broken, a partition whose files are
+    broken too is never opened by a read its range excludes, while the same read of an older
+    snapshot (which the statistics do not describe) or without data skipping opens it."""
+    from engine.metadata import records as mdr
+    from engine.metadata.reader import MetadataTableReader
+
+    path = hudi1x.fixture("sample_table/cow/v9_txns_simple_meta", tmp_path).table
+    meta = MetaClient.open(str(path))
+    reader = MetadataTableReader(meta, meta.timeline())
+    highest = {r["ColumnStatsMetadata"]["fileName"]: r["ColumnStatsMetadata"]["maxValue"]["value"]
+               for r in reader.records(mdr.PARTITION_STATS).values()
+               if r["ColumnStatsMetadata"]["columnName"] == "txn_ts"}
+    low = min(highest, key=highest.get)
+    assert len(highest) == 3 and highest[low] < max(highest.values())
+    cut = highest[low]
+    everything = hudi_rs.snapshot(str(path))
+    want = sorted((r["txn_id"], r["txn_ts"]) for r in everything if r["txn_ts"] > cut)
+    assert want and all(r["region"] != low.split("=")[-1] for r in everything if r["txn_ts"] > cut)
+    for f in (path / ".hoodie" / "metadata" / "column_stats").iterdir():
+        if f.is_file() and not f.name.startswith(".hoodie"):
+            f.write_bytes(b"broken")
+    for f in (path / low).glob("*.parquet"):
+        f.write_bytes(b"not parquet any more")
+    table = Table.open(spark, str(path))
+    frame = spark.read.format("hudi").load(str(path)).filter(F.col("txn_ts") > cut)
+    assert sorted((r["txn_id"], r["txn_ts"]) for r in frame.collect()) == want
+    assert sorted((r["txn_id"], r["txn_ts"]) for r in table.read(filters=[("txn_ts", ">", cut)]).collect()) == want
+    with pytest.raises(Exception, match="not parquet|Parquet|parquet"):
+        spark.read.format("hudi").option("hoodie.enable.data.skipping", "false").load(str(path)).filter(
+            F.col("txn_ts") > cut).collect()
+    last = meta.timeline().completed_writes.last
+    assert last is not None
+    with pytest.raises(Exception, match="not parquet|Parquet|parquet"):  # as of an instant: not pruned
+        table.read(as_of=last.time, filters=[("txn_ts", ">", cut)]).collect()

@@ -21,7 +21,9 @@ from hypothesis import strategies as st
 
 from engine import Table
 from engine.services.maintenance import Maintenance
-from tests.support import hudi_rs
+from engine.table.meta_client import MetaClient
+from tests.support import hudi_rs, record_index
+from tests.support.metadata_check import metadata_in_step
 from tests.support.tables import rows
 
 pytestmark = [pytest.mark.spark, pytest.mark.hbase]
@@ -151,6 +153,10 @@ def test_random_merge_on_read_sequences_match_the_model(spark, hbase_options, ve
                     model.rows = dict(history[-1][1]) if history else {}
                 assert snapshot(t) == model.expected(), (seed, n, kind, arg)
                 assert oracle(t) == model.expected(), (seed, n, kind, arg)
+                if version >= 8:  # created with a metadata table: in step with storage after every step
+                    metadata_in_step(t.path, required=True)
+                    if index == "RECORD":  # its record index says where every key is
+                        record_index.check(MetaClient.open(t.path))
             # every earlier instant: time travel, and incremental from it
             for instant, state in history:
                 expected = sorted((k[0], *v) for k, v in state.items())
