@@ -20,6 +20,7 @@ from engine.data.bloom_filter import TYPE_DYNAMIC_V0, build_for_keys, footer_ent
 from engine.data.hfile import CODEC_GZ
 from engine.data.hfile_writer import write_hfile
 from engine.metadata import column_stats
+from engine.metadata.record_index import location_record
 from engine.metadata.records import (
     TYPE_COLUMN_STATS,
     TYPE_PARTITION_STATS,
@@ -66,9 +67,31 @@ def cells(records: Iterable[Record], schema_json: str, base_name: str | None = N
     return out
 
 
+def location_cells(located: Iterable[tuple[str, str, str]], instant: str, schema_json: str) -> list[tuple[str, bytes]]:
+    """The cells of record-index locations (key, partition, file id), in the order given (key
+    order), written at `instant`: the bytes `cells` gives their `location_record`s, each
+    location encoded once and no record made per key."""
+    schema = fastavro.parse_schema(json.loads(schema_json))
+    values: dict[tuple[str, str], bytes] = {}
+    out = []
+    for key, partition, file_id in located:
+        value = values.get((partition, file_id))
+        if value is None:
+            buf = io.BytesIO()
+            fastavro.schemaless_writer(buf, schema, {**location_record("", partition, file_id, instant), "key": ""})
+            value = values[(partition, file_id)] = buf.getvalue()
+        out.append((key, value))
+    return out
+
+
+def log_block_from_cells(found: list[tuple[str, bytes]], schema_json: str) -> bytes:
+    """The HFile of an HFILE log block holding `found` (key, Avro bytes) cells, in key order."""
+    return write_hfile(found, file_info={"schema": schema_json.encode("utf-8")}, codec=CODEC_GZ)
+
+
 def log_block_content(records: Iterable[Record], schema_json: str) -> bytes:
     """The HFile of an HFILE log block holding `records`."""
-    return write_hfile(cells(records, schema_json), file_info={"schema": schema_json.encode("utf-8")}, codec=CODEC_GZ)
+    return log_block_from_cells(cells(records, schema_json), schema_json)
 
 
 def base_file(records: Iterable[Record], schema_json: str, base_name: str) -> tuple[bytes, int]:
@@ -84,4 +107,5 @@ def base_file(records: Iterable[Record], schema_json: str, base_name: str) -> tu
     return data, len(found)
 
 
-__all__ = ["BLOOM_ENTRIES", "BLOOM_FPP", "BLOOM_MAX_ENTRIES", "base_file", "cells", "log_block_content"]
+__all__ = ["BLOOM_ENTRIES", "BLOOM_FPP", "BLOOM_MAX_ENTRIES", "base_file", "cells", "location_cells", "log_block_content",
+           "log_block_from_cells"]

@@ -38,6 +38,13 @@ class GroupWrite:
     file_id: str
     records: list[mdr.Record] = field(default_factory=list)
     deleted: list[str] = field(default_factory=list)
+    # record-index locations (key, partition, file id) in key order, written at the deltacommit's
+    # instant: encoded straight to cells (`hfiles.location_cells`), no record per key
+    located: list[tuple[str, str, str]] = field(default_factory=list)
+
+    @property
+    def written(self) -> int:
+        return len(self.records) + len(self.located)
 
 
 def numbered_groups(reader: MetadataTableReader, partition: str) -> list[str]:
@@ -83,9 +90,19 @@ def _spread(reader: MetadataTableReader, partition: str, records: list[mdr.Recor
 
 def record_index_writes(reader: MetadataTableReader, time: str, changes: IndexChanges) -> list[GroupWrite]:
     """The record index's share of the deltacommit at `time`."""
-    records = [ri.location_record(key, partition, file_id, time)
-               for key, (partition, file_id) in changes.located.items()]
-    return _spread(reader, mdr.RECORD_INDEX, records, sorted(changes.deleted), ri.file_groups_of)
+    groups = _groups(reader, mdr.RECORD_INDEX)
+    writes = {i: GroupWrite(mdr.RECORD_INDEX, groups[i]) for i in range(len(groups))}
+    located = changes.located
+    keys = sorted(located)  # each group's share stays in key order
+    if keys:
+        for key, group in zip(keys, ri.file_groups_of(keys, len(groups)).tolist(), strict=True):
+            partition, file_id = located[key]
+            writes[group].located.append((key, partition, file_id))
+    deleted = sorted(changes.deleted)
+    if deleted:
+        for key, group in zip(deleted, ri.file_groups_of(deleted, len(groups)).tolist(), strict=True):
+            writes[group].deleted.append(key)
+    return [w for w in writes.values() if w.located or w.deleted]
 
 
 def keyed_writes(reader: MetadataTableReader, partition: str, records: Iterable[mdr.Record]) -> list[GroupWrite]:

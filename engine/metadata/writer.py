@@ -297,25 +297,27 @@ def write_deltacommit(mdt: MetaClient, time: str, writes: list[GroupWrite], sche
     lifecycle.ensure_file(mdt, requested.with_state(State.INFLIGHT), inflight_body)
     stats: dict[str, list[WriteStat]] = {}
     for write in writes:
-        if not (write.records or write.deleted):
+        if not (write.written or write.deleted):
             continue
         schema_json = schemas if isinstance(schemas, str) else schemas[write.partition]
         path = log_path(write.partition, write.file_id, time)
         if mdt.storage.exists(path):  # an earlier attempt of this instant that never completed
             mdt.storage.delete(path)
         blocks = []
-        if write.records:
+        if write.written:
+            cells = (hfiles.location_cells(write.located, time, schema_json) if write.located
+                     else hfiles.cells(write.records, schema_json))
             blocks.append(encode_log_block(
                 BlockType.HFILE_DATA, {HeaderKey.SCHEMA: schema_json, HeaderKey.INSTANT_TIME: time},
-                hfiles.log_block_content(write.records, schema_json),
+                hfiles.log_block_from_cells(cells, schema_json),
             ))
         if write.deleted:
             blocks.append(encode_delete_block(time, write.deleted, [write.partition] * len(write.deleted), schema_json))
         size = write_log_file(mdt.storage, path, blocks)
-        count = len(write.records) + len(write.deleted)
+        count = write.written + len(write.deleted)
         stats.setdefault(write.partition, []).append(WriteStat(
             fileId=write.file_id, path=path, partitionPath=write.partition, prevCommit=time,
-            numWrites=count, numUpdateWrites=len(write.records), numDeletes=len(write.deleted),
+            numWrites=count, numUpdateWrites=write.written, numDeletes=len(write.deleted),
             totalWriteBytes=size, fileSizeInBytes=size, baseFile="", logFiles=[name_of(path)], logVersion=1, logOffset=0,
         ))
     lifecycle.complete_instant(mdt, time, Action.DELTA_COMMIT, mdt.encode_commit_metadata(CommitMetadata(stats, OPERATION)))

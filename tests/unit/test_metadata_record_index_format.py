@@ -173,3 +173,22 @@ def test_batch_lookups_answer_as_the_reader_merges(tmp_path: Path, name: str) ->
     os.utime(Path(meta.storage.base_uri) / ".hoodie" / "metadata" / (read.base or read.logs[0]), ns=(0, 0))
     assert found(lookup(meta, keys)) == expected
     assert len(ril.CACHE.items) == kept + 1
+
+
+def test_location_cells_are_the_cells_of_location_records() -> None:
+    """A deltacommit's record-index block is encoded straight from (key, partition, file id): the
+    same bytes as the records `location_record` makes, each location's value encoded once."""
+    from engine.metadata import hfiles
+    from engine.metadata.build_record_index import with_record_index_field
+    from engine.metadata.create import FILES_SCHEMA_JSON
+
+    schema = with_record_index_field(FILES_SCHEMA_JSON)
+    fid = "a7c7d197-4f4c-4552-9b08-b19ad21297b3-0"
+    located = sorted((f"key-{i:03d}", f"region={'eu' if i % 3 else 'us'}", fid if i % 2 else "raw-id-1")
+                     for i in range(40))
+    got = hfiles.location_cells(located, "20260307222456179", schema)
+    want = hfiles.cells([ri.location_record(k, p, f, "20260307222456179") for k, p, f in located], schema)
+    assert got == want and len(got) == 40
+    assert len({v for _, v in got}) == 4  # two partitions x two file ids: four distinct values
+    assert hfiles.log_block_from_cells(got, schema) == hfiles.log_block_content(
+        [ri.location_record(k, p, f, "20260307222456179") for k, p, f in located], schema)
