@@ -182,7 +182,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--buckets", type=int, metavar="N", help="number of buckets (default 16; fixed afterwards)")
     p.add_argument("--hash", metavar="NAME", help="hash function (default JAVA_STRING_HASH)")
     p.add_argument("--partition", metavar="P",
-                   help="build a metadata-table partition instead (files, record_index, column_stats, "
+                   help="build a metadata-table partition instead (files, record_index, column_stats, partition_stats, "
                         "secondary_index_<name> with --columns C)")
     p.add_argument("--columns", metavar="C1,C2",
                    help="--partition column_stats: the columns to index (default: the first 32 it covers); "

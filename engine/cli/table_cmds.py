@@ -216,6 +216,18 @@ def _metadata_build(args: argparse.Namespace) -> int:
             print(f"built the metadata table's column statistics of {doc['path']}: {len(stats.columns)} columns of "
                   f"{stats.files:,} files in {stats.file_groups} file groups ({stats.bytes:,} bytes) at {stats.instant}")
         return EXIT_OK
+    if args.partition == "partition_stats":
+        ranges = Maintenance(meta).build_metadata_partition_stats()
+        doc = {"path": meta.storage.base_uri, "partition": args.partition, "instant": ranges.instant,
+               "file_groups": ranges.file_groups, "partitions": ranges.partitions, "columns": list(ranges.columns),
+               "records": ranges.records, "bytes": ranges.bytes}
+        if args.json:
+            emit_json(doc)
+        else:
+            print(f"built the metadata table's partition statistics of {doc['path']}: {len(ranges.columns)} columns of "
+                  f"{ranges.partitions:,} partitions in {ranges.file_groups} file group(s) ({ranges.bytes:,} bytes) "
+                  f"at {ranges.instant}")
+        return EXIT_OK
     if args.partition.startswith("secondary_index_"):
         columns = [c.strip() for c in (getattr(args, "columns", None) or "").split(",") if c.strip()]
         if len(columns) != 1:

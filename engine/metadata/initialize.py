@@ -79,15 +79,17 @@ def write_partition(meta: MetaClient, mdt: MetaClient, partition: str,
     return time, total
 
 
-def define_and_name(meta: MetaClient, partition: str, definition: Mapping[str, Any]) -> None:
+def define_and_name(meta: MetaClient, partition: str, definition: Mapping[str, Any] | None) -> None:
     """The partition in the table's index definitions (the file and its property made where
-    missing), then in `hoodie.table.metadata.partitions`."""
-    found = document(meta)
-    path, doc = found if found is not None else (DEFS_FILE, {"indexDefinitions": {}})
-    doc.setdefault("indexDefinitions", {})[partition] = dict(definition)
-    meta.storage.write_bytes(path, json.dumps(doc, indent=2).encode("utf-8"))
-    if found is None:
-        meta.remove_properties((), "Index definitions", {INDEX_DEFS_PATH: path})
+    missing; `definition` None: none, as Hudi defines no `partition_stats` index), then in
+    `hoodie.table.metadata.partitions`."""
+    if definition is not None:
+        found = document(meta)
+        path, doc = found if found is not None else (DEFS_FILE, {"indexDefinitions": {}})
+        doc.setdefault("indexDefinitions", {})[partition] = dict(definition)
+        meta.storage.write_bytes(path, json.dumps(doc, indent=2).encode("utf-8"))
+        if found is None:
+            meta.remove_properties((), "Index definitions", {INDEX_DEFS_PATH: path})
     built = sorted({*metadata_table.partitions_in(meta.config), partition})
     meta.remove_properties((), f"Metadata table {partition} built", {PARTITIONS_PROPERTY: ",".join(built)})
 

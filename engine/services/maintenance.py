@@ -32,6 +32,7 @@ if TYPE_CHECKING:
 
     from engine.index.base import Index
     from engine.metadata.build_column_stats import ColumnStatsBuild
+    from engine.metadata.build_partition_stats import PartitionStatsBuild
     from engine.metadata.build_record_index import RecordIndexBuild
     from engine.metadata.build_secondary_index import SecondaryIndexBuild
     from engine.schema.changes import Change
@@ -291,7 +292,7 @@ class Maintenance:
 
         if partition != "files":
             raise UnsupportedFeatureError(
-                f"metadata partition {partition!r}: this engine builds the files, record_index, column_stats and "
+                f"metadata partition {partition!r}: this engine builds the files, record_index, column_stats, partition_stats and "
                 "secondary_index_<name> (with its column) "
                 "partitions only" + {"record_index": " (Maintenance.build_metadata_record_index)",
                                      "column_stats": " (Maintenance.build_metadata_column_stats)"}.get(partition, ""))
@@ -329,6 +330,18 @@ class Maintenance:
             return bcs.build(self.meta, self.meta.timeline(), {
                 bcs.COLUMN_LIST: ",".join(columns), bcs.MAX_COLUMNS: str(max_columns),
                 bcs.FILE_GROUP_COUNT: str(file_groups)})
+
+    def build_metadata_partition_stats(self, file_groups: int = 1) -> PartitionStatsBuild:
+        """Build Apache Hudi's partition statistics (`partition_stats`) of a partitioned table from
+        the column statistics of its latest file slices, under the table lock with no write in
+        flight (`engine.metadata.build_partition_stats`). Every write keeps them from then on,
+        and filtered reads of the latest snapshot skip partitions by them."""
+        from engine.metadata import build_partition_stats
+
+        with self._tx("metadata build", self._index()) as tx:
+            tx.fence()
+            self.meta = MetaClient.open(self.meta.storage)
+            return build_partition_stats.build(self.meta, self.meta.timeline(), file_groups)
 
     def build_metadata_secondary_index(self, partition: str, column: str, file_groups: int = 10) -> SecondaryIndexBuild:
         """Build a secondary index (`secondary_index_<name>` over `column`, index version V2) in the

@@ -60,3 +60,49 @@ def test_a_partition_range_widens_over_files_and_takes_the_column_type() -> None
     # a tight bound replaces the older record of its key (it is no widening of it)
     older = ps.record("p=1", cs.ColumnRange("p=1", "ts", string, "00", "99", 0, 100))
     assert cs.comparable(cs.merge(older, rec)) == cs.comparable(rec)
+
+
+@pytest.mark.parametrize("name", ["sample_table/mor/avro/v9_txns_simple_meta", "sample_table/cow/v9_txns_simple_meta"])
+def test_building_partition_stats_gives_hudis_ranges(tmp_path: Path, name: str) -> None:
+    """`hoodie index build --partition partition_stats` after dropping the ones Apache Hudi 1.1
+    wrote: one record per partition and column, the same range (minimum and maximum) as Hudi's on
+    all 48; the counts are those of the latest slices (Hudi's writes count the versions an update
+    replaced too, so theirs are never lower); one file group at the next initializing instant; a
+    second build is refused with the table unchanged."""
+    import json
+
+    from engine.cli import main
+    from engine.errors import InvalidInputError
+    from engine.metadata import records as mdr
+    from engine.metadata.reader import MetadataTableReader
+    from engine.services.maintenance import Maintenance
+    from tests.support.tables import tree_bytes
+
+    path = hudi1x.fixture(name, tmp_path).table
+
+    def held() -> dict[str, dict]:
+        meta = MetaClient.open(str(path))
+        return {k: v["ColumnStatsMetadata"] for k, v in
+                MetadataTableReader(meta, meta.timeline()).records(mdr.PARTITION_STATS).items()}
+
+    hudis = held()
+    assert len(hudis) == 48
+    assert Maintenance(MetaClient.open(str(path))).drop_metadata_partition("partition_stats") == ["partition_stats"]
+    assert main(["index", "build", str(path), "--partition", "partition_stats", "--json"]) == 0
+    ours = held()
+    assert set(ours) == set(hudis)
+    for key, theirs in hudis.items():
+        mine = ours[key]
+        assert (mine["fileName"], mine["columnName"], mine["minValue"], mine["maxValue"], mine["isTightBound"]) == (
+            theirs["fileName"], theirs["columnName"], theirs["minValue"], theirs["maxValue"], True), key
+        assert 0 < mine["valueCount"] <= theirs["valueCount"]
+    files = sorted(p.name for p in (path / ".hoodie" / "metadata" / "partition_stats").iterdir() if p.is_file())
+    assert files == [".hoodie_partition_metadata", "partition-stats-0000-0_0-0-0_00000000000000005.hfile"]
+    props = dict(MetaClient.open(str(path)).config.extra)
+    assert "partition_stats" in props["hoodie.table.metadata.partitions"].split(",")
+    defs = json.loads((path / ".hoodie" / ".index_defs" / "index.json").read_text())["indexDefinitions"]
+    assert "partition_stats" not in defs  # Hudi defines none: it follows the column statistics
+    before = tree_bytes(path)
+    with pytest.raises(InvalidInputError, match="has partition statistics already"):
+        Maintenance(MetaClient.open(str(path))).build_metadata_partition_stats()
+    assert tree_bytes(path) == before
