@@ -34,7 +34,7 @@ from engine.metadata import records as mdr
 from engine.metadata.avro_fields import COLUMN_STATS_FIELD
 from engine.metadata.partition_stats_updates import column_kinds
 from engine.metadata.partition_writes import group_id
-from engine.metadata.reader import MetadataTableReader
+from engine.metadata.reader import MetadataTableReader, MetadataTableUnavailable
 from engine.metadata.writer import keepable_partitions, schema_of
 from engine.table import metadata_table
 from engine.table.fs_view import DataFile
@@ -75,13 +75,16 @@ def build(meta: MetaClient, timeline: Timeline, file_groups: int = DEFAULT_FILE_
         raise InvalidInputError(
             f"{base}: instants {', '.join(pending)} are in flight; their files would be missed "
             "(build the partition statistics when no write runs, or after they are rolled back)")
-    reader = MetadataTableReader(meta, timeline)
-    reader.check_in_sync()
+    derived = (f"{base}: partition statistics are derived from the column statistics, which this table's "
+               "metadata table does not have in a form this engine keeps (build them first: --partition column_stats)")
+    try:
+        reader = MetadataTableReader(meta, timeline)
+        reader.check_in_sync()
+    except MetadataTableUnavailable as exc:
+        raise InvalidInputError(f"{derived}: {exc}") from None
     columns, _ = column_stats_updates.indexed_columns(meta)
     if mdr.COLUMN_STATS not in keepable_partitions(meta, reader) or not columns:
-        raise InvalidInputError(
-            f"{base}: partition statistics are derived from the column statistics, which this table's metadata "
-            "table does not have in a form this engine keeps (build them first: --partition column_stats)")
+        raise InvalidInputError(derived)
     schema = meta.latest_avro_schema(timeline)
     kinds = column_kinds(CommitMetadata({}, "UPSERT", {"schema": schema} if schema else {}), columns)
     if not kinds:

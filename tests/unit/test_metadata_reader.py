@@ -284,8 +284,11 @@ def test_hoodie_index_drop_and_build_of_metadata_partitions(tmp_path: Path, caps
     assert sorted(r["txn_id"] for r in hudi_rs.snapshot(fx.table)) == rows
     assert main(["index", "drop", str(fx.table), "--partition", "files"]) == 0
     assert not mdt.exists() and "hoodie.table.metadata.partitions" not in javaproperties.loads(props.read_text())
-    assert main(["index", "build", str(fx.table), "--partition", "partition_stats"]) != 0
-    assert "builds the files, record_index, column_stats and secondary_index_<name>" in capsys.readouterr().err
+    assert main(["index", "build", str(fx.table), "--partition", "bloom_filters"]) != 0
+    assert "builds the files, record_index, column_stats, partition_stats and secondary_index_<name>" in (
+        capsys.readouterr().err)
+    assert main(["index", "build", str(fx.table), "--partition", "partition_stats"]) == 2
+    assert "partition statistics are derived from the column statistics" in capsys.readouterr().err
     assert main(["index", "build", str(fx.table), "--partition", "files", "--json"]) == 0
     assert json.loads(capsys.readouterr().out) == {
         "path": str(fx.table), "partition": "files", "created": True, "listing": "metadata table"}

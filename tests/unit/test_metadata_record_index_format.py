@@ -190,5 +190,3 @@ def test_location_cells_are_the_cells_of_location_records() -> None:
     want = hfiles.cells([ri.location_record(k, p, f, "20260307222456179") for k, p, f in located], schema)
     assert got == want and len(got) == 40
     assert len({v for _, v in got}) == 4  # two partitions x two file ids: four distinct values
-    assert hfiles.log_block_from_cells(got, schema) == hfiles.log_block_content(
-        [ri.location_record(k, p, f, "20260307222456179") for k, p, f in located], schema)
