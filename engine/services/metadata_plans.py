@@ -25,7 +25,7 @@ from engine.table import metadata_table
 from engine.table.fs_view import DataFile
 from engine.table.meta_client import MetaClient
 
-BUILDABLE = (mdr.FILES, mdr.RECORD_INDEX, mdr.COLUMN_STATS)
+BUILDABLE = (mdr.FILES, mdr.RECORD_INDEX, mdr.COLUMN_STATS, mdr.PARTITION_STATS)
 
 
 @dataclass(frozen=True)
@@ -78,8 +78,8 @@ def plan_drop(meta: MetaClient, partition: str) -> MetadataPartitionPlan:
 def plan_build(meta: MetaClient, partition: str) -> MetadataPartitionPlan:
     if partition not in BUILDABLE:
         raise UnsupportedFeatureError(
-            f"metadata partition {partition!r}: this engine builds the files, record_index and column_stats "
-            "partitions only")
+            f"metadata partition {partition!r}: this engine builds the files, record_index, column_stats and "
+            "partition_stats partitions only")
     if meta.config.version < 8:
         raise UnsupportedFeatureError(
             f"table version {meta.config.version}: this engine keeps a metadata table from version 8")
@@ -102,6 +102,25 @@ def plan_build(meta: MetaClient, partition: str) -> MetadataPartitionPlan:
                                             "deltacommit whose base file lists every committed file; every write "
                                             "keeps it from then on and reads list files through it."])
     notes = ["Creates the metadata table (files partition) first."] if creates else []
+    if partition == mdr.PARTITION_STATS:
+        from engine.metadata import column_stats_updates
+        from engine.metadata.build_partition_stats import DEFAULT_FILE_GROUPS as PARTITION_GROUPS
+
+        indexed, _ = column_stats_updates.indexed_columns(meta)
+        if not meta.config.partition_fields:
+            raise InvalidInputError(f"{meta.storage.base_uri} is not partitioned: it has no partition statistics to build")
+        if mdr.COLUMN_STATS not in named or not indexed:
+            raise InvalidInputError(
+                f"{meta.storage.base_uri}: partition statistics are derived from the column statistics, which this "
+                "table's metadata table does not have in a form this engine keeps (build them first)")
+        view = meta.file_system_view(timeline, files=[DataFile(path, size) for path, size in every])
+        latest = sorted((path, size) for sl in view.latest_slices()
+                        for path, size in ([(sl.base_file.path, sl.base_file.size)] if sl.base_file else [])
+                        + [(lf.path, lf.size) for lf in sl.log_files])
+        notes.append("Aggregates, per partition and column, the column statistics of the files of its latest slices "
+                     "(no data file is read); filtered reads of the latest snapshot then skip whole partitions.")
+        return MetadataPartitionPlan("build", partition, [partition], latest, columns=list(indexed),
+                                     file_groups=PARTITION_GROUPS, notes=notes)
     if partition == mdr.RECORD_INDEX:
         from engine.metadata.build_record_index import MIN_FILE_GROUPS
 

@@ -155,3 +155,19 @@ def test_drop_then_build_the_column_statistics(console):
     assert "column_stats" in _partitions(fx)
     held = column_stats.check(MetaClient.open(str(fx.table)))
     assert {v["fileName"] for v in held.values()} == {p.rsplit("/", 1)[-1] for p in committed}
+
+    # with the column statistics back, the overview offers the partition statistics, from them
+    page = admin.get("/tables/txns").get_data(as_text=True)
+    assert re.findall(r'data-testid="metadata-build-([a-z_]+)"', page) == ["partition_stats"]
+    resp = admin.get("/tables/txns/services/metadata_build?partition=partition_stats")
+    page = resp.get_data(as_text=True)
+    assert resp.status_code == 200 and 'data-testid="plan-file-groups">1<' in page
+    meta = MetaClient.open(str(fx.table))
+    latest_files = sorted(p for sl in meta.file_system_view().latest_slices() for p in sl.files)
+    assert re.findall(r'<li data-fate="read"><code>([^<]+)</code>', page) == latest_files
+    queued = admin.post("/tables/txns/services/metadata_build", data=_form(page))
+    assert queued.status_code == 302 and queued.headers["Location"] == "/jobs/3"
+    done = _run(console, 3)
+    assert any("partition statistics built at" in line for line in done["log"]), done["log"]
+    assert "partition_stats" in _partitions(fx)
+    assert sorted(r["txn_id"] for r in hudi_rs.snapshot(fx.table)) == rows

@@ -203,6 +203,11 @@ class Operations:
             reporter.log(f"column statistics built at {built.instant}: {built.files} file(s), "
                          f"{len(built.columns)} column(s) in {built.file_groups} file group(s)")
             return built
+        if partition == "partition_stats":
+            built = m.build_metadata_partition_stats()
+            reporter.log(f"partition statistics built at {built.instant}: {built.partitions} partition(s), "
+                         f"{len(built.columns)} column(s) in {built.file_groups} file group(s)")
+            return built
         report = m.build_metadata_partition(partition)
         reporter.log("metadata table created with its files partition")
         return report

@@ -27,15 +27,19 @@ MAX_COMMITS = 20_000
 MAX_VIEWS = 256
 
 
+METADATA_PARTITIONS = "hoodie.table.metadata.partitions"  # in the properties: built metadata partitions
 _INSTANT_FILE = re.compile(r"^\d{17}[._]")  # <time>.<action>..., or <time>_<completion>.<action> (layout 2)
 
 
-def fingerprint_of(names: list[str], has_archive: bool) -> str:
+def fingerprint_of(names: list[str], has_archive: bool, partitions: str = "") -> str:
+    """The timeline's files, and the metadata partitions the properties name (a build or drop of
+    one changes no data instant, but what the overview shows)."""
     digest = hashlib.sha256()
     for n in sorted(names):
         digest.update(n.encode())
         digest.update(b"\n")
     digest.update(b"archive" if has_archive else b"-")
+    digest.update(partitions.encode())
     return digest.hexdigest()[:24]
 
 
@@ -52,7 +56,7 @@ class TableSnapshot:
         files = [f for f in listed if _INSTANT_FILE.match(f.name)]
         names = [f.name for f in files]
         mtimes = {f.name: f.mtime_ms for f in files if f.mtime_ms is not None}
-        fingerprint = fingerprint_of(names, has_archive)
+        fingerprint = fingerprint_of(names, has_archive, dict(meta.config.extra).get(METADATA_PARTITIONS, ""))
         timeline = _cached(meta.storage.base_uri, fingerprint, "timeline",
                            lambda: meta.timeline_of(names, has_archive))  # parsed only when it changed
         return cls(meta, timeline, fingerprint, mtimes)
