@@ -94,11 +94,9 @@ class Table:
         from engine.metadata import create as metadata_create
 
         with_metadata = metadata_create.wanted(table_version, metadata)
-        if with_metadata and (record_index_buckets is not None or record_index_hash is not None):
-            raise InvalidConfigError(
-                "record_index_buckets and record_index_hash shape this engine's own record index, which a table "
-                "with a metadata table does not use (its RECORD index is the metadata table's record_index): "
-                "pass metadata=False to keep it")
+        metadata_create.refuse_own_index_shape(
+            with_metadata, record_index_buckets is not None or record_index_hash is not None,
+            "record_index_buckets and record_index_hash", "pass metadata=False")
         config = new_table_config(
             name=name,
             record_key=record_key,

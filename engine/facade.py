@@ -42,6 +42,7 @@ from engine.table.create import AVAILABLE_INDEXES, DEFAULT_INDEX, new_table_conf
 from engine.table.fs_report import file_group_report
 from engine.table.fs_view import FileSystemView
 from engine.table.meta_client import MetaClient
+from engine.table.metadata_table import partitions_in as metadata_partitions
 from engine.table.placement import enclosing_table
 from engine.timeline.commit_metadata import CommitMetadata
 from engine.timeline.instant import Action, Instant, State, is_valid_instant_time, parse_instant_time
@@ -67,6 +68,7 @@ def __getattr__(name: str) -> Any:
 
 __all__ = [
     "create_table",
+    "metadata_partitions",
     "AVAILABLE_INDEXES",
     "CONCURRENCY_MODES",
     "CREATE_VERSIONS",

@@ -15,7 +15,7 @@ from engine.cli.common import (
     print_pairs,
     print_table,
 )
-from engine.errors import InstantNotFoundError, InvalidConfigError, InvalidInputError
+from engine.errors import InstantNotFoundError, InvalidInputError
 from engine.metadata import create as metadata_create
 from engine.metadata.summary import summarize as summarize_metadata
 from engine.storage import storage_for
@@ -62,11 +62,11 @@ def cmd_init(args: argparse.Namespace) -> int:
         record_index_hash=args.record_index_hash,
         table_version=args.table_version,
     )
-    if args.metadata is not False and config.version >= 8 and (
-            args.record_index_buckets is not None or args.record_index_hash is not None):
-        raise InvalidConfigError("--record-index-buckets and --record-index-hash shape this engine's own record index, "
-                                 "which a table with a metadata table does not use: add --no-metadata to keep it")
-    meta = metadata_create.create_table(storage_for(args.path), config, args.metadata)
+    with_metadata = metadata_create.wanted(config.version, args.metadata)
+    metadata_create.refuse_own_index_shape(
+        with_metadata, args.record_index_buckets is not None or args.record_index_hash is not None,
+        "--record-index-buckets and --record-index-hash", "add --no-metadata")
+    meta = metadata_create.create_table(storage_for(args.path), config, with_metadata)
     doc = _config_doc(meta)
     if args.json:
         emit_json(doc)

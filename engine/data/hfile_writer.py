@@ -189,26 +189,11 @@ class HFileWriter:
         self._finished = False
 
     def append(self, key: bytes | str, value: bytes) -> None:
-        row = key.encode("utf-8") if isinstance(key, str) else bytes(key)
-        if self._finished:
-            raise ValueError("HFileWriter: append after finish()")
-        if len(row) > 0x7FFF:
-            raise ValueError(f"HFile row of {len(row)} bytes: rows are at most 32767 bytes")
-        if row < self._last_key:
-            raise ValueError(f"HFile rows must be appended in order: {row!r} after {self._last_key!r}")
-        size = KEY_OVERHEAD + len(row) + len(value) + CELL_OVERHEAD
-        same_key = bool(self._block) and self._block[-1][0] == row
-        if not same_key and self._block and self._block_bytes + size > self.block_size:
-            self._flush_data_block()
-        self._block.append((row, bytes(value)))
-        self._block_bytes += size
-        self._data_bytes += size
-        self._last_key = row
-        self._key_bytes += len(row)
-        self._value_bytes += len(value)
+        self.extend(((key, value),))
 
     def extend(self, cells: Iterable[tuple[bytes | str, bytes]]) -> None:
-        """`append` every cell (the same checks and blocks, in one loop)."""
+        """`append` every cell (the same checks and blocks, in one loop; after a refused cell the
+        writer is not to be used further)."""
         if self._finished:
             raise ValueError("HFileWriter: append after finish()")
         block, block_bytes, last = self._block, self._block_bytes, self._last_key

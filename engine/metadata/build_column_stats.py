@@ -108,11 +108,7 @@ def build(meta: MetaClient, timeline: Timeline, options: Mapping[str, str] | Non
     if mdr.COLUMN_STATS in metadata_table.named_partitions(meta.config):
         raise InvalidInputError(
             f"{meta.storage.base_uri} has column statistics already (drop them first to build them again)")
-    pending = [i.time for i in timeline.pending.instants]
-    if pending:
-        raise InvalidInputError(
-            f"{meta.storage.base_uri}: instants {', '.join(pending)} are in flight; their files would be missed "
-            "(build the column statistics when no write runs, or after they are rolled back)")
+    initialize.refuse_in_flight(meta, timeline, "the column statistics")
     named = [c.strip() for c in (opts.get(COLUMN_LIST) or "").split(",") if c.strip()]
     groups_count = _int(opts, FILE_GROUP_COUNT, DEFAULT_FILE_GROUPS)
     schema = meta.latest_schema(timeline)

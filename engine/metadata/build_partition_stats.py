@@ -70,11 +70,7 @@ def build(meta: MetaClient, timeline: Timeline, file_groups: int = DEFAULT_FILE_
         raise InvalidInputError(f"{FILE_GROUP_COUNT} must be at least 1, got {file_groups}")
     if mdr.PARTITION_STATS in metadata_table.named_partitions(meta.config):
         raise InvalidInputError(f"{base} has partition statistics already (drop them first to build them again)")
-    pending = [i.time for i in timeline.pending.instants]
-    if pending:
-        raise InvalidInputError(
-            f"{base}: instants {', '.join(pending)} are in flight; their files would be missed "
-            "(build the partition statistics when no write runs, or after they are rolled back)")
+    initialize.refuse_in_flight(meta, timeline, "the partition statistics")
     derived = (f"{base}: partition statistics are derived from the column statistics, which this table's "
                "metadata table does not have in a form this engine keeps (build them first: --partition column_stats)")
     try:

@@ -110,11 +110,7 @@ def build(meta: MetaClient, timeline: Timeline) -> RecordIndexBuild:
         raise UnsupportedFeatureError("the record index is built for tables with meta fields (_hoodie_record_key)")
     if mdr.RECORD_INDEX in metadata_table.named_partitions(meta.config):
         raise InvalidInputError(f"{meta.storage.base_uri} has a record index already (drop it first to build it again)")
-    pending = [i.time for i in timeline.pending.instants]
-    if pending:
-        raise InvalidInputError(
-            f"{meta.storage.base_uri}: instants {', '.join(pending)} are in flight; their keys would be missed "
-            "(build the record index when no write runs, or after they are rolled back)")
+    initialize.refuse_in_flight(meta, timeline, "the record index", missed="keys")
     reader = MetadataTableReader(meta, timeline)
     reader.check_in_sync()
     schema_json = with_record_index_field(schema_of(reader))

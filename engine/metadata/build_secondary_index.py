@@ -73,11 +73,7 @@ def build(meta: MetaClient, timeline: Timeline, partition: str, column: str,
     if mdr.RECORD_INDEX not in metadata_table.partitions_in(meta.config):
         raise InvalidInputError(f"{meta.storage.base_uri} has no record index: a secondary index is built beside it "
                                 "(hoodie index build PATH --partition record_index first)")
-    pending = [i.time for i in timeline.pending.instants]
-    if pending:
-        raise InvalidInputError(
-            f"{meta.storage.base_uri}: instants {', '.join(pending)} are in flight; their files would be missed "
-            "(build the secondary index when no write runs, or after they are rolled back)")
+    initialize.refuse_in_flight(meta, timeline, "the secondary index")
     schema = meta.latest_schema(timeline)
     reason = unkept_reason(meta, definition(partition, column), schema)
     if reason:

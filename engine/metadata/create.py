@@ -154,22 +154,28 @@ def wanted(version: int, metadata: bool | None) -> bool:
     return version >= 8 if metadata is None else metadata
 
 
-def for_new_table(data: MetaClient) -> list[str]:
+def refuse_own_index_shape(with_metadata: bool, shaped: bool, names: str, keep: str) -> None:
+    """Refuse options that shape this engine's own record index (`names`, given when `shaped`) on
+    a table that gets a metadata table, whose RECORD index is its `record_index`; `keep` says how
+    to keep this engine's index instead."""
+    if with_metadata and shaped:
+        raise InvalidConfigError(
+            f"{names} shape this engine's own record index, which a table with a metadata table does not use "
+            f"(its RECORD index is the metadata table's record_index): {keep} to keep it")
+
+
+def for_new_table(data: MetaClient) -> None:
     """Give a table just created (no instant yet) its metadata table, as Apache Hudi 1.x's first
     write initializes it: the `files` partition at `00000000000000000`, and with the RECORD index
     (on a table with meta fields) an empty `record_index` of Hudi's minimum ten file groups at
-    `00000000000000001`, so RECORD looks keys up in the metadata table from the first write.
-    Returns the partitions built."""
+    `00000000000000001`, so RECORD looks keys up in the metadata table from the first write."""
     from engine.metadata import build_record_index
 
     initialize(data, data.timeline())
     data.reload_config()
-    built = [mdr.FILES]
     if data.config.index_type is IndexType.RECORD and data.config.populate_meta_fields:
         build_record_index.build(data, data.timeline())
         data.reload_config()
-        built.append(mdr.RECORD_INDEX)
-    return built
 
 
 def create_table(storage: Storage, config: TableConfig, metadata: bool | None = None) -> MetaClient:
@@ -182,4 +188,4 @@ def create_table(storage: Storage, config: TableConfig, metadata: bool | None = 
 
 
 __all__ = ["FILES_SCHEMA", "FILES_SCHEMA_JSON", "INIT_INSTANT", "committed_files", "create_table", "for_new_table", "initialize",
-           "properties", "wanted"]
+           "properties", "refuse_own_index_shape", "wanted"]

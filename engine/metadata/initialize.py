@@ -17,6 +17,7 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from engine.errors import InvalidInputError
 from engine.metadata import hfiles
 from engine.metadata import records as mdr
 from engine.metadata.index_defs import INDEX_DEFS_PATH, document
@@ -28,6 +29,7 @@ from engine.table.metadata_table import FOLDER
 from engine.table.metadata_table import PARTITIONS as PARTITIONS_PROPERTY
 from engine.timeline.commit_metadata import CommitMetadata, WriteStat
 from engine.timeline.instant import Action, Instant, State
+from engine.timeline.timeline import Timeline
 
 DEFS_FILE = ".hoodie/.index_defs/index.json"
 
@@ -39,6 +41,17 @@ def with_field(schema_json: str, field: Mapping[str, Any]) -> str:
         return schema_json
     schema["fields"] = [*schema["fields"], dict(field)]
     return json.dumps(schema, separators=(",", ":"))
+
+
+def refuse_in_flight(meta: MetaClient, timeline: Timeline, what: str = "", missed: str = "files") -> None:
+    """Refuse a build while instants of the data table are in flight: their `missed` would be left
+    out (`what`: what is built, for the message)."""
+    pending = [i.time for i in timeline.pending.instants]
+    if pending:
+        build = f"build {what}" if what else "build"
+        raise InvalidInputError(
+            f"{meta.storage.base_uri}: instants {', '.join(pending)} are in flight; their {missed} would be missed "
+            f"({build} when no write runs, or after they are rolled back)")
 
 
 def next_init_instant(mdt: MetaClient) -> str:
@@ -94,4 +107,4 @@ def define_and_name(meta: MetaClient, partition: str, definition: Mapping[str, A
     meta.remove_properties((), f"Metadata table {partition} built", {PARTITIONS_PROPERTY: ",".join(built)})
 
 
-__all__ = ["DEFS_FILE", "define_and_name", "next_init_instant", "with_field", "write_partition"]
+__all__ = ["DEFS_FILE", "define_and_name", "next_init_instant", "refuse_in_flight", "with_field", "write_partition"]

@@ -5,7 +5,7 @@ metadata table), its records in an HFILE block and its deleted keys in a DELETE 
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -75,34 +75,30 @@ def _groups(reader: MetadataTableReader, partition: str) -> list[str]:
 
 
 def _spread(reader: MetadataTableReader, partition: str, records: list[mdr.Record], deleted: list[str],
-            groups_of: Callable[[list[str], int], np.ndarray]) -> list[GroupWrite]:
-    """`records` and `deleted` keys of `partition` to the file groups `groups_of` hashes them to
-    (the groups a write leaves untouched are left out)."""
+            groups_of: Callable[[list[str], int], np.ndarray],
+            located: Sequence[tuple[str, str, str]] = ()) -> list[GroupWrite]:
+    """`records`, record-index `located` entries (key first) and `deleted` keys of `partition` to
+    the file groups `groups_of` hashes them to, each group's share in the order given (the groups a
+    write leaves untouched are left out)."""
     groups = _groups(reader, partition)
     writes = {i: GroupWrite(partition, groups[i]) for i in range(len(groups))}
-    keys = [str(r["key"]) for r in records]
-    for rec, group in zip(records, groups_of(keys, len(groups)).tolist(), strict=True):
+
+    def hashed(keys: list[str]) -> list[int]:
+        return groups_of(keys, len(groups)).tolist()
+
+    for rec, group in zip(records, hashed([str(r["key"]) for r in records]), strict=True):
         writes[group].records.append(rec)
-    for key, group in zip(deleted, groups_of(deleted, len(groups)).tolist(), strict=True):
+    for entry, group in zip(located, hashed([e[0] for e in located]), strict=True):
+        writes[group].located.append(entry)
+    for key, group in zip(deleted, hashed(deleted), strict=True):
         writes[group].deleted.append(key)
-    return [w for w in writes.values() if w.records or w.deleted]
+    return [w for w in writes.values() if w.written or w.deleted]
 
 
 def record_index_writes(reader: MetadataTableReader, time: str, changes: IndexChanges) -> list[GroupWrite]:
     """The record index's share of the deltacommit at `time`."""
-    groups = _groups(reader, mdr.RECORD_INDEX)
-    writes = {i: GroupWrite(mdr.RECORD_INDEX, groups[i]) for i in range(len(groups))}
-    located = changes.located
-    keys = sorted(located)  # each group's share stays in key order
-    if keys:
-        for key, group in zip(keys, ri.file_groups_of(keys, len(groups)).tolist(), strict=True):
-            partition, file_id = located[key]
-            writes[group].located.append((key, partition, file_id))
-    deleted = sorted(changes.deleted)
-    if deleted:
-        for key, group in zip(deleted, ri.file_groups_of(deleted, len(groups)).tolist(), strict=True):
-            writes[group].deleted.append(key)
-    return [w for w in writes.values() if w.located or w.deleted]
+    located = [(key, *changes.located[key]) for key in sorted(changes.located)]  # key order within each group
+    return _spread(reader, mdr.RECORD_INDEX, [], sorted(changes.deleted), ri.file_groups_of, located)
 
 
 def keyed_writes(reader: MetadataTableReader, partition: str, records: Iterable[mdr.Record]) -> list[GroupWrite]:

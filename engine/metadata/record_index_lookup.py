@@ -135,13 +135,15 @@ def _deleted(keys: pa.Array) -> pa.Table:
     return pa.table([keys, nothing, nothing], schema=KEPT)
 
 
-def _hfile_cells(data: bytes, wanted: list[bytes] | None, where: str) -> tuple[HFileReader, list[tuple[bytes, bytes]]]:
+def _hfile_cells(data: bytes, wanted: pa.Array, where: str) -> tuple[HFileReader, list[tuple[bytes, bytes]], bool]:
+    """The HFile's cells: every cell (the third value True), or only those of the `wanted` keys
+    when they are few, found through its index."""
     try:
         reader = HFileReader(data)
-        if wanted is None:
-            return reader, reader.cells()
-        found = reader.lookup(wanted)
-        return reader, [(k, v) for k in sorted(found) for v in found[k]]
+        if not _few(wanted, reader.entry_count):
+            return reader, reader.cells(), True
+        found = reader.lookup([k.encode() for k in wanted.to_pylist()])
+        return reader, [(k, v) for k in sorted(found) for v in found[k]], False
     except UnsupportedHFileError as exc:
         raise UnsupportedFeatureError(f"{where}: {exc}") from exc
     except (ValueError, KeyError) as exc:
@@ -161,15 +163,9 @@ def _few(wanted: pa.Array, entries: int) -> bool:
 
 def _base_pieces(reader: MetadataTableReader, path: str, wanted: pa.Array) -> tuple[list[Piece], bool]:
     where = reader.meta.storage.uri(path)
-    data = reader.meta.storage.read_bytes(path)
-    try:
-        entries = HFileReader(data).entry_count
-    except (ValueError, KeyError, UnsupportedHFileError):
-        entries = 0
-    few = _few(wanted, entries)
-    hfile, cells = _hfile_cells(data, [k.encode() for k in wanted.to_pylist()] if few else None, where)
+    hfile, cells, whole = _hfile_cells(reader.meta.storage.read_bytes(path), wanted, where)
     table = _locations(cells, _schema(hfile.file_info.get(b"schema"), where), where)
-    return [Piece(None, "records", None, table)], not few
+    return [Piece(None, "records", None, table)], whole
 
 
 def _log_pieces(reader: MetadataTableReader, path: str, wanted: pa.Array) -> tuple[list[Piece], bool]:
@@ -183,19 +179,14 @@ def _log_pieces(reader: MetadataTableReader, path: str, wanted: pa.Array) -> tup
                 pieces.append(Piece(block.instant, "rollback", target, KEPT.empty_table()))
             continue
         if block.block_type == BlockType.HFILE_DATA:
-            schema = _schema(block.header.get(HeaderKey.SCHEMA), f"{where}: HFILE block at {block.offset}")
-            try:
-                entries = HFileReader(block.content).entry_count
-            except (ValueError, KeyError, UnsupportedHFileError):
-                entries = 0
-            few = _few(wanted, entries)
-            whole = whole and not few
-            _, cells = _hfile_cells(block.content, [k.encode() for k in wanted.to_pylist()] if few else None,
-                                    f"{where}: HFILE block at {block.offset}")
+            at = f"{where}: HFILE block at {block.offset}"
+            schema = _schema(block.header.get(HeaderKey.SCHEMA), at)
+            _, cells, all_cells = _hfile_cells(block.content, wanted, at)
+            whole = whole and all_cells
             pieces.append(Piece(block.instant, "records", None, _locations(cells, schema, where)))
         elif block.block_type == BlockType.DELETE:
-            keys = decode_delete_block(block).column("key").cast(pa.string())
-            pieces.append(Piece(block.instant, "deletes", None, _deleted(pa.array(keys.to_pylist(), pa.string()))))
+            keys = decode_delete_block(block).column("key").cast(pa.string()).combine_chunks()
+            pieces.append(Piece(block.instant, "deletes", None, _deleted(keys)))
         else:
             raise CorruptTableError(f"{where}: a block of type {block.block_type} in a metadata log file")
     return pieces, whole

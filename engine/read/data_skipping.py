@@ -14,7 +14,7 @@ is read. Never a wrong answer, only fewer files.
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -88,24 +88,34 @@ def load(meta: MetaClient, timeline: Timeline, slices: Iterable[SliceFiles],
                 keys[cs.column_stats_key(files.partition, name, column)] = (files.partition, name, column)
     if not keys:
         return ColumnStatsSkipping()
+    out, notice = _held(meta, timeline, mdr.COLUMN_STATS, keys, lambda where: where[1:],
+                        "no data skipping, every file slice is read (column statistics: {})")
+    return ColumnStatsSkipping(out, notice)
+
+
+def _held(meta: MetaClient, timeline: Timeline, partition: str, keys: Mapping[str, tuple],
+          names: Callable[[tuple], tuple], failed: str) -> tuple[dict[tuple, dict[str, Any]], str | None]:
+    """The unwrapped statistics `partition` (column or partition statistics) holds for `keys`
+    (key -> where), by where; a record whose (fileName, columnName) is not `names(where)` (a key
+    collision) is never trusted. Where the metadata table cannot answer: none, and the notice
+    `failed` says why (its `{}`: the reason)."""
     try:
         reader = MetadataTableReader(meta, timeline)
         reader.check_in_sync()
-        found = reader.records(mdr.COLUMN_STATS, keys)
+        found = reader.records(partition, keys)
     except (MetadataTableUnavailable, CorruptTableError, StorageError) as exc:
-        notice = f"{meta.storage.base_uri}: no data skipping, every file slice is read (column statistics: {exc})"
+        notice = f"{meta.storage.base_uri}: {failed.format(exc)}"
         _log.warning("%s", notice)
-        return ColumnStatsSkipping(notice=notice)
-    out: dict[tuple[str, str, str], dict[str, Any]] = {}
+        return {}, notice
+    out: dict[tuple, dict[str, Any]] = {}
     for key, rec in found.items():
         stats = rec.get("ColumnStatsMetadata")
         where = keys.get(key)
         if where is None or not isinstance(stats, Mapping) or cs.is_deleted(rec):
             continue
-        if (stats.get("fileName"), stats.get("columnName")) != where[1:]:
-            continue  # a key collision would be another file's: never trusted
-        out[where] = _unwrapped(stats)
-    return ColumnStatsSkipping(out)
+        if (stats.get("fileName"), stats.get("columnName")) == names(where):
+            out[where] = _unwrapped(stats)
+    return out, None
 
 
 @dataclass
@@ -138,24 +148,9 @@ def load_partitions(meta: MetaClient, timeline: Timeline, partitions: Iterable[s
             if indexed is None or c in indexed}
     if not keys:
         return PartitionStatsSkipping()
-    try:
-        reader = MetadataTableReader(meta, timeline)
-        reader.check_in_sync()
-        found = reader.records(mdr.PARTITION_STATS, keys)
-    except (MetadataTableUnavailable, CorruptTableError, StorageError) as exc:
-        notice = f"{meta.storage.base_uri}: no partition skipping (partition statistics: {exc})"
-        _log.warning("%s", notice)
-        return PartitionStatsSkipping(notice=notice)
-    out: dict[tuple[str, str], dict[str, Any]] = {}
-    for key, rec in found.items():
-        stats = rec.get("ColumnStatsMetadata")
-        where = keys.get(key)
-        if where is None or not isinstance(stats, Mapping) or cs.is_deleted(rec):
-            continue
-        if (stats.get("fileName"), stats.get("columnName")) != where:
-            continue  # a key collision would be another partition's: never trusted
-        out[where] = _unwrapped(stats)
-    return PartitionStatsSkipping(out)
+    out, notice = _held(meta, timeline, mdr.PARTITION_STATS, keys, lambda where: where,
+                        "no partition skipping (partition statistics: {})")
+    return PartitionStatsSkipping(out, notice)
 
 
 __all__ = ["ColumnStatsSkipping", "PartitionStatsSkipping", "load", "load_partitions"]

@@ -46,8 +46,7 @@ def parse(filters: Iterable[Sequence[Any]], schema: pa.Schema) -> list[Predicate
                 raise InvalidInputError(f"filter {tuple(condition)!r}: {name} with a null value matches nothing")
         elif value is None:
             raise InvalidInputError(f"filter {tuple(condition)!r}: comparing with null matches nothing")
-        if isinstance(value, tuple) and any(isinstance(v, (list, dict, tuple)) for v in value) or isinstance(
-                value, (list, dict)):
+        if any(isinstance(v, (list, dict, tuple, set)) for v in (value if kind == "in" else (value,))):
             raise InvalidInputError(f"filter {tuple(condition)!r}: the value must be a scalar")
         out.append(Predicate(column, kind, value, negated))
     return out

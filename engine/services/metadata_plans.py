@@ -18,12 +18,14 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from engine.errors import InvalidInputError, UnsupportedFeatureError
+from engine.metadata import initialize
 from engine.metadata import records as mdr
 from engine.metadata import writer as metadata_writer
 from engine.metadata.create import committed_files
 from engine.table import metadata_table
 from engine.table.fs_view import DataFile
 from engine.table.meta_client import MetaClient
+from engine.timeline.timeline import Timeline
 
 BUILDABLE = (mdr.FILES, mdr.RECORD_INDEX, mdr.COLUMN_STATS, mdr.PARTITION_STATS)
 
@@ -75,6 +77,14 @@ def plan_drop(meta: MetaClient, partition: str) -> MetadataPartitionPlan:
         "drop", partition, going, _metadata_files(meta, [f"{metadata_table.FOLDER}/{p}" for p in going]), notes=notes)
 
 
+def _latest_files(meta: MetaClient, timeline: Timeline, every: list[tuple[str, int]]) -> list[tuple[str, int]]:
+    """(path, size) of the files of the latest slices among the committed files `every`."""
+    view = meta.file_system_view(timeline, files=[DataFile(path, size) for path, size in every])
+    return sorted((path, size) for sl in view.latest_slices()
+                  for path, size in ([(sl.base_file.path, sl.base_file.size)] if sl.base_file else [])
+                  + [(lf.path, lf.size) for lf in sl.log_files])
+
+
 def plan_build(meta: MetaClient, partition: str) -> MetadataPartitionPlan:
     if partition not in BUILDABLE:
         raise UnsupportedFeatureError(
@@ -87,11 +97,7 @@ def plan_build(meta: MetaClient, partition: str) -> MetadataPartitionPlan:
     if partition in named:
         raise InvalidInputError(f"{meta.storage.base_uri} has {partition} already (drop it first to build it again)")
     timeline = meta.timeline()
-    pending = [i.time for i in timeline.pending.instants]
-    if pending:
-        raise InvalidInputError(
-            f"{meta.storage.base_uri}: instants {', '.join(pending)} are in flight; their files would be missed "
-            "(build when no write runs, or after they are rolled back)")
+    initialize.refuse_in_flight(meta, timeline)
     creates = mdr.FILES not in named
     # one storage listing: every committed file (what `files` lists and `column_stats` ranges)
     every = sorted((f"{p}/{n}" if p else n, size) for p, names in committed_files(meta, timeline).items()
@@ -113,10 +119,7 @@ def plan_build(meta: MetaClient, partition: str) -> MetadataPartitionPlan:
             raise InvalidInputError(
                 f"{meta.storage.base_uri}: partition statistics are derived from the column statistics, which this "
                 "table's metadata table does not have in a form this engine keeps (build them first)")
-        view = meta.file_system_view(timeline, files=[DataFile(path, size) for path, size in every])
-        latest = sorted((path, size) for sl in view.latest_slices()
-                        for path, size in ([(sl.base_file.path, sl.base_file.size)] if sl.base_file else [])
-                        + [(lf.path, lf.size) for lf in sl.log_files])
+        latest = _latest_files(meta, timeline, every)
         notes.append("Aggregates, per partition and column, the column statistics of the files of its latest slices "
                      "(no data file is read); filtered reads of the latest snapshot then skip whole partitions.")
         return MetadataPartitionPlan("build", partition, [partition], latest, columns=list(indexed),
@@ -124,10 +127,7 @@ def plan_build(meta: MetaClient, partition: str) -> MetadataPartitionPlan:
     if partition == mdr.RECORD_INDEX:
         from engine.metadata.build_record_index import MIN_FILE_GROUPS
 
-        view = meta.file_system_view(timeline, files=[DataFile(path, size) for path, size in every])
-        latest = sorted((path, size) for sl in view.latest_slices()
-                        for path, size in ([(sl.base_file.path, sl.base_file.size)] if sl.base_file else [])
-                        + [(lf.path, lf.size) for lf in sl.log_files])
+        latest = _latest_files(meta, timeline, every)
         notes.append("Reads the live keys of every latest file slice; each key goes to the file group its hash names "
                      f"(Hudi's count: {MIN_FILE_GROUPS} up to ~110M keys). Writes with hoodie.index.type=RECORD then "
                      "tag from it, and every write keeps it.")

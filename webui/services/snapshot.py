@@ -18,7 +18,7 @@ from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import Any
 
-from engine.facade import CommitMetadata, FileSystemView, Instant, MetaClient, Timeline
+from engine.facade import CommitMetadata, FileSystemView, Instant, MetaClient, Timeline, metadata_partitions
 
 _LOCK = threading.Lock()
 _COMMITS: OrderedDict[tuple[str, str], CommitMetadata] = OrderedDict()
@@ -27,7 +27,6 @@ MAX_COMMITS = 20_000
 MAX_VIEWS = 256
 
 
-METADATA_PARTITIONS = "hoodie.table.metadata.partitions"  # in the properties: built metadata partitions
 _INSTANT_FILE = re.compile(r"^\d{17}[._]")  # <time>.<action>..., or <time>_<completion>.<action> (layout 2)
 
 
@@ -56,7 +55,7 @@ class TableSnapshot:
         files = [f for f in listed if _INSTANT_FILE.match(f.name)]
         names = [f.name for f in files]
         mtimes = {f.name: f.mtime_ms for f in files if f.mtime_ms is not None}
-        fingerprint = fingerprint_of(names, has_archive, dict(meta.config.extra).get(METADATA_PARTITIONS, ""))
+        fingerprint = fingerprint_of(names, has_archive, ",".join(metadata_partitions(meta.config)))
         timeline = _cached(meta.storage.base_uri, fingerprint, "timeline",
                            lambda: meta.timeline_of(names, has_archive))  # parsed only when it changed
         return cls(meta, timeline, fingerprint, mtimes)

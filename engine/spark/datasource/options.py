@@ -39,6 +39,7 @@ TABLE_TYPE = "hoodie.datasource.write.table.type"
 LEGACY_TABLE_TYPE = "hoodie.datasource.write.storage.type"
 HIVE_STYLE = "hoodie.datasource.write.hive_style_partitioning"
 TABLE_VERSION = "hoodie.write.table.version"
+METADATA_ENABLE = "hoodie.metadata.enable"
 KEYGEN_CLASS = "hoodie.datasource.write.keygenerator.class"
 KEYGEN_TYPE = "hoodie.datasource.write.keygenerator.type"
 STORAGE_OPTION_PREFIX = "hoodie.storage."  # hoodie.storage.<key> -> the Storage's options
@@ -188,6 +189,9 @@ class WriteOptions:
     operation_given: bool = False  # hoodie.datasource.write.operation was set (else upsert, or deduced)
     url_encode: bool | None = None
     partition_specs: tuple[str, ...] = ()  # the partition field option as given (`field:TYPE` for CUSTOM)
+    # hoodie.metadata.enable (None: unset): whether a table this write creates gets a metadata table;
+    # it stays among the engine options, for the write itself
+    metadata: bool | None = None
 
     @classmethod
     def parse(cls, options: Mapping[str, str]) -> WriteOptions:
@@ -229,6 +233,7 @@ class WriteOptions:
             table_version = int(version) if version else None
             hive_style = _bool(hive, HIVE_STYLE) if hive is not None else None
             url_encode = _bool(opts[URL_ENCODE], URL_ENCODE) if opts.get(URL_ENCODE) else None
+            metadata = _bool(engine[METADATA_ENABLE], METADATA_ENABLE) if engine.get(METADATA_ENABLE) else None
         except ValueError as exc:
             raise InvalidConfigError(f"bad value: {exc}") from exc
         return cls(
@@ -244,6 +249,7 @@ class WriteOptions:
             operation_given=bool(opts.get(OPERATION)),
             url_encode=url_encode,
             partition_specs=specs,
+            metadata=metadata,
             **fields,
         )
 

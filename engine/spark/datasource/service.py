@@ -252,11 +252,8 @@ def _open_or_create(spark: SparkSession, path: str, storage_options: dict[str, s
                 partitions = [p for p in write.partition_specs if p] or None
         if write.url_encode is not None:
             kwargs["url_encode"] = write.url_encode
-        enable = write.engine_options.get("hoodie.metadata.enable")
-        if enable is not None:  # unset: Apache Hudi 1.x's default (a metadata table from version 8)
-            if enable.strip().lower() not in ("true", "false"):
-                raise InvalidConfigError(f"hoodie.metadata.enable must be true or false, not {enable!r}") from None
-            kwargs["metadata"] = enable.strip().lower() == "true"
+        if write.metadata is not None:  # unset: Apache Hudi 1.x's default (a metadata table from version 8)
+            kwargs["metadata"] = write.metadata
         try:
             table = Table.create(
                 spark, path, name=str(write.table_name), record_key=list(write.record_key) or None,
