@@ -45,6 +45,8 @@ POINTS = (
     "archive.after_file",  # the archive file is written, the instants not yet removed
     "compaction.after_inflight",  # a compaction moved to inflight, no base file written yet
     "compaction.before_complete",  # every base file of a compaction written, the commit not completed
+    "clustering.after_inflight",  # a clustering moved to inflight, no file group written yet
+    "clustering.before_complete",  # every file group of a clustering written, the replacecommit not completed
 )
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, fields
 
+from engine.config.clustering_config import ClusteringConfig, is_clustering_option
 from engine.errors import InvalidConfigError
 
 MB = 1024 * 1024
@@ -181,8 +182,11 @@ class WriteConfig:
     index_options: tuple[tuple[str, str], ...] = ()
     # hoodie.keygen.timebased.* and KEYGEN_WRITE_OPTIONS given with the write
     keygen_options: tuple[tuple[str, str], ...] = ()
+    # hoodie.clustering.* and hoodie.layout.optimize.* (engine.config.clustering_config)
+    clustering_options: tuple[tuple[str, str], ...] = ()
 
     def __post_init__(self) -> None:
+        self.clustering  # noqa: B018  (a malformed clustering option is refused here)
         if self.max_file_size <= 0:
             raise InvalidConfigError("hoodie.parquet.max.file.size must be positive")
         if self.small_file_limit < 0:
@@ -244,6 +248,10 @@ class WriteConfig:
         if self.compact_max_delta_commits < 1:
             raise InvalidConfigError("hoodie.compact.inline.max.delta.commits must be >= 1")
 
+    @property
+    def clustering(self) -> ClusteringConfig:
+        return ClusteringConfig.from_options(dict(self.clustering_options))
+
     def plans_on_driver(self, estimated_bytes: int | None) -> bool:
         """Whether a batch of about `estimated_bytes` (None: unknown) is planned on the driver and
         written in one Spark job (`hoodie.write.driver.plan`, `hoodie.write.driver.max.bytes`)."""
@@ -295,7 +303,11 @@ class WriteConfig:
         known = {f.name for f in fields(cls)}
         passthrough = []
         keygen = []
+        clustering = []
         for key, raw in (options or {}).items():
+            if is_clustering_option(key):
+                clustering.append((key, str(raw)))
+                continue
             if key.startswith(INDEX_OPTION_PREFIXES) and key not in _KEYS:
                 passthrough.append((key, str(raw)))
                 continue
@@ -313,4 +325,5 @@ class WriteConfig:
             except (TypeError, ValueError) as exc:
                 raise InvalidConfigError(f"bad value for {key}: {raw!r}") from exc
         values["keygen_options"] = tuple(sorted(keygen))
+        values["clustering_options"] = tuple(sorted(clustering))
         return cls(**values, index_options=tuple(sorted(passthrough)))  # type: ignore[arg-type]

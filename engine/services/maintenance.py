@@ -7,7 +7,7 @@ take the table lock and run `repair` first; `dry_run=True` only plans (no lock, 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Literal, overload
+from typing import TYPE_CHECKING, Any, Literal, overload
 
 from engine.config.write_config import WriteConfig
 from engine.errors import InstantNotFoundError
@@ -37,8 +37,10 @@ if TYPE_CHECKING:
     from engine.metadata.build_secondary_index import SecondaryIndexBuild
     from engine.schema.changes import Change
     from engine.services.alter import AlterResult
+    from engine.services.clustering import ClusteringResult
     from engine.services.compaction import CompactionResult
     from engine.services.metadata_plans import MetadataPartitionPlan
+    from engine.table.clustering_plan import ClusteringPlan
     from engine.table.compaction_plan import CompactionPlan
 
 
@@ -265,6 +267,44 @@ class Maintenance:
         if dry_run:
             return self.schedule_compaction(dry_run=True)
         return self.run_compaction(spark=spark)
+
+    # ---- clustering (engine.services.clustering) -------------------------------------------
+    def schedule_clustering(self, dry_run: bool = False) -> ClusteringPlan | None:
+        """Plan a clustering of the small file slices (hoodie.clustering.* options) and store it as
+        the requested instant; in a dry run the plan without an instant. None: nothing qualifies."""
+        from engine.services import clustering
+
+        c, size = self.config.clustering, self.config.max_file_size
+        if dry_run:
+            plan = clustering.plan_clustering(self.meta, self.meta.timeline(), c, size)
+            return plan if plan.groups else None
+        with self._tx("clustering schedule", self._index()) as tx:
+            return clustering.schedule_clustering(self.meta, self.meta.timeline(), c, size, fence=tx.fence)
+
+    def run_clustering(
+        self, instant: str | None = None, spark: object = None, progress: Callable[[str], None] | None = None
+    ) -> ClusteringResult | None:
+        """Run a pending clustering (`instant`), or every pending one oldest first, or, with none
+        pending, schedule one and run it, under the table lock. With `spark`, one task per group."""
+        from engine.services import clustering
+        from engine.table.create import require_format_writable
+
+        require_format_writable(self.meta.config, self.meta.properties_uri)
+        index = self._index()
+        opts: dict[str, Any] = {"compression": self.config.compression, "bloom": self._bloom(),
+                                "heartbeat_interval": self.config.heartbeat_interval_ms / 1000}
+        with self._tx("clustering", index) as tx:
+            c = self.config.clustering
+            if instant is None:
+                return clustering.cluster(self.meta, c, self.config.max_file_size, spark=spark, index=index,
+                                          fence=tx.fence, progress=progress, **opts)
+            plan = clustering.show(self.meta, instant)
+            return clustering.execute_clustering(self.meta, plan, c, spark=spark, index=index, fence=tx.fence,
+                                                 progress=progress, **opts)
+
+    def cluster(self, dry_run: bool = False, spark: object = None) -> ClusteringPlan | ClusteringResult | None:
+        """Schedule and run a clustering (the plan alone in a dry run)."""
+        return self.schedule_clustering(dry_run=True) if dry_run else self.run_clustering(spark=spark)
 
     def _bloom(self) -> tuple[int, float, int]:
         return (self.config.bloom_num_entries, self.config.bloom_fpp, self.config.bloom_max_entries)

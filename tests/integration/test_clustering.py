@@ -1,0 +1,194 @@
+"""Clustering (issue 36): plan, execute, and the rest of the table around it.
+
+One table per (version, type) case, built from small batches that each leave a new file group per
+partition; every step is checked against a model of the rows and against hudi-rs.
+"""
+
+from __future__ import annotations
+
+import pyarrow.parquet as pq
+import pytest
+
+from engine import PendingClusteringError, Table
+from engine.data import space_curve
+from engine.errors import InstantNotFoundError, InvalidConfigError, InvalidInputError
+from engine.services.maintenance import Maintenance
+from engine.table.clustering_plan import read_plan, requested_action
+from engine.timeline.instant import Action, State
+from tests.support import hudi_rs
+from tests.support.metadata_check import metadata_in_step
+from tests.support.tables import rows, tree_bytes
+
+pytestmark = pytest.mark.spark
+
+SCHEMA = "id int, name string, city string, ts long, score double"
+WRITE = {"hoodie.parquet.small.file.limit": "0", "hoodie.clean.automatic": "false",
+         "hoodie.archive.automatic": "false"}
+ZORDER = {"hoodie.clustering.plan.strategy.sort.columns": "score,ts", "hoodie.layout.optimize.strategy": "z-order"}
+
+
+def batch(spark, b: int):
+    return spark.createDataFrame(
+        [(b * 10 + i, f"n{b}{i}", ["paris", "rome"][i % 2], b * 100 + i, float((i * 7 + b * 3) % 11) - 5.0)
+         for i in range(6)], SCHEMA)
+
+
+def model(t: Table) -> list[tuple]:
+    return sorted((r["id"], r["name"], r["city"], r["ts"], r["score"]) for r in rows(t.read()))
+
+
+def oracle(path: str, as_of: str | None = None) -> list[tuple]:
+    return sorted((r["id"], r["name"], r["city"], r["ts"], r["score"]) for r in hudi_rs.snapshot(path, as_of=as_of))
+
+
+def groups(t: Table) -> dict[str, set[str]]:
+    out: dict[str, set[str]] = {}
+    for s in t.file_system_view().latest_slices():
+        out.setdefault(s.partition, set()).add(s.file_id)
+    return out
+
+
+def make(spark, tmp_path, version: int, table_type: str, name: str = "t") -> Table:
+    t = Table.create(spark, str(tmp_path / name), name="trips", record_key="id", partition_fields="city",
+                     precombine_field="ts", table_type=table_type, table_version=version)
+    for b in range(4):
+        t.upsert(batch(spark, b), options=WRITE)
+    # an update: merge-on-read keeps it in a log file of its slice
+    t.upsert(spark.createDataFrame([(1, "updated", "rome", 999, 0.5)], SCHEMA), options=WRITE)
+    return t
+
+
+@pytest.mark.parametrize("version,table_type", [(6, "COPY_ON_WRITE"), (6, "MERGE_ON_READ"), (9, "COPY_ON_WRITE"),
+                                                (9, "MERGE_ON_READ")])
+def test_clustering_rewrites_small_groups_and_the_table_holds(spark, tmp_path, version, table_type):
+    t = make(spark, tmp_path, version, table_type)
+    before_groups = groups(t)
+    assert {p: len(g) for p, g in before_groups.items()} == {"paris": 4, "rome": 4}
+    expected = model(t)
+    assert expected == oracle(t.path)
+    last = t.timeline().completed.instants[-1]
+    last_write = last.time
+    since = last.completion_time or last.time  # versions 8/9 pull by completion time
+    commit_times = {r["id"]: (r["_hoodie_commit_time"], r["_hoodie_commit_seqno"]) for r in rows(t.read())}
+
+    m = Maintenance(t.meta, {**WRITE, **ZORDER})
+    plan = m.cluster(dry_run=True)
+    assert plan is not None and plan.instant == ""
+    assert {(g.partition, frozenset(s.file_id for s in g.slices)) for g in plan.groups} == {
+        (p, frozenset(ids)) for p, ids in before_groups.items()}
+    assert t.timeline().get(last_write) is not None and len(t.timeline().pending.instants) == 0  # dry run wrote nothing
+
+    result = m.cluster(spark=spark)
+    instant = result.instant
+    assert {p: sorted(ids) for p, ids in result.replaced.items()} == {p: sorted(ids) for p, ids in before_groups.items()}
+    assert result.records == 24 and len(result.files) == 2 and result.groups == 2
+    # the timeline: the plan where Apache Hudi keeps it, completed as a replacecommit
+    inst = t.timeline().get(instant)
+    assert (inst.action, inst.state) == (Action.REPLACE_COMMIT, State.COMPLETED)
+    stored = read_plan(t.meta, instant, requested_action(version))
+    assert stored.file_groups == {(p, f) for p, ids in before_groups.items() for f in ids}
+    assert stored.sort_columns == ["score", "ts"]
+    cm = t.commit_metadata(instant)
+    assert cm.operation_type == "CLUSTER"
+    assert {p: sorted(ids) for p, ids in cm.partition_to_replace_file_ids.items()} == {
+        p: sorted(ids) for p, ids in before_groups.items()}
+    assert sorted(s.path for s in cm.write_stats) == result.files
+    assert all(s.numInserts == s.numWrites and s.prevCommit == "null" for s in cm.write_stats)
+    # one new group per partition, holding every record with its commit time and sequence number
+    after_groups = groups(t)
+    assert {p: len(g) for p, g in after_groups.items()} == {"paris": 1, "rome": 1}
+    assert not any(after_groups[p] & before_groups[p] for p in after_groups)
+    assert model(t) == oracle(t.path) == expected
+    assert {r["id"]: (r["_hoodie_commit_time"], r["_hoodie_commit_seqno"]) for r in rows(t.read())} == commit_times
+    # each file is laid out on the Z-order curve of (score, ts)
+    for path in result.files:
+        data = pq.read_table(f"{t.path}/{path}")
+        names = data.schema.names
+        assert data.column("_hoodie_file_name").to_pylist() == [path.rpartition("/")[2]] * data.num_rows
+        assert list(space_curve.order(data, ["score", "ts"], "z-order",
+                                      field_indexes=[names.index("score"), names.index("ts")])) == list(range(data.num_rows))
+    # incremental pulls see no new records; time travel before and after agree
+    assert rows(t.read_incremental(since)) == [] and hudi_rs.incremental(t.path, since) == []
+    assert oracle(t.path, as_of=last_write) == expected
+    if version >= 8:
+        metadata_in_step(t.path, required=True)
+
+    # an upsert into the clustered groups, then a rollback of the clustering
+    t.upsert(spark.createDataFrame([(2, "again", "paris", 1000, 1.0), (99, "new", "rome", 1, 2.0)], SCHEMA),
+             options=WRITE)
+    expected2 = sorted([r for r in expected if r[0] != 2] + [(2, "again", "paris", 1000, 1.0), (99, "new", "rome", 1, 2.0)])
+    assert model(t) == oracle(t.path) == expected2
+    Maintenance(t.meta, WRITE).restore(last_write)
+    assert model(t) == oracle(t.path) == expected
+    assert groups(t) == before_groups
+    if version >= 8:
+        metadata_in_step(t.path, required=True)
+
+
+def test_a_pending_clustering_refuses_updates_to_its_groups_and_runs_later(spark, tmp_path):
+    t = make(spark, tmp_path, 9, "COPY_ON_WRITE")
+    expected = model(t)
+    m = Maintenance(t.meta, {**WRITE, "hoodie.clustering.plan.strategy.partition.selected": "paris"})
+    plan = m.schedule_clustering()
+    assert plan is not None and {g.partition for g in plan.groups} == {"paris"}
+    inst = t.timeline().get(plan.instant)
+    assert (inst.action, inst.state) == (Action.CLUSTERING, State.REQUESTED)
+    before = tree_bytes(t.path)
+    with pytest.raises(PendingClusteringError) as err:
+        t.upsert(spark.createDataFrame([(0, "x", "paris", 5000, 0.0)], SCHEMA), options=WRITE)
+    assert err.value.instant == plan.instant
+    assert tree_bytes(t.path) == before
+    # an update elsewhere commits
+    t.upsert(spark.createDataFrame([(1, "rome-ok", "rome", 5000, 0.0)], SCHEMA), options=WRITE)
+    expected = sorted([r for r in expected if r[0] != 1] + [(1, "rome-ok", "rome", 5000, 0.0)])
+    result = Maintenance(t.meta, WRITE).run_clustering(plan.instant, spark=spark)
+    assert set(result.replaced) == {"paris"} and len(groups(t)["paris"]) == 1 and len(groups(t)["rome"]) == 4
+    assert model(t) == oracle(t.path) == expected
+    metadata_in_step(t.path, required=True)
+    with pytest.raises(InvalidInputError, match="already completed"):
+        Maintenance(t.meta, WRITE).run_clustering(plan.instant)
+
+
+def test_an_interrupted_clustering_runs_again_from_the_start(spark, tmp_path, monkeypatch):
+    from engine.services import clustering
+
+    t = make(spark, tmp_path, 6, "MERGE_ON_READ")
+    expected = model(t)
+
+    def crash(*_a, **_k):
+        raise RuntimeError("killed before completing")
+
+    monkeypatch.setattr(clustering, "complete_instant", crash)
+    with pytest.raises(RuntimeError):
+        Maintenance(t.meta, WRITE).cluster()
+    monkeypatch.undo()
+    pending = t.timeline().pending.instants
+    assert len(pending) == 1 and pending[0].state is State.INFLIGHT
+    instant = pending[0].time
+    left = [p for p in tree_bytes(t.path) if p.endswith(f"_{instant}.parquet")]
+    assert len(left) == 2  # the attempt's files, invisible to readers
+    assert model(t) == oracle(t.path) == expected
+    result = Maintenance(t.meta, WRITE).run_clustering(instant)
+    assert result.instant == instant and not set(left) & set(result.files)
+    assert not any(p in tree_bytes(t.path) for p in left)
+    assert model(t) == oracle(t.path) == expected
+    # rolling the completed clustering back brings the four groups of each partition back
+    Maintenance(t.meta, WRITE).rollback(instant)
+    assert {p: len(g) for p, g in groups(t).items()} == {"paris": 4, "rome": 4}
+    assert model(t) == oracle(t.path) == expected
+
+
+def test_clustering_refusals_leave_the_table_as_it_was(spark, tmp_path):
+    t = make(spark, tmp_path, 6, "COPY_ON_WRITE")
+    before = tree_bytes(t.path)
+    with pytest.raises(InvalidInputError, match="nope"):
+        Maintenance(t.meta, {"hoodie.clustering.plan.strategy.sort.columns": "nope"}).cluster()
+    with pytest.raises(InvalidConfigError, match="layout.optimize.strategy"):
+        Maintenance(t.meta, {"hoodie.layout.optimize.strategy": "spiral"})
+    with pytest.raises(InvalidConfigError, match="unknown clustering option"):
+        Maintenance(t.meta, {"hoodie.clustering.plan.strategy.bogus": "1"})
+    with pytest.raises(InstantNotFoundError):
+        Maintenance(t.meta).run_clustering("20200101000000000")
+    # every slice above the small-file limit: nothing to cluster
+    assert Maintenance(t.meta, {"hoodie.clustering.plan.strategy.small.file.limit": "1"}).cluster() is None
+    assert tree_bytes(t.path) == before
