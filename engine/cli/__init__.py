@@ -42,6 +42,7 @@ from engine.cli.service_cmds import (
     cmd_alter,
     cmd_archive,
     cmd_clean,
+    cmd_clustering,
     cmd_compaction,
     cmd_repair,
     cmd_restore,
@@ -172,6 +173,19 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--option", action="append", metavar="KEY=VALUE", help="write option (repeatable)")
     p.add_argument("--json", action="store_true", help="print one JSON document")
     p.set_defaults(handler=cmd_compaction)
+    help_text = ("clustering: rewrite small file slices into larger file groups, sorted by columns (linear, z-order, "
+                 "hilbert); schedule a plan, run pending plans (or schedule and run one), show plans")
+    p = sub.add_parser("clustering", help=help_text, description=help_text)
+    p.add_argument("action", choices=["schedule", "run", "show"])
+    p.add_argument("path", metavar="PATH", help="table base path (local path, file:// or s3://)")
+    p.add_argument("instant", nargs="?", metavar="INSTANT", help="a pending clustering (run, show)")
+    p.add_argument("--sort-columns", metavar="A,B", help="hoodie.clustering.plan.strategy.sort.columns")
+    p.add_argument("--layout", choices=["linear", "z-order", "hilbert"], help="hoodie.layout.optimize.strategy")
+    p.add_argument("--dry-run", action="store_true", help="print the plan, change nothing")
+    p.add_argument("--option", action="append", metavar="KEY=VALUE", help="write or clustering option (repeatable)")
+    p.add_argument("--json", action="store_true", help="print one JSON document")
+    p.add_argument("--verbose", "-v", action="store_true", help="always print progress on stderr")
+    p.set_defaults(handler=cmd_clustering)
     p = sub.add_parser("index", help="index maintenance", description="index maintenance")
     isub = p.add_subparsers(dest="index_command", required=True, metavar="ACTION")
     help_text = "build the RECORD index from the data files and make it the table's index (no writer may run)"

@@ -1,4 +1,4 @@
-"""`hoodie rollback | restore | savepoint(s) | clean | archive | repair | compaction`: table services (no Spark)."""
+"""`hoodie rollback | restore | savepoint(s) | clean | archive | repair | compaction | clustering`: table services (no Spark)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,9 @@ from engine.cli.common import (
     check_instant,
     emit_json,
     maintenance,
+    parse_options,
     print_table,
+    progress_printer,
     report,
 )
 from engine.serial import to_doc
@@ -116,4 +118,39 @@ def cmd_compaction(args: argparse.Namespace) -> int:
         for op in p.operations
     ]
     print_table(["INSTANT", "PARTITION", "FILE ID", "BASE INSTANT", "BASE FILE", "LOG FILES"], rows)
+    return EXIT_OK
+
+
+def cmd_clustering(args: argparse.Namespace) -> int:
+    """`hoodie clustering schedule|run|show PATH [INSTANT]`."""
+    from engine.services.maintenance import Maintenance
+    from engine.table.meta_client import MetaClient
+
+    options = dict(parse_options(args.option))
+    if args.sort_columns:
+        options["hoodie.clustering.plan.strategy.sort.columns"] = args.sort_columns
+    if args.layout:
+        options["hoodie.layout.optimize.strategy"] = args.layout
+    m = Maintenance(MetaClient.open(args.path), options)
+    instant = check_instant(getattr(args, "instant", None), "INSTANT")
+    if args.action == "schedule":
+        return report(args, "clustering plan", m.schedule_clustering(dry_run=args.dry_run))
+    if args.action == "run":
+        if args.dry_run:
+            plans = [p for p in m.clustering_plans() if instant is None or p.instant == instant]
+            return report(args, "clustering", plans[0] if plans else m.schedule_clustering(dry_run=True))
+        return report(args, "clustering", m.run_clustering(instant, progress=progress_printer(args)))
+    plans = [p for p in m.clustering_plans() if instant is None or p.instant == instant]
+    if args.json:
+        emit_json({"pending": [p.to_dict() for p in plans]})
+        return EXIT_OK
+    if not plans:
+        print("no pending clustering")
+        return EXIT_OK
+    rows = [
+        [p.instant, g.partition or "-", len(g.slices), g.output_groups, ",".join(p.sort_columns) or "-"]
+        for p in plans
+        for g in p.groups
+    ]
+    print_table(["INSTANT", "PARTITION", "SLICES", "OUTPUT GROUPS", "SORT COLUMNS"], rows)
     return EXIT_OK

@@ -302,6 +302,12 @@ class Maintenance:
             return clustering.execute_clustering(self.meta, plan, c, spark=spark, index=index, fence=tx.fence,
                                                  progress=progress, **opts)
 
+    def clustering_plans(self) -> list[ClusteringPlan]:
+        """The pending clustering plans, oldest first."""
+        from engine.services import clustering
+
+        return clustering.pending_plans(self.meta, self.meta.timeline())
+
     def cluster(self, dry_run: bool = False, spark: object = None) -> ClusteringPlan | ClusteringResult | None:
         """Schedule and run a clustering (the plan alone in a dry run)."""
         return self.schedule_clustering(dry_run=True) if dry_run else self.run_clustering(spark=spark)

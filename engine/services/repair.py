@@ -62,6 +62,8 @@ class RepairReport(Documented):
     savepoints_removed: list[str] = field(default_factory=list)
     # inflight compactions whose runner died: partial base files removed, back to requested
     compactions_reverted: list[str] = field(default_factory=list)
+    # inflight clusterings this engine ran whose runner died: partial file groups removed, back to requested
+    clusterings_reverted: list[str] = field(default_factory=list)
     # pending instants repair leaves alone, with the reason: table services Apache Hudi scheduled
     # (compaction, clustering: Hudi executes them), and failed writes this engine cannot roll back
     left_pending: dict[str, str] = field(default_factory=dict)
@@ -89,6 +91,7 @@ class RepairReport(Documented):
             or self.archival_finished
             or self.savepoints_removed
             or self.compactions_reverted
+            or self.clusterings_reverted
             or self.metadata_table_removed
             or self.metadata_partitions_dropped
             or self.metadata_table_created
@@ -117,7 +120,12 @@ def failed_write_candidates(meta: MetaClient, timeline: Timeline, left: dict[str
                 f"pending compaction ({inst.state.value}): run it with `hoodie compaction run PATH {inst.time}` "
                 f"(or the next inline compaction), or Apache Hudi"
             )
-        elif inst.action in TABLE_SERVICE_ACTIONS or inst.time in clustering:
+        elif inst.time in clustering:
+            left[inst.time] = (
+                f"pending {inst.action.value} (a table service scheduled by Apache Hudi): run it with "
+                f"`hoodie clustering run PATH {inst.time}` (or Hudi), or remove it with `hoodie rollback`"
+            )
+        elif inst.action in TABLE_SERVICE_ACTIONS:
             left[inst.time] = (
                 f"pending {inst.action.value} (a table service scheduled by Apache Hudi): run it with "
                 f"Hudi, or remove it with `hoodie rollback`"
@@ -133,13 +141,14 @@ def interrupted_compactions(
     heartbeat_interval_ms: int,
     tolerable_misses: int,
     proc: ProcReader | None = None,
+    actions: tuple[Action, ...] = (Action.COMPACTION,),
 ) -> list[Instant]:
-    """Inflight compactions this engine started (they keep a heartbeat) whose runner died: their
-    heartbeat expired or names a provably dead process. A compaction Apache Hudi runs has no
-    heartbeat of ours and is left alone."""
+    """Inflight compactions (or, with `actions`, clusterings) this engine started (they keep a
+    heartbeat) whose runner died: their heartbeat expired or names a provably dead process. One
+    Apache Hudi runs has no heartbeat of ours and is left alone."""
     out = []
     for inst in timeline.pending.instants:
-        if inst.action is not Action.COMPACTION or not inst.is_inflight:
+        if inst.action not in actions or not inst.is_inflight:
             continue
         if not meta.storage.exists(heartbeat_file(inst.time)):
             continue
@@ -259,6 +268,18 @@ def repair(
             from engine.services.compaction import revert_to_requested
 
             revert_to_requested(meta, inst.time, fence)
+    from engine.table.clustering import pending_clustering
+
+    clusterings = {c.instant.time for c in pending_clustering(meta, meta.timeline())}
+    for inst in interrupted_compactions(meta, meta.timeline(), heartbeat_interval_ms, tolerable_misses, proc,
+                                        (Action.CLUSTERING, Action.REPLACE_COMMIT)):
+        if inst.time not in clusterings:
+            continue  # an insert_overwrite: a failed write, rolled back above
+        report.clusterings_reverted.append(inst.time)
+        if not dry_run:
+            from engine.services.clustering import revert_to_requested as revert_clustering
+
+            revert_clustering(meta, inst.time, fence)
     timeline = meta.timeline()
     for inst in timeline.pending_services.instants:
         if inst.action is Action.CLEAN:

@@ -152,6 +152,9 @@ class ClusteringPlan:
         return cls(instant, groups, dict(strategy.get("strategyParams") or {}),
                    strategy.get("strategyClassName") or "", plan.get("extraMetadata") or None)
 
+    def to_doc(self) -> dict:
+        return self.to_dict()
+
     def to_dict(self) -> dict:
         """The plan as JSON data (CLI `--json`, the console)."""
         return {

@@ -297,6 +297,31 @@ def test_killed_during_compaction(spark, tmp_path, point):
     assert_clean_mor_table(t)
 
 
+@pytest.mark.parametrize("point", ["clustering.after_inflight", "clustering.before_complete"])
+def test_killed_during_clustering(spark, tmp_path, point):
+    t, instants, states = setup_mor(spark, tmp_path)
+    last = states[instants[-1]]
+    res = run_writer({"path": t.path, "action": "run_clustering", "options": FAST}, point)
+    assert res.returncode == -signal.SIGKILL, res.stderr[-3000:]
+    (pending,) = t.timeline().pending
+    assert (pending.action.value, pending.state.value) == ("replacecommit", "inflight")
+    assert data(t) == oracle(t) == last  # the old file groups are what readers see
+    left = sorted(p.name for p in Path(t.path).rglob(f"*_{pending.time}.parquet"))
+    assert len(left) == (2 if point == "clustering.before_complete" else 0)
+    time.sleep(1.0)  # the clustering's heartbeat (300 ms x 2) expires
+    from engine.services.maintenance import Maintenance
+
+    report = Maintenance(t.meta, FAST).repair()  # the next writer's repair reverts it to requested
+    assert report.clusterings_reverted == [pending.time]
+    (pending,) = t.timeline().pending
+    assert (pending.action.value, pending.state.value) == ("replacecommit", "requested")
+    assert list(Path(t.path).rglob(f"*_{pending.time}.parquet")) == []
+    result = Maintenance(t.meta, FAST).run_clustering(pending.time)
+    assert result.instant == pending.time and result.records == len(last)
+    assert data(t) == oracle(t) == last
+    assert_clean_mor_table(t)
+
+
 # ---- a writer killed on this host is not waited for ------------------------------------------
 # Apache Hudi's defaults: a 60 s lease, heartbeats every 60 s with 2 misses tolerated, no waiting
 # for the lock. A dead writer that could not be proven dead would make the next write fail.
