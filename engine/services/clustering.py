@@ -471,16 +471,15 @@ def cluster(
     return execute_clustering(meta, scheduled, config, spark=spark, index=index, fence=fence, progress=progress, **options)
 
 
-def commits_since_clustering(timeline: Timeline) -> int:
-    """Completed writes after the last completed clustering (Hudi's inline.max.commits trigger)."""
-    from engine.table.clustering_plan import OPERATION  # noqa: F401  (the operation named in the metadata)
-
+def commits_since_clustering(meta: MetaClient, timeline: Timeline) -> int:
+    """Completed writes after the last completed clustering (Hudi's `inline.max.commits` trigger)."""
+    writes = [i for i in timeline.completed_writes.instants]
     last = None
-    for inst in timeline.completed.instants:
-        if inst.action is Action.REPLACE_COMMIT:
+    for inst in reversed(writes):
+        if inst.action is Action.REPLACE_COMMIT and meta.commit_metadata(inst, timeline).operation_type == OPERATION_TYPE:
             last = inst.time
-    return sum(1 for i in timeline.completed_writes.instants
-               if i.action is not Action.REPLACE_COMMIT and (last is None or i.time > last))
+            break
+    return sum(1 for i in writes if last is None or i.time > last)
 
 
 def _fence(fence: Fence) -> None:

@@ -81,6 +81,8 @@ class Transaction(BaseTransaction):
         cfg = self.config
         if cfg.compact_inline and self.meta.config.table_type is TableType.MERGE_ON_READ:
             self._compact_inline()
+        if cfg.clustering.inline or cfg.clustering.schedule_inline:
+            self._cluster_inline()
         if cfg.clean_automatic:
             try:
                 res = clean_service.clean(self.meta, cfg.cleaner_policy, _retained(cfg), fence=self.fence)
@@ -156,6 +158,40 @@ class Transaction(BaseTransaction):
         except Exception as exc:
             _log.warning("inline compaction of %s failed: %s", self.meta.storage.base_uri, exc)
             self.services["compaction_error"] = f"{type(exc).__name__}: {exc}"
+
+
+    def _cluster_inline(self) -> None:
+        """Apache Hudi's inline clustering: after `hoodie.clustering.inline.max.commits` writes since
+        the last clustering, schedule one (`hoodie.clustering.schedule.inline`) and run it
+        (`hoodie.clustering.inline`). Under optimistic concurrency the plan leaves out the file
+        groups of writes in flight."""
+        from engine.services import clustering
+
+        cfg = self.config
+        c = cfg.clustering
+        timeline = self.meta.timeline()
+        if clustering.commits_since_clustering(self.meta, timeline) < c.inline_max_commits:
+            return
+        try:
+            exclude: frozenset[tuple[str, str]] = frozenset()
+            if cfg.optimistic:
+                from engine.transaction.occ import pending_write_groups
+
+                exclude = pending_write_groups(self.meta, timeline)
+            plan = clustering.schedule_clustering(self.meta, timeline, c, cfg.max_file_size, fence=self.fence,
+                                                  exclude=exclude)
+            if plan is None:
+                return
+            if not c.inline:
+                self.services["clustering_scheduled"] = plan.instant
+                return
+            bloom = (cfg.bloom_num_entries, cfg.bloom_fpp, cfg.bloom_max_entries)
+            self.services["clustering"] = clustering.execute_clustering(
+                self.meta, plan, c, spark=self.spark, index=self.index, fence=self.fence, compression=cfg.compression,
+                bloom=bloom, heartbeat_interval=cfg.heartbeat_interval_ms / 1000)
+        except Exception as exc:
+            _log.warning("inline clustering of %s failed: %s", self.meta.storage.base_uri, exc)
+            self.services["clustering_error"] = f"{type(exc).__name__}: {exc}"
 
 
 def _retained(cfg: WriteConfig) -> int:

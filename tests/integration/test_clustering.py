@@ -227,3 +227,25 @@ def test_clustering_a_table_apache_hudi_wrote_keeps_every_index(tmp_path, capsys
     # the plan is where Hudi keeps it; `show` lists nothing pending
     assert (fx.table / ".hoodie" / "timeline" / f"{doc['instant']}.clustering.requested").exists()
     assert main(["clustering", "show", path]) == 0 and "no pending clustering" in capsys.readouterr().out
+
+
+def test_inline_clustering_runs_every_n_commits(spark, tmp_path):
+    t = Table.create(spark, str(tmp_path / "inline"), name="trips", record_key="id", partition_fields="city",
+                     precombine_field="ts")
+    opts = {**WRITE, "hoodie.clustering.inline": "true", "hoodie.clustering.inline.max.commits": "3",
+            "hoodie.clustering.plan.strategy.sort.columns": "ts"}
+    results = [t.upsert(batch(spark, b), options=opts) for b in range(4)]
+    assert [sorted(r.services) for r in results] == [[], [], ["clustering"], []]
+    clustered = results[2].services["clustering"]
+    assert {p: len(g) for p, g in groups(t).items()} == {"paris": 2, "rome": 2}  # one clustered + one new each
+    assert t.commit_metadata(clustered["instant"]).operation_type == "CLUSTER" and clustered["files"] == 2
+    assert model(t) == oracle(t.path) == sorted(
+        (b * 10 + i, f"n{b}{i}", ["paris", "rome"][i % 2], b * 100 + i, float((i * 7 + b * 3) % 11) - 5.0)
+        for b in range(4) for i in range(6))
+    # schedule only: the plan waits for a separate run
+    r = t.upsert(batch(spark, 4), options={**opts, "hoodie.clustering.inline": "false",
+                                           "hoodie.clustering.schedule.inline": "true",
+                                           "hoodie.clustering.inline.max.commits": "1"})
+    instant = r.services["clustering_scheduled"]
+    assert t.timeline().get(instant).state is State.REQUESTED
+    assert Maintenance(t.meta, WRITE).run_clustering(instant).instant == instant
