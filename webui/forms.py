@@ -77,6 +77,8 @@ class ServiceConfirmForm(FlaskForm):
     instant = HiddenField(validators=[Optional(), INSTANT])
     comment = HiddenField(validators=[Optional(), Length(max=200)])
     partition = HiddenField(validators=[Optional(), Regexp(r"^[a-z][a-z0-9_]{0,99}$")])
+    sort_columns = HiddenField(validators=[Optional(), Length(max=1100)])
+    layout = HiddenField(validators=[Optional(), Length(max=16)])
     fingerprint = HiddenField(validators=[DataRequired()])
     plan_hash = HiddenField(validators=[DataRequired()])
     confirm_name = StringField("Type the table name to confirm", validators=[Optional(), Length(max=128)])

@@ -40,6 +40,7 @@ from engine.keygen.murmur import (
     int32,
     key_bytes,
     key_chain,
+    key_positions,
     murmur_hash,
 )
 
@@ -239,9 +240,9 @@ class SimpleBloomFilter:
         """Add many keys (Python strings or an Arrow string array); same result as `add` on each,
         vectorised."""
         self._row.check_hash()
-        chain = key_chain(keys, self._row.nb_hash)
-        if len(chain):
-            self._row.bits[(chain % np.int64(self._row.vector_size)).ravel()] = True
+        pos = key_positions(keys, self._row.nb_hash, self._row.vector_size)
+        if len(pos):
+            self._row.bits[pos.ravel()] = True
 
     def might_contain(self, key: str) -> bool:
         """False only if `key` was certainly never added."""
@@ -360,11 +361,10 @@ class DynamicBloomFilter:
         """Add keys (Python strings or an Arrow string array) in order; same result as `add` on
         each, vectorised."""
         self._rows[0].check_hash()
-        chain = key_chain(keys, self.num_hashes)
-        if not len(chain):
+        pos = key_positions(keys, self.num_hashes, self.vector_size)
+        if not len(pos):
             return
-        pos = chain % np.int64(self.vector_size)
-        rows = self._assign_rows(len(chain))
+        rows = self._assign_rows(len(pos))
         if len(self._rows) == 1:
             self._rows[0].bits[pos.ravel()] = True
             return

@@ -8,6 +8,7 @@ position ``abs(h % size)`` in Java int arithmetic.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterable, Iterator, Sequence
 from typing import TypeAlias
 
@@ -104,10 +105,30 @@ def hash_chain(keys: Sequence[bytes], nb_hash: int) -> np.ndarray:
     return out
 
 
-def hash_chain_arrow(keys: pa.Array | pa.ChunkedArray, nb_hash: int) -> np.ndarray:
+PARALLEL_KEYS = 131_072  # keys per thread before hashing is split across threads
+
+
+def hash_chain_arrow(keys: pa.Array | pa.ChunkedArray, nb_hash: int, modulo: int | None = None) -> np.ndarray:
     """`hash_chain` of an Arrow string (or binary) array, read from its buffers without making
-    Python objects (Arrow strings are UTF-8 already). InvalidInputError for a null or empty key."""
+    Python objects (Arrow strings are UTF-8 already). InvalidInputError for a null or empty key.
+    With `modulo`: each hash modulo it (a bloom filter's bit positions), as uint32."""
     arr = keys.combine_chunks() if isinstance(keys, pa.ChunkedArray) else keys
+    workers = min(os.cpu_count() or 1, len(arr) // PARALLEL_KEYS)
+    if workers > 1:  # numpy releases the GIL in the hashing: threads hash slices side by side
+        from concurrent.futures import ThreadPoolExecutor
+
+        step = -(-len(arr) // workers)
+        with ThreadPoolExecutor(workers) as pool:
+            parts = list(pool.map(lambda start: hash_chain_arrow(arr.slice(start, step), nb_hash, modulo),
+                                  range(0, len(arr), step)))
+        return np.concatenate(parts)
+    out = _hash_chain_arrow(arr, nb_hash)
+    if modulo is None:
+        return out
+    return out.astype(np.uint32) % np.uint32(modulo)  # hashes are |int32| <= 2^31: exact in uint32
+
+
+def _hash_chain_arrow(arr: pa.Array, nb_hash: int) -> np.ndarray:
     if pa.types.is_large_string(arr.type) or pa.types.is_large_binary(arr.type):
         arr = arr.cast(pa.large_binary())
         offset_type: type[np.signedinteger] = np.int64
@@ -182,6 +203,13 @@ def key_chain(keys: Keys, nb_hash: int) -> np.ndarray:
     return hash_chain(encode_keys(keys), nb_hash)
 
 
+def key_positions(keys: Keys, nb_hash: int, vector_size: int) -> np.ndarray:
+    """Each key's `nb_hash` bit positions in a filter of `vector_size` bits (`key_chain` modulo it)."""
+    if isinstance(keys, (pa.Array, pa.ChunkedArray)):
+        return hash_chain_arrow(keys, nb_hash, vector_size)
+    return hash_chain(encode_keys(keys), nb_hash) % np.int64(vector_size)
+
+
 def encode_keys(keys: Iterable[str]) -> list[bytes]:
     """Keys as the bytes the filters hash (UTF-8; null or empty keys are refused)."""
     return [key_bytes(k) for k in keys]
@@ -197,5 +225,6 @@ __all__ = [
     "int32",
     "key_bytes",
     "key_chain",
+    "key_positions",
     "murmur_hash",
 ]

@@ -26,6 +26,7 @@ Writers that update or delete records of a group a pending clustering holds are 
 from __future__ import annotations
 
 import math
+import os
 import time as _time
 import uuid
 from collections.abc import Callable, Sequence
@@ -34,11 +35,14 @@ from datetime import datetime
 from typing import Any
 
 import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
 
 from engine import failpoints
 from engine.config.clustering_config import ClusteringConfig
-from engine.constants import FILE_NAME_COL
+from engine.constants import FILE_NAME_COL, RECORD_KEY_COL
 from engine.data import space_curve
+from engine.data.batch import repeated
 from engine.data.file_names import base_file_name, join_path, parse_base_file_name
 from engine.data.slice_reader import SliceFiles, merge_mode_for, read_slice
 from engine.errors import InstantNotFoundError, InvalidInputError
@@ -215,24 +219,43 @@ def _base_instant(s: SliceInput) -> str:
     return log.base_instant if log is not None else ""
 
 
-def _run_group(job: _Job, group: ClusteringGroup, token: str) -> list[WriteOutcome]:
-    """Read a group's slices merged, order them, write them as new file groups."""
-    tables = []
-    input_bytes = 0
-    for s in group.slices:
+def _read_group(job: _Job, group: ClusteringGroup) -> tuple[pa.Table, int]:
+    """The group's live records (each slice merged as readers merge it; slices read side by side
+    in threads, Parquet decoding releases the GIL) and an estimate of their bytes once written:
+    the base files' row groups (their footers, mostly bloom filters, are written anew) plus the
+    log files."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    def read(s: SliceInput) -> tuple[pa.Table, int]:
         files = SliceFiles(s.partition, s.file_id, _base_instant(s), s.base_path, s.log_paths)
-        tables.append(read_slice(job.storage, files, job.schema, ordering_field=job.ordering_field, mode=job.mode,
-                                 is_committed=job.committed))
-        input_bytes += (job.storage.size(s.base_path) if s.base_path else 0) + sum(job.storage.size(p) for p in s.log_paths)
-    rows = pa.concat_tables(tables) if tables else job.schema.empty_table()
+        rows = read_slice(job.storage, files, job.schema, ordering_field=job.ordering_field, mode=job.mode,
+                          is_committed=job.committed)
+        size = sum(job.storage.size(p) for p in s.log_paths)
+        if s.base_path:
+            with job.storage.open_input_file(s.base_path) as f:
+                footer = pq.ParquetFile(f).metadata.serialized_size
+            size += job.storage.size(s.base_path) - footer
+        return rows, size
+
+    with ThreadPoolExecutor(max(1, min(len(group.slices), os.cpu_count() or 1))) as pool:
+        parts = list(pool.map(read, group.slices))
+    rows = pa.concat_tables([t for t, _ in parts]) if parts else job.schema.empty_table()
+    return rows, sum(n for _, n in parts)
+
+
+def _run_group(job: _Job, group: ClusteringGroup, token: str) -> list[WriteOutcome]:
+    """Read a group's slices merged, order them, write them as new file groups of about the
+    target size each (sized by the data: a file group's bloom filter and footer come on top)."""
+    rows, data_bytes = _read_group(job, group)
     if rows.num_rows == 0:
         return []
     if job.sort_columns:
         indexes = [job.schema.get_field_index(c) for c in job.sort_columns]
-        rows = rows.take(pa.array(space_curve.order(rows, job.sort_columns, job.strategy, field_indexes=indexes,
-                                                    method=job.method, sample_size=job.sample_size)))
-    count = max(group.output_groups, math.ceil(input_bytes / job.target_bytes)) if input_bytes else group.output_groups
-    count = max(1, min(count, rows.num_rows))
+        order = space_curve.order(rows, job.sort_columns, job.strategy, field_indexes=indexes,
+                                  method=job.method, sample_size=job.sample_size)
+    else:  # Hudi's bulk insert sort: by key, so that the files hold disjoint key ranges
+        order = pc.sort_indices(rows.column(RECORD_KEY_COL)).to_numpy()
+    count = max(1, min(math.ceil(data_bytes / job.target_bytes), rows.num_rows))
     ctx = WriteContext(
         storage=job.storage,
         instant=job.instant,
@@ -240,22 +263,30 @@ def _run_group(job: _Job, group: ClusteringGroup, token: str) -> list[WriteOutco
         precombine_field=job.ordering_field,
         compression=job.compression,
         bloom=job.bloom,
-        sort_by_key=not job.sort_columns,
+        sort_by_key=False,
         virtual=job.virtual,
     )
-    out = []
     per_file = math.ceil(rows.num_rows / count)
     name_at = rows.schema.get_field_index(FILE_NAME_COL)
-    for start in range(0, rows.num_rows, per_file):
-        chunk = rows.slice(start, per_file)
+
+    def write(start: int) -> WriteOutcome:  # each file's rows taken in its own thread
+        chunk = rows.take(pa.array(order[start:start + per_file]))
         file_id = f"{uuid.uuid4()}-0"
         name = base_file_name(file_id, token, job.instant)
         path = join_path(group.partition, name)
-        chunk = chunk.set_column(name_at, rows.schema.field(name_at), pa.array([name] * chunk.num_rows, pa.string()))
+        chunk = chunk.set_column(name_at, rows.schema.field(name_at), repeated(name, chunk.num_rows))
         written = write_base_file(ctx, path, chunk)
-        out.append(WriteOutcome(path=path, file_id=file_id, partition=group.partition, prev_instant=None,
-                                num_writes=written.rows, num_inserts=written.rows, num_updates=0, num_deletes=0,
-                                num_stale=0, file_size=written.size, min_key=written.min_key, max_key=written.max_key))
+        return WriteOutcome(path=path, file_id=file_id, partition=group.partition, prev_instant=None,
+                            num_writes=written.rows, num_inserts=written.rows, num_updates=0, num_deletes=0,
+                            num_stale=0, file_size=written.size, min_key=written.min_key, max_key=written.max_key)
+
+    starts = range(0, rows.num_rows, per_file)
+    if len(starts) == 1:
+        return [write(0)]
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(min(len(starts), os.cpu_count() or 1)) as pool:  # encoding releases the GIL
+        out = list(pool.map(write, starts))
     return out
 
 

@@ -219,4 +219,23 @@ def test_merge_on_read_journey(site):
     page.goto(f"{base}/tables/rides/commits/{compaction}")
     assert page.locator("[data-testid=logs-compacted]").inner_text() == "2"
     page.screenshot(path=str(SHOTS / "console-compaction-commit.png"), full_page=True)
+
+    # cluster through the Cluster tab: sort columns and a Z-order layout chosen on the page
+    page.click("[data-testid=nav-clustering]")
+    page.fill("#sort_columns", "fare,ts")
+    page.select_option("#layout", "z-order")
+    page.click("[data-testid=clustering-replan]")
+    page.wait_for_selector("[data-testid=plan-clustering-groups]")
+    assert page.locator("[data-testid=plan-groups]").inner_text() == "2"
+    assert page.locator("[data-testid=plan-output-groups]").inner_text() == "2"
+    assert "on a z-order curve" in page.locator("[data-testid=plan-order]").inner_text()
+    page.screenshot(path=str(SHOTS / "console-clustering-preview.png"), full_page=True)
+    page.click("[data-testid=confirm-service]")
+    page.wait_for_url(re.compile(r".*/jobs/\d+$"))
+    assert _wait_job_done(page) == "succeeded"
+    clustering = page.locator("[data-testid=result-instant]").inner_text()
+    page.goto(f"{base}/tables/rides/file-groups")
+    assert page.locator(f"tr[data-slice='{clustering}']").count() == 2
+    page.goto(f"{base}/tables/rides")
+    assert page.locator("[data-testid=stat-records]").inner_text() == "12"
     assert [p for p in problems if "Content Security Policy" in p or "Refused" in p] == []

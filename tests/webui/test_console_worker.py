@@ -288,3 +288,40 @@ def test_compaction_jobs_merge_the_slices(env):
     assert [(a[1], a[5]) for a in audit_rows(app) if a[2] == "morw" and a[1] != "preview"] == [
         ("compaction", "queued"), ("compaction.finished", f"succeeded: instant {I[4]}"),
         ("compaction", "queued"), ("compaction.finished", f"succeeded: instant {second.result['instant']}")]
+
+
+def test_clustering_jobs_rewrite_the_small_groups(env):
+    """The Cluster action on a hand-made table of five small file groups: confirmed with sort
+    columns and a Hilbert layout, the job rewrites each partition into one file group (the runner's
+    Spark session, progress in the job log), the rows stay, and the file groups page shows the change."""
+    app, tmp = env
+    t = handmade.create(str(tmp / "lake" / "clus"), name="clus")
+    handmade.add_commit(t, {"paris": ["new", "new", "new"], "berlin": ["new", "new"]})
+    _register(app, t, "clus")
+    before = _table_rows(t.path)
+    client = app.test_client()
+    client.post("/login", data={"csrf_token": csrf(client, "/login"), "username": "operator",
+                                "password": PASSWORDS["operator"]})
+    page = client.get("/tables/clus/services/clustering?sort_columns=fare,ts&layout=hilbert").get_data(as_text=True)
+    assert 'data-testid="plan-slices">5<' in page and 'data-testid="plan-output-groups">2<' in page
+    data = {k: page.split(f'name="{k}" type="hidden" value="')[1].split('"')[0]
+            for k in ("csrf_token", "instant", "comment", "sort_columns", "layout", "fingerprint", "plan_hash")}
+    resp = client.post("/tables/clus/services/clustering", data=data)
+    done = wait_job(app, int(resp.headers["Location"].rsplit("/", 1)[1]))
+    assert done.state == "succeeded", (done.error, done.log_tail)
+    r = done.result
+    assert sorted(r["replaced"]) == ["berlin", "paris"] and len(r["files"]) == 2 and r["records"] == len(before)
+    assert "sorted by fare, ts (hilbert)" in done.log_tail
+    assert f"clustering {r['instant']} completed: 5 file group(s) replaced by 2" in done.log_tail
+    assert _table_rows(t.path) == before
+    from engine.table.meta_client import MetaClient
+
+    meta = MetaClient.open(t.path)
+    assert meta.commit_metadata(r["instant"]).operation_type == "CLUSTER"
+    assert sorted(s.file_id for s in meta.file_system_view().latest_slices()) == sorted(
+        p.rpartition("/")[2].split("_")[0] for p in r["files"])
+    groups = client.get("/tables/clus/file-groups").get_data(as_text=True)
+    for p in r["files"]:
+        assert p.rpartition("/")[2] in groups
+    assert [(a[1], a[5]) for a in audit_rows(app) if a[2] == "clus" and a[1] != "preview"] == [
+        ("clustering", "queued"), ("clustering.finished", f"succeeded: instant {r['instant']}")]

@@ -251,7 +251,7 @@ def _service(name: str, operation: str):  # type: ignore[no-untyped-def]
     actor = authorize(current_actor(), plans.SERVICES[operation][0])
     entry = tables.get_table(name)
     body = _body()
-    raw = {"instant": body.get("instant"), "comment": body.get("comment")}
+    raw = {k: body.get(k) for k in ("instant", "comment", "partition", "sort_columns", "layout")}
     try:
         if body.get("fingerprint") or body.get("plan_hash"):
             p = plans.confirm(entry, operation, raw, str(body.get("fingerprint") or ""), str(body.get("plan_hash") or ""))

@@ -20,6 +20,7 @@ def _role(operation: str) -> Role:
 
 def _page(entry, operation: str, preview, form, error: str | None = None, status: int = 200):  # type: ignore[no-untyped-def]
     return render_template("service.html", entry=entry, operation=operation, title=plans.SERVICES[operation][2],
+                           layouts=plans.LAYOUTS, args=request.args,
                            p=preview, form=form, error=error,
                            needs_name=operation in ("restore", "metadata_drop")), status
 
@@ -27,6 +28,7 @@ def _page(entry, operation: str, preview, form, error: str | None = None, status
 def _form_for(preview) -> ServiceConfirmForm:  # type: ignore[no-untyped-def]
     return ServiceConfirmForm(formdata=None, instant=preview.params.get("instant", ""),
                               comment=preview.params.get("comment", ""), partition=preview.params.get("partition", ""),
+                              sort_columns=preview.params.get("sort_columns", ""), layout=preview.params.get("layout", ""),
                               fingerprint=preview.fingerprint, plan_hash=preview.hash)
 
 
@@ -51,6 +53,8 @@ def confirm(name: str, operation: str):  # type: ignore[no-untyped-def]
     raw = {"instant": form.instant.data, "comment": form.comment.data}
     if operation in plans.METADATA_SERVICES:
         raw["partition"] = form.partition.data
+    if operation == "clustering":
+        raw["sort_columns"], raw["layout"] = form.sort_columns.data, form.layout.data
     if not form.validate_on_submit():
         return _page(entry, operation, None, None, "the confirmation form is incomplete; open the preview again", 400)
     if operation in ("restore", "metadata_drop") and (form.confirm_name.data or "").strip() != entry.name:

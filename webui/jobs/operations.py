@@ -175,6 +175,8 @@ class Operations:
             result = m.archive()
         elif operation == "compaction":
             return self._compaction(m, instant, reporter)
+        elif operation == "clustering":
+            return self._clustering(meta, params, reporter)
         elif operation == "metadata_drop":
             reporter(f"dropping metadata partition {params['partition']}")
             result = {"dropped": m.drop_metadata_partition(params["partition"])}
@@ -211,6 +213,24 @@ class Operations:
         report = m.build_metadata_partition(partition)
         reporter.log("metadata table created with its files partition")
         return report
+
+    def _clustering(self, meta: Any, params: dict[str, Any], reporter: JobReporter) -> dict[str, Any]:
+        """Run the pending clustering `instant` (or every pending one, or schedule one with the
+        confirmed sort columns and layout) with the runner's SparkSession: one task per group."""
+        from engine.facade import Maintenance
+        from webui.services.plans import clustering_options
+
+        m = Maintenance(meta, {**self.options, **clustering_options(params)})
+        reporter("starting Spark: clustering")
+        spark = self.spark()
+        reporter.spark = spark
+        result = m.run_clustering(params.get("instant") or None, spark=spark, progress=reporter)
+        if result is None:
+            reporter.log("nothing to cluster: no file slice is under the small-file limit")
+            return {"instant": None, "nothing_to_cluster": True}
+        reporter.log(f"clustering {result.instant} completed: {result.files_replaced} file group(s) replaced by "
+                     f"{len(result.files)}, {result.records} record(s)")
+        return jsonable(result.to_dict())
 
     def _compaction(self, m: Any, instant: str | None, reporter: JobReporter) -> dict[str, Any]:
         """Run the pending compaction `instant` (or every pending one, or schedule one) with the

@@ -17,7 +17,7 @@ from webui.models import Job, JobState, Role, TableEntry, User, Worker, utcnow
 WRITE_OPERATIONS = ("upsert", "insert", "delete")
 PREVIEW_MODES = ("snapshot", "as_of", "incremental", "read_optimized")
 SERVICE_OPERATIONS = ("rollback", "restore", "savepoint", "savepoint_delete", "clean", "archive", "compaction",
-                      "metadata_build", "metadata_drop")
+                      "clustering", "metadata_build", "metadata_drop")
 ROLE_FOR = {
     **dict.fromkeys(WRITE_OPERATIONS, Role.OPERATOR),
     "rollback": Role.ADMIN,
@@ -27,6 +27,7 @@ ROLE_FOR = {
     "clean": Role.OPERATOR,
     "archive": Role.OPERATOR,
     "compaction": Role.OPERATOR,
+    "clustering": Role.OPERATOR,
     "metadata_build": Role.ADMIN,
     "metadata_drop": Role.ADMIN,
     "preview": Role.VIEWER,

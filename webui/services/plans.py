@@ -31,14 +31,20 @@ SERVICES: dict[str, tuple[Role, bool, str]] = {
     "clean": (Role.OPERATOR, False, "Clean old file versions"),
     "archive": (Role.OPERATOR, False, "Archive old instants"),
     "compaction": (Role.OPERATOR, False, "Compact merge-on-read file slices"),
+    "clustering": (Role.OPERATOR, False, "Cluster small file slices"),
     "metadata_build": (Role.ADMIN, False, "Build a metadata table partition"),
     "metadata_drop": (Role.ADMIN, False, "Drop a metadata table partition"),
 }
 # services on one partition of the metadata table (a `partition` parameter)
 METADATA_SERVICES = frozenset({"metadata_build", "metadata_drop"})
 _PARTITION_NAME = re.compile(r"^[a-z][a-z0-9_]{0,99}$")
-# services whose instant may be given (compaction: run that pending plan) or left out
-OPTIONAL_INSTANT = frozenset({"compaction"})
+# services whose instant may be given (compaction, clustering: run that pending plan) or left out
+OPTIONAL_INSTANT = frozenset({"compaction", "clustering"})
+# clustering's layout: the sort columns (names, comma-separated) and the curve
+_SORT_COLUMNS = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,127}(,[A-Za-z_][A-Za-z0-9_]{0,127}){0,7}$")
+LAYOUTS = ("linear", "z-order", "hilbert")
+SORT_COLUMNS_KEY = "hoodie.clustering.plan.strategy.sort.columns"
+LAYOUT_KEY = "hoodie.layout.optimize.strategy"
 
 
 class PlanError(ValueError):
@@ -98,6 +104,16 @@ def clean_params(operation: str, raw: dict[str, Any]) -> dict[str, Any]:
         params["instant"] = instant
     if operation == "savepoint":
         params["comment"] = str(raw.get("comment") or "")[:200]
+    if operation == "clustering":
+        columns = ",".join(c.strip() for c in str(raw.get("sort_columns") or "").split(",") if c.strip())
+        if columns and not _SORT_COLUMNS.match(columns):
+            raise PlanError(f"sort columns must be up to 8 column names separated by commas, got {columns!r}")
+        layout = str(raw.get("layout") or "").strip().lower() or "linear"
+        if layout not in LAYOUTS:
+            raise PlanError(f"layout must be one of {', '.join(LAYOUTS)}, got {layout!r}")
+        if columns:
+            params["sort_columns"] = columns
+            params["layout"] = layout
     if operation in METADATA_SERVICES:
         partition = str(raw.get("partition") or "").strip()
         if not _PARTITION_NAME.match(partition):
@@ -106,13 +122,22 @@ def clean_params(operation: str, raw: dict[str, Any]) -> dict[str, Any]:
     return params
 
 
-def _maintenance(entry: TableEntry):  # type: ignore[no-untyped-def]
+def clustering_options(params: dict[str, Any]) -> dict[str, str]:
+    """The engine options of a clustering's sort columns and layout (none: ordered by record key)."""
+    if not params.get("sort_columns"):
+        return {}
+    return {SORT_COLUMNS_KEY: params["sort_columns"], LAYOUT_KEY: params.get("layout") or "linear"}
+
+
+def _maintenance(entry: TableEntry, options: dict[str, str] | None = None):  # type: ignore[no-untyped-def]
     from engine.facade import Maintenance
 
-    return Maintenance(open_meta(entry))
+    return Maintenance(open_meta(entry), options)
 
 
 def _dry_run(entry: TableEntry, operation: str, params: dict[str, Any]) -> Any:
+    if operation == "clustering":
+        return _clustering_dry_run(_maintenance(entry, clustering_options(params)), params.get("instant"))
     m = _maintenance(entry)
     if operation == "rollback":
         return m.rollback(params["instant"], dry_run=True)
@@ -164,6 +189,35 @@ def _compaction_dry_run(m: Any, instant: str | None) -> CompactionDryRun:
     return CompactionDryRun("schedule", [plan] if plan is not None else [])
 
 
+@dataclass(frozen=True)
+class ClusteringDryRun:
+    """What a clustering job will do: run pending plans as they are (`mode` "pending"), or schedule
+    a new one (`mode` "schedule"; its instant is chosen when it runs)."""
+
+    mode: str
+    plans: list[Any]  # engine ClusteringPlan
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"mode": self.mode, "plans": [p.to_dict() for p in self.plans]}
+
+
+def _clustering_dry_run(m: Any, instant: str | None) -> ClusteringDryRun:
+    """What `Maintenance.run_clustering(instant)` will do (as `_compaction_dry_run`)."""
+    pending = m.clustering_plans()
+    if instant:
+        chosen = [p for p in pending if p.instant == instant]
+        if not chosen:
+            inst = m.meta.timeline().get(instant)
+            if inst is not None and inst.is_completed:
+                raise PlanError(f"clustering {instant} is already completed", 409)
+            raise PlanError(f"no pending clustering {instant} on this table", 404)
+        return ClusteringDryRun("pending", chosen[:1])
+    if pending:
+        return ClusteringDryRun("pending", list(pending))
+    plan = m.schedule_clustering(dry_run=True)
+    return ClusteringDryRun("schedule", [plan] if plan is not None else [])
+
+
 def preview(entry: TableEntry, operation: str, raw_params: dict[str, Any]) -> Preview:
     """The dry-run plan of a table service, planned now on the table as it is."""
     params = clean_params(operation, raw_params)
@@ -198,6 +252,8 @@ def runnable(p: Preview) -> Preview:
     """`p`, unless it is a job with nothing to do that should not be queued (compaction)."""
     if p.operation == "compaction" and p.summary["nothing_to_do"]:
         raise PlanError("nothing to compact: no file slice has log files", 409)
+    if p.operation == "clustering" and p.summary["nothing_to_do"]:
+        raise PlanError("nothing to cluster: no file slice is under the small-file limit", 409)
     return p
 
 
@@ -254,6 +310,8 @@ def summarize(snap: TableSnapshot, operation: str, params: dict[str, Any], resul
         out["notes"].append(f"the savepoint at {params['instant']} will be removed; clean may then delete its files")
     elif operation == "compaction":
         _summarize_compaction(snap, result, out)
+    elif operation == "clustering":
+        _summarize_clustering(snap, params, result, out)
     elif operation in METADATA_SERVICES:
         fate = "deleted" if result.action == "drop" else "read"
         out["files"] = [{"path": path, "size": size, "fate": fate} for path, size in result.files]
@@ -264,7 +322,7 @@ def summarize(snap: TableSnapshot, operation: str, params: dict[str, Any], resul
         out["notes"] += list(result.notes)
     out["bytes"] = sum(f["size"] or 0 for f in out["files"])
     out["file_count"] = len(out["files"])
-    out["nothing_to_do"] = operation in ("clean", "archive", "compaction") and not out["files"] and not out["instants"]
+    out["nothing_to_do"] = operation in ("clean", "archive", "compaction", "clustering") and not out["files"] and not out["instants"]
     return out
 
 
@@ -342,3 +400,42 @@ def _summarize_compaction(snap: TableSnapshot, result: CompactionDryRun, out: di
         out["notes"].append("Each slice's base file and log files are merged into a new base file at the compaction "
                             f"instant; records keep their commit times. {_writers_meanwhile()} The old "
                             "files stay for older snapshots until a clean.")
+
+
+def _summarize_clustering(snap: TableSnapshot, params: dict[str, Any], result: ClusteringDryRun,
+                          out: dict[str, Any]) -> None:
+    """Each group: its partition, the file slices it rewrites and their bytes, the file groups it is
+    planned to become and the size each would have; the sort columns and curve; the files read."""
+    from engine.facade import WriteConfig
+
+    sizes = _sizes(snap)
+    groups: list[dict[str, Any]] = []
+    target = WriteConfig.from_options(clustering_options(params)).clustering.target_file_max_bytes
+    for plan in result.plans:
+        inst = snap.timeline.get(plan.instant) if plan.instant else None
+        if inst is not None:
+            out["instants"].append({"time": inst.time, "action": inst.action.value, "state": inst.state.value,
+                                    "totals": None})
+        for g in plan.groups:
+            paths = [p for s in g.slices for p in ([s.base_path] if s.base_path else []) + list(s.log_paths)]
+            files = [{"path": p, "size": sizes.get(p), "fate": "replaced"} for p in paths]
+            out["files"] += files
+            in_bytes = sum(f["size"] or 0 for f in files)
+            groups.append({"instant": plan.instant or None, "partition": g.partition, "slices": len(g.slices),
+                           "files_in": len(files), "bytes_in": in_bytes, "output_groups": g.output_groups,
+                           "expected_file_bytes": in_bytes // max(1, g.output_groups)})
+        out["sort_columns"] = list(plan.sort_columns) or out.get("sort_columns") or []
+    out["groups"] = groups
+    out["slices"] = sum(g["slices"] for g in groups)
+    out["output_groups"] = sum(g["output_groups"] for g in groups)
+    out["target_file_bytes"] = target
+    out["layout"] = (params.get("layout") or "linear") if out.get("sort_columns") else None
+    order = (f"sorted by {', '.join(out['sort_columns'])} ({out['layout']})" if out.get("sort_columns")
+             else "ordered by record key")
+    if groups:
+        out["notes"].append(f"{out['slices']} file slice(s) in {len(groups)} group(s) are rewritten into about "
+                            f"{out['output_groups']} new file group(s), {order}; records keep their commit times, "
+                            "so incremental reads see no change. The replaced file groups stay on storage until "
+                            "clean deletes them.")
+        out["notes"].append("It holds the table lock while it runs: writes to this table wait until it finishes, and "
+                            "while a plan is pending, updates to its file groups are refused.")
