@@ -12,7 +12,12 @@ from pyspark.sql import DataFrame, SparkSession
 from engine.config.table_config import IndexType, TableConfig, TableType
 from engine.config.write_config import WriteConfig
 from engine.constants import TABLE_VERSION
-from engine.errors import InvalidConfigError, InvalidInputError, UnsupportedFeatureError
+from engine.errors import (
+    InvalidConfigError,
+    InvalidInputError,
+    PendingClusteringError,
+    UnsupportedFeatureError,
+)
 from engine.index import resolve_index
 from engine.keygen.keys import KeySpec
 from engine.read import reader
@@ -164,6 +169,25 @@ class Table:
         index = resolve_index(self.config, config, self.meta)
         if self.spark is None:
             self.spark = df.sparkSession
+        rolled_back: list[str] = []
+        while True:
+            try:
+                result = self._write_once(op, df, config, index, progress)
+                break
+            except PendingClusteringError as exc:
+                # SparkAllowUpdateStrategy with hoodie.clustering.rollback.pending.replacecommit.on.conflict:
+                # roll back the pending clustering the batch updates (nothing was written), then write
+                if not config.clustering.rolls_back_on_update or exc.instant in rolled_back:
+                    raise
+                Maintenance(self.meta, options).rollback(exc.instant)
+                rolled_back.append(exc.instant)
+        if rolled_back:
+            result = replace(result, services={**result.services, "clustering_rolled_back": rolled_back})
+        return result
+
+    def _write_once(
+        self, op: Operation, df: DataFrame, config: WriteConfig, index: Any, progress: Progress | None
+    ) -> WriteResult:
         with Transaction(self.meta, config, index, op.value.lower()) as tx:
             tx.spark = self.spark
             job = WriteJob(self.meta, index, config, op, progress or (lambda _msg: None), guard=tx.guard)

@@ -17,6 +17,7 @@ _STRATEGY = "hoodie.clustering.plan.strategy."
 SIZE_BASED_PLAN = "org.apache.hudi.client.clustering.plan.strategy.SparkSizeBasedClusteringPlanStrategy"
 SORT_AND_SIZE = "org.apache.hudi.client.clustering.run.strategy.SparkSortAndSizeExecutionStrategy"
 REJECT_UPDATES = "org.apache.hudi.client.clustering.update.strategy.SparkRejectUpdateStrategy"
+ALLOW_UPDATES = "org.apache.hudi.client.clustering.update.strategy.SparkAllowUpdateStrategy"
 # plan strategies this engine plans as the size-based one does (Hudi maps the deprecated ones to it
 # with a partition filter mode: ClusteringPlanStrategy.checkAndGetClusteringPlanStrategy)
 _PLANS = {
@@ -118,10 +119,10 @@ class ClusteringConfig:
             raise InvalidConfigError(
                 f"hoodie.clustering.execution.strategy.class={self.execution_strategy_class}: this engine runs {SORT_AND_SIZE}"
             )
-        if self.updates_strategy != REJECT_UPDATES:
+        if self.updates_strategy not in (REJECT_UPDATES, ALLOW_UPDATES):
             raise InvalidConfigError(
                 f"hoodie.clustering.updates.strategy={self.updates_strategy}: this engine rejects updates to file "
-                f"groups a pending clustering holds ({REJECT_UPDATES}); roll the clustering back to update them"
+                f"groups a pending clustering holds ({REJECT_UPDATES}) or lets them in ({ALLOW_UPDATES})"
             )
         if self.async_enabled:
             raise InvalidConfigError(
@@ -147,6 +148,18 @@ class ClusteringConfig:
                 raise InvalidConfigError(f"{_key('partition_regex')}={self.partition_regex!r}: {exc}") from exc
         object.__setattr__(self, "layout_strategy", layout_strategy(self.layout_strategy))
         object.__setattr__(self, "curve_build_method", curve_build_method(self.curve_build_method))
+
+    @property
+    def lets_updates_in(self) -> bool:
+        """Apache Hudi's SparkAllowUpdateStrategy without rolling back: a write updates a pending
+        clustering's file groups, and that clustering then refuses to run (the plan is stale)."""
+        return self.updates_strategy == ALLOW_UPDATES and not self.rollback_pending_on_conflict
+
+    @property
+    def rolls_back_on_update(self) -> bool:
+        """SparkAllowUpdateStrategy with hoodie.clustering.rollback.pending.replacecommit.on.conflict:
+        a write that updates a pending clustering's file groups rolls that clustering back first."""
+        return self.updates_strategy == ALLOW_UPDATES and self.rollback_pending_on_conflict
 
     @property
     def sort_column_list(self) -> list[str]:
@@ -193,4 +206,5 @@ def is_clustering_option(key: str) -> bool:
     return key.startswith(PREFIXES)
 
 
-__all__ = ["BUILD_METHODS", "FILTER_MODES", "LAYOUT_STRATEGIES", "curve_build_method", "layout_strategy", "PREFIXES", "SIZE_BASED_PLAN", "SORT_AND_SIZE", "ClusteringConfig", "is_clustering_option"]
+__all__ = [
+    "ALLOW_UPDATES","BUILD_METHODS", "FILTER_MODES", "LAYOUT_STRATEGIES", "curve_build_method", "layout_strategy", "PREFIXES", "SIZE_BASED_PLAN", "SORT_AND_SIZE", "ClusteringConfig", "is_clustering_option"]

@@ -25,34 +25,23 @@ Writers that update or delete records of a group a pending clustering holds are 
 
 from __future__ import annotations
 
-import math
-import os
 import time as _time
-import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-import pyarrow as pa
-import pyarrow.compute as pc
-import pyarrow.parquet as pq
-
 from engine import failpoints
 from engine.config.clustering_config import ClusteringConfig
-from engine.constants import FILE_NAME_COL, RECORD_KEY_COL
-from engine.data import space_curve
-from engine.data.batch import repeated
-from engine.data.file_names import base_file_name, join_path, parse_base_file_name
-from engine.data.slice_reader import SliceFiles, merge_mode_for, read_slice
-from engine.errors import InstantNotFoundError, InvalidInputError
+from engine.data.slice_reader import merge_mode_for
+from engine.errors import CommitConflictError, ConcurrentWriteError, InstantNotFoundError, InvalidInputError
 from engine.schema.avro import arrow_to_avro, avro_to_json, with_meta_fields
 from engine.serial import Documented
+from engine.services.clustering_groups import GroupJob, remove_stray, run_groups, update_index
 from engine.table import lifecycle
 from engine.table.clustering import pending_clustering
 from engine.table.clustering_plan import (
     SORT_COLUMNS_PARAM,
-    ClusteringGroup,
     ClusteringPlan,
     SliceInput,
     plan_groups,
@@ -61,13 +50,10 @@ from engine.table.clustering_plan import (
 )
 from engine.table.lifecycle import claim_instant, complete_instant
 from engine.table.meta_client import MetaClient
-from engine.table.ownership import FileOwnership
 from engine.timeline.commit_metadata import CommitMetadata, WriteStat
 from engine.timeline.instant import Action, Instant, State
 from engine.timeline.timeline import CommittedInstants, Timeline
 from engine.transaction.heartbeat import Heartbeat, heartbeat_file
-from engine.write.file_writer import WriteContext, write_base_file
-from engine.write.outcome import WriteOutcome
 
 Fence = Callable[[], None] | None
 OPERATION_TYPE = "CLUSTER"
@@ -188,158 +174,32 @@ def show(meta: MetaClient, instant: str) -> ClusteringPlan:
 
 
 # ---- execution --------------------------------------------------------------------------------
-@dataclass(frozen=True)
-class _Job:
-    """Everything one group needs (picklable: it may run in a Spark task)."""
-
-    storage: Any
-    instant: str
-    schema: pa.Schema
-    ordering_field: str | None
-    mode: Any
-    committed: Callable[[str], bool]
-    compression: str
-    bloom: tuple[int, float, int]
-    sort_columns: tuple[str, ...]
-    strategy: str
-    method: str
-    sample_size: int
-    target_bytes: int
-    virtual: Any = None
-
-
-def _base_instant(s: SliceInput) -> str:
-    from engine.data.file_names import parse_log_file_name
-
-    if s.base_file:
-        bn = parse_base_file_name(s.base_file)
-        if bn is not None:
-            return bn.instant
-    log = parse_log_file_name(s.log_files[0]) if s.log_files else None
-    return log.base_instant if log is not None else ""
-
-
-def _read_group(job: _Job, group: ClusteringGroup) -> tuple[pa.Table, int]:
-    """The group's live records (each slice merged as readers merge it; slices read side by side
-    in threads, Parquet decoding releases the GIL) and an estimate of their bytes once written:
-    the base files' row groups (their footers, mostly bloom filters, are written anew) plus the
-    log files."""
-    from concurrent.futures import ThreadPoolExecutor
-
-    def read(s: SliceInput) -> tuple[pa.Table, int]:
-        files = SliceFiles(s.partition, s.file_id, _base_instant(s), s.base_path, s.log_paths)
-        rows = read_slice(job.storage, files, job.schema, ordering_field=job.ordering_field, mode=job.mode,
-                          is_committed=job.committed)
-        size = sum(job.storage.size(p) for p in s.log_paths)
-        if s.base_path:
-            with job.storage.open_input_file(s.base_path) as f:
-                footer = pq.ParquetFile(f).metadata.serialized_size
-            size += job.storage.size(s.base_path) - footer
-        return rows, size
-
-    with ThreadPoolExecutor(max(1, min(len(group.slices), os.cpu_count() or 1))) as pool:
-        parts = list(pool.map(read, group.slices))
-    rows = pa.concat_tables([t for t, _ in parts]) if parts else job.schema.empty_table()
-    return rows, sum(n for _, n in parts)
-
-
-def _run_group(job: _Job, group: ClusteringGroup, token: str) -> list[WriteOutcome]:
-    """Read a group's slices merged, order them, write them as new file groups of about the
-    target size each (sized by the data: a file group's bloom filter and footer come on top)."""
-    rows, data_bytes = _read_group(job, group)
-    if rows.num_rows == 0:
-        return []
-    if job.sort_columns:
-        indexes = [job.schema.get_field_index(c) for c in job.sort_columns]
-        order = space_curve.order(rows, job.sort_columns, job.strategy, field_indexes=indexes,
-                                  method=job.method, sample_size=job.sample_size)
-    else:  # Hudi's bulk insert sort: by key, so that the files hold disjoint key ranges
-        order = pc.sort_indices(rows.column(RECORD_KEY_COL)).to_numpy()
-    count = max(1, min(math.ceil(data_bytes / job.target_bytes), rows.num_rows))
-    ctx = WriteContext(
-        storage=job.storage,
-        instant=job.instant,
-        schema=job.schema,
-        precombine_field=job.ordering_field,
-        compression=job.compression,
-        bloom=job.bloom,
-        sort_by_key=False,
-        virtual=job.virtual,
-    )
-    per_file = math.ceil(rows.num_rows / count)
-    name_at = rows.schema.get_field_index(FILE_NAME_COL)
-
-    def write(start: int) -> WriteOutcome:  # each file's rows taken in its own thread
-        chunk = rows.take(pa.array(order[start:start + per_file]))
-        file_id = f"{uuid.uuid4()}-0"
-        name = base_file_name(file_id, token, job.instant)
-        path = join_path(group.partition, name)
-        chunk = chunk.set_column(name_at, rows.schema.field(name_at), repeated(name, chunk.num_rows))
-        written = write_base_file(ctx, path, chunk)
-        return WriteOutcome(path=path, file_id=file_id, partition=group.partition, prev_instant=None,
-                            num_writes=written.rows, num_inserts=written.rows, num_updates=0, num_deletes=0,
-                            num_stale=0, file_size=written.size, min_key=written.min_key, max_key=written.max_key)
-
-    starts = range(0, rows.num_rows, per_file)
-    if len(starts) == 1:
-        return [write(0)]
-    from concurrent.futures import ThreadPoolExecutor
-
-    with ThreadPoolExecutor(min(len(starts), os.cpu_count() or 1)) as pool:  # encoding releases the GIL
-        out = list(pool.map(write, starts))
-    return out
-
-
-def _run_all(job: _Job, groups: Sequence[ClusteringGroup], spark: Any, say: Callable[[str], None]) -> list[WriteOutcome]:
-    if spark is None or len(groups) <= 1:
-        outs: list[WriteOutcome] = []
-        for i, g in enumerate(groups):
-            outs.extend(_run_group(job, g, f"{i}-0-0"))
-            say(f"clustering {job.instant}: group {i + 1}/{len(groups)} ({g.partition or 'table root'}) written")
-        return outs
-    from engine.data.scan import scan_parallelism
-    from engine.runtime.jobs import job_group
-
-    def task(index_and_group):
-        from pyspark.taskcontext import TaskContext
-
-        from engine.data.file_names import write_token
-
-        tc = TaskContext.get()
-        i, g = index_and_group
-        token = write_token(tc.partitionId(), tc.stageId(), tc.taskAttemptId()) if tc else f"{i}-0-0"
-        return _run_group(job, g, token)
-
-    sc = spark.sparkContext
-    sc.setJobGroup(job_group(job.instant), f"hoodie clustering {job.instant}", interruptOnCancel=True)
-    try:
-        rdd = sc.parallelize(list(enumerate(groups)), scan_parallelism(spark, len(groups)))
-        outs = [o for part in rdd.map(task).collect() for o in part]
-    finally:
-        sc.setLocalProperty("spark.jobGroup.id", None)  # type: ignore[arg-type]
-    say(f"clustering {job.instant}: {len(groups)} group(s) written in one Spark job")
-    # a retried task may have left files of its first attempt: keep the reported ones
-    _remove_stray(job.storage, job.instant, {g.partition for g in groups}, {o.path for o in outs})
-    return outs
-
-
-def _remove_stray(storage: Any, instant: str, partitions: set[str], keep: set[str]) -> list[str]:
-    """Delete base files named with the clustering instant in its partitions, except `keep`."""
-    removed = []
-    ownership = FileOwnership(storage)
-    for partition in sorted(partitions):
-        for info in storage.list_dir(partition):
-            bn = parse_base_file_name(info.name)
-            if bn is not None and bn.instant == instant and info.path not in keep:
-                if ownership.owned([info.path], "clustering"):
-                    storage.delete(info.path)
-                    removed.append(info.path)
-    return removed
+def check_plan_current(meta: MetaClient, timeline: Timeline, plan: ClusteringPlan) -> None:
+    """Refuse (CommitConflictError, nothing written) a plan whose file slices are no longer the
+    latest of their groups: a write updated them after it was planned (Apache Hudi's
+    SparkAllowUpdateStrategy lets such writes in), and rewriting the planned slices would drop it."""
+    view = meta.file_system_view(timeline)
+    changed = []
+    for g in plan.groups:
+        for s in g.slices:
+            group = view.group(s.partition, s.file_id)
+            latest = group.latest_slice if group is not None else None
+            base = latest.base_file.file_name if latest is not None and latest.base_file is not None else None
+            logs = tuple(lf.file_name for lf in latest.log_files) if latest is not None else ()
+            if latest is None or base != s.base_file or logs != s.log_files:
+                changed.append(f"{s.partition}/{s.file_id}" if s.partition else s.file_id)
+    if changed:
+        shown = ", ".join(changed[:3]) + (" ..." if len(changed) > 3 else "")
+        raise CommitConflictError(
+            f"clustering {plan.instant} is stale: writes after it was planned changed {len(changed)} of its file "
+            f"group(s) ({shown}), and rewriting the planned slices would drop them; nothing was written. Remove it "
+            f"with `hoodie rollback PATH {plan.instant}` and cluster again"
+        )
 
 
 def remove_partial_files(meta: MetaClient, plan: ClusteringPlan) -> list[str]:
     """Delete the base files an interrupted attempt of `plan` left (named with its instant)."""
-    return _remove_stray(meta.storage, plan.instant, {g.partition for g in plan.groups}, set())
+    return remove_stray(meta.storage, plan.instant, {g.partition for g in plan.groups}, set())
 
 
 def revert_to_requested(meta: MetaClient, instant: str, fence: Fence = None) -> list[str]:
@@ -396,6 +256,7 @@ def _execute(meta, plan, config, spark, index, fence, progress, compression, blo
         raise InstantNotFoundError(f"{plan.instant} is not a pending clustering of {meta.storage.base_uri}")
     if plan.sort_columns:
         check_sort_columns(meta, plan.sort_columns, timeline)
+    check_plan_current(meta, timeline, plan)
     action = _requested_action(inst.action)
     _fence(fence)
     if inst.is_inflight:
@@ -408,7 +269,7 @@ def _execute(meta, plan, config, spark, index, fence, progress, compression, blo
     data_schema = meta.latest_schema(timeline)
     if data_schema is None:
         raise InvalidInputError(f"{meta.storage.base_uri} has no schema to cluster with")
-    job = _Job(
+    job = GroupJob(
         meta.storage,
         plan.instant,
         with_meta_fields(data_schema),
@@ -427,16 +288,21 @@ def _execute(meta, plan, config, spark, index, fence, progress, compression, blo
     slices = sum(len(g.slices) for g in plan.groups)
     order = f"sorted by {', '.join(plan.sort_columns)} ({config.layout_strategy})" if plan.sort_columns else "by record key"
     say(f"clustering {plan.instant}: {slices} file slice(s) in {len(plan.groups)} group(s), {order}")
-    outs = _run_all(job, plan.groups, spark, say)
+    outs = run_groups(job, plan.groups, spark, say)
     failpoints.hit("clustering.before_complete")
     replaced: dict[str, list[str]] = {}
     for g in plan.groups:
         for s in g.slices:
             replaced.setdefault(s.partition, []).append(s.file_id)
-    if index is not None and getattr(index, "wants_locations", False):
-        _update_index(meta, index, plan.instant, outs, spark)
     _fence(before_complete)
     _fence(fence)
+    try:  # beside optimistic writers, one may have changed a planned group meanwhile (allowed updates)
+        check_plan_current(meta, meta.timeline(), plan)
+    except CommitConflictError:
+        revert_to_requested(meta, plan.instant)
+        raise
+    if index is not None and getattr(index, "wants_locations", False):
+        update_index(meta, index, plan.instant, outs, spark)
     stats: dict[str, list[WriteStat]] = {p: [] for p in replaced}
     for o in sorted(outs, key=lambda o: (o.partition, o.file_id)):
         stats.setdefault(o.partition, []).append(o.write_stat())
@@ -455,32 +321,37 @@ def _execute(meta, plan, config, spark, index, fence, progress, compression, blo
         f"{result.records} record(s)")
     return result
 
+def plan_beside_writers(
+    meta: MetaClient,
+    config: ClusteringConfig,
+    max_file_size: int,
+    heartbeat_interval_ms: int,
+    tolerable_misses: int,
+    instant: str | None = None,
+) -> ClusteringPlan | None:
+    """Optimistic concurrency control (the caller holds the table lock and starts the plan's
+    heartbeat before releasing it): `instant`'s plan, or the oldest pending plan no live process
+    runs (its heartbeat), else a new plan of the slices no pending write (its inflight file),
+    compaction or clustering holds. None: nothing to cluster."""
+    from engine.transaction.heartbeat import is_writer_gone
+    from engine.transaction.occ import pending_write_groups
 
-def _update_index(meta: MetaClient, index: Any, instant: str, outs: list[WriteOutcome], spark: Any) -> None:
-    """An index that stores locations (HBase, this engine's RECORD) learns each record's new file
-    group before the clustering completes."""
-    from engine.columns import FILE_ID_COL, KEY_COL, OP_COL, PART_COL
-    from engine.constants import RECORD_KEY_COL
-    from engine.index.base import TagContext
-    from engine.transaction.undo import read_keys
+    storage = meta.storage
 
-    parts = []
-    for o in outs:
-        keys = read_keys(meta, o.path).column(RECORD_KEY_COL)
-        n = len(keys)
-        parts.append(pa.table({KEY_COL: keys.cast(pa.string()), PART_COL: pa.array([o.partition] * n, pa.string()),
-                               FILE_ID_COL: pa.array([o.file_id] * n, pa.string()), OP_COL: pa.array(["U"] * n, pa.string())}))
-    located = pa.concat_tables(parts) if parts else pa.table({c: pa.array([], pa.string()) for c in (KEY_COL, PART_COL, FILE_ID_COL, OP_COL)})
-    view = meta.file_system_view(meta.timeline())
-    ctx = TagContext(spark, meta, view, sorted({o.partition for o in outs}))
-    if getattr(index, "updates_on_driver", False) or spark is None:
-        if spark is None and not getattr(index, "updates_on_driver", False):
-            raise InvalidInputError(
-                f"the {index.name} index keeps record locations and updates them in Spark: run the clustering with a SparkSession"
-            )
-        index.update_location(ctx, instant, located)
-    else:
-        index.update_location(ctx, instant, spark.createDataFrame(located.to_pandas()))
+    def running(time: str) -> bool:
+        return storage.exists(heartbeat_file(time)) and not is_writer_gone(
+            storage, time, heartbeat_interval_ms, tolerable_misses)
+
+    timeline = meta.timeline()
+    if instant is not None:
+        plan = show(meta, instant)
+        if running(instant):
+            raise ConcurrentWriteError(f"clustering {instant} of {storage.base_uri} is being run by another process")
+        return plan
+    free = [p for p in pending_plans(meta, timeline) if not running(p.instant)]
+    if free:
+        return free[0]
+    return schedule_clustering(meta, timeline, config, max_file_size, exclude=pending_write_groups(meta, timeline))
 
 
 def cluster(
@@ -525,6 +396,7 @@ __all__ = [
     "commits_since_clustering",
     "execute_clustering",
     "pending_plans",
+    "plan_beside_writers",
     "plan_clustering",
     "remove_partial_files",
     "revert_to_requested",

@@ -7,7 +7,7 @@ take the table lock and run `repair` first; `dry_run=True` only plans (no lock, 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any, Literal, overload
+from typing import TYPE_CHECKING, Literal, overload
 
 from engine.config.write_config import WriteConfig
 from engine.errors import InstantNotFoundError
@@ -19,13 +19,14 @@ from engine.services import rollback as rollback_service
 from engine.services import savepoint as savepoint_service
 from engine.services.archive import ArchivePlan
 from engine.services.clean import CleanPlan, CleanResult
+from engine.services.clustering_maintenance import ClusteringServices
 from engine.services.repair import RepairReport, repair
 from engine.services.restore import RestorePlan, RestoreResult
 from engine.services.rollback import RollbackPlan, RollbackResult
 from engine.services.savepoint import Savepoint
 from engine.services.transaction import Transaction
 from engine.table.meta_client import MetaClient
-from engine.timeline.instant import Instant
+from engine.timeline.instant import Action, Instant
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
@@ -37,14 +38,12 @@ if TYPE_CHECKING:
     from engine.metadata.build_secondary_index import SecondaryIndexBuild
     from engine.schema.changes import Change
     from engine.services.alter import AlterResult
-    from engine.services.clustering import ClusteringResult
     from engine.services.compaction import CompactionResult
     from engine.services.metadata_plans import MetadataPartitionPlan
-    from engine.table.clustering_plan import ClusteringPlan
     from engine.table.compaction_plan import CompactionPlan
 
 
-class Maintenance:
+class Maintenance(ClusteringServices):
     """Rollback, restore, savepoints, clean, archival and repair of one table."""
 
     def __init__(self, meta: MetaClient, options: Mapping[str, object] | None = None) -> None:
@@ -253,64 +252,21 @@ class Maintenance:
             finally:
                 heartbeat.stop()
 
-    def _commit_lock(self, tx: Transaction, instant: str) -> None:
-        """The lock to complete a compaction run beside writers, once it is proven still ours."""
-        from engine.timeline.instant import Action
+    def _commit_lock(self, tx: Transaction, instant: str, action: Action | None = None) -> None:
+        """The lock to complete a service run beside writers (a compaction, or `action`), once it is
+        proven still ours."""
         from engine.transaction.occ import check_still_ours
 
-        tx.take_lock("compaction commit")
+        action = action or Action.COMPACTION
+        tx.take_lock(f"{action.value} commit")
         cfg = self.config
-        check_still_ours(self.meta, instant, Action.COMPACTION, cfg.heartbeat_interval_ms, cfg.heartbeat_tolerable_misses)
+        check_still_ours(self.meta, instant, action, cfg.heartbeat_interval_ms, cfg.heartbeat_tolerable_misses)
 
     def compact(self, dry_run: bool = False, spark: object = None) -> CompactionPlan | CompactionResult | None:
         """Schedule and run a compaction (the plan alone in a dry run)."""
         if dry_run:
             return self.schedule_compaction(dry_run=True)
         return self.run_compaction(spark=spark)
-
-    # ---- clustering (engine.services.clustering) -------------------------------------------
-    def schedule_clustering(self, dry_run: bool = False) -> ClusteringPlan | None:
-        """Plan a clustering of the small file slices (hoodie.clustering.* options) and store it as
-        the requested instant; in a dry run the plan without an instant. None: nothing qualifies."""
-        from engine.services import clustering
-
-        c, size = self.config.clustering, self.config.max_file_size
-        if dry_run:
-            plan = clustering.plan_clustering(self.meta, self.meta.timeline(), c, size)
-            return plan if plan.groups else None
-        with self._tx("clustering schedule", self._index()) as tx:
-            return clustering.schedule_clustering(self.meta, self.meta.timeline(), c, size, fence=tx.fence)
-
-    def run_clustering(
-        self, instant: str | None = None, spark: object = None, progress: Callable[[str], None] | None = None
-    ) -> ClusteringResult | None:
-        """Run a pending clustering (`instant`), or every pending one oldest first, or, with none
-        pending, schedule one and run it, under the table lock. With `spark`, one task per group."""
-        from engine.services import clustering
-        from engine.table.create import require_format_writable
-
-        require_format_writable(self.meta.config, self.meta.properties_uri)
-        index = self._index()
-        opts: dict[str, Any] = {"compression": self.config.compression, "bloom": self._bloom(),
-                                "heartbeat_interval": self.config.heartbeat_interval_ms / 1000}
-        with self._tx("clustering", index) as tx:
-            c = self.config.clustering
-            if instant is None:
-                return clustering.cluster(self.meta, c, self.config.max_file_size, spark=spark, index=index,
-                                          fence=tx.fence, progress=progress, **opts)
-            plan = clustering.show(self.meta, instant)
-            return clustering.execute_clustering(self.meta, plan, c, spark=spark, index=index, fence=tx.fence,
-                                                 progress=progress, **opts)
-
-    def clustering_plans(self) -> list[ClusteringPlan]:
-        """The pending clustering plans, oldest first."""
-        from engine.services import clustering
-
-        return clustering.pending_plans(self.meta, self.meta.timeline())
-
-    def cluster(self, dry_run: bool = False, spark: object = None) -> ClusteringPlan | ClusteringResult | None:
-        """Schedule and run a clustering (the plan alone in a dry run)."""
-        return self.schedule_clustering(dry_run=True) if dry_run else self.run_clustering(spark=spark)
 
     def _bloom(self) -> tuple[int, float, int]:
         return (self.config.bloom_num_entries, self.config.bloom_fpp, self.config.bloom_max_entries)

@@ -300,7 +300,10 @@ class Pipeline:
 
     def plan(self, batch: Batch, prof: Profile) -> WritePlan:
         """Assign updates to their file groups and inserts to small files or new file groups."""
-        frozen = check_pending_clustering(self.meta, batch.timeline, prof.workloads)
+        let_in = self.config.clustering.lets_updates_in
+        frozen = check_pending_clustering(self.meta, batch.timeline, prof.workloads, let_in=let_in)
+        if let_in:  # SparkAllowUpdateStrategy: the groups take this write (the clustering then refuses to run)
+            frozen = {}
         if self.operation.replaces:
             check_replace_clustering(self.replaced(batch), frozen)
         mor = self.meta.config.table_type is TableType.MERGE_ON_READ

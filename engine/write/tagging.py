@@ -195,17 +195,21 @@ def profile(rows) -> tuple[dict[str, PartitionWorkload], dict, int, int, int]:
 
 
 def check_pending_clustering(
-    meta: MetaClient, timeline, workloads: dict[str, PartitionWorkload]
+    meta: MetaClient, timeline, workloads: dict[str, PartitionWorkload], let_in: bool = False
 ) -> dict[tuple[str, str], str]:
     """The file groups of pending clusterings (-> their instant). A batch that updates or deletes
     records in one of them is refused (PendingClusteringError) before anything is written, as
-    Apache Hudi's SparkRejectUpdateStrategy does: the clustering would drop those changes."""
+    Apache Hudi's SparkRejectUpdateStrategy does: the clustering would drop those changes.
+    `let_in` (SparkAllowUpdateStrategy): the batch goes on, and the clustering, its plan stale,
+    refuses to run (`engine.services.clustering`)."""
     from engine.table.clustering import pending_clustering
 
     frozen = {g: c.instant.time for c in pending_clustering(meta, timeline) for g in c.groups}
     hit = sorted(
         (p, fid) for p, wl in workloads.items() for fid in (*wl.updates, *wl.deletes) if (p, fid) in frozen
     )
+    if let_in:
+        return frozen
     _refuse_clustered("the batch updates or deletes records in", hit, frozen)
     return frozen
 

@@ -249,3 +249,81 @@ def test_inline_clustering_runs_every_n_commits(spark, tmp_path):
     instant = r.services["clustering_scheduled"]
     assert t.timeline().get(instant).state is State.REQUESTED
     assert Maintenance(t.meta, WRITE).run_clustering(instant).instant == instant
+
+
+ALLOW = "org.apache.hudi.client.clustering.update.strategy.SparkAllowUpdateStrategy"
+
+
+def test_updates_strategies_that_let_writes_into_a_pending_clustering(spark, tmp_path):
+    """Apache Hudi's SparkAllowUpdateStrategy: with rollback.pending.replacecommit.on.conflict the
+    write rolls the clustering back first; without it the write goes in and the clustering, its plan
+    stale, refuses to run with nothing written."""
+    from engine.errors import CommitConflictError
+
+    t = make(spark, tmp_path, 9, "MERGE_ON_READ")
+    expected = model(t)
+    update = spark.createDataFrame([(0, "moved-on", "paris", 5000, 0.0)], SCHEMA)
+    expected = sorted([r for r in expected if r[0] != 0] + [(0, "moved-on", "paris", 5000, 0.0)])
+
+    plan = Maintenance(t.meta, WRITE).schedule_clustering()
+    r = t.upsert(update, options={**WRITE, "hoodie.clustering.updates.strategy": ALLOW,
+                                  "hoodie.clustering.rollback.pending.replacecommit.on.conflict": "true"})
+    assert r.services["clustering_rolled_back"] == [plan.instant]
+    assert t.timeline().get(plan.instant) is None and [i.action for i in t.timeline().pending.instants] == []
+    assert any(i.action is Action.ROLLBACK for i in t.timeline().completed.instants)
+    assert model(t) == oracle(t.path) == expected
+
+    plan = Maintenance(t.meta, WRITE).schedule_clustering()
+    t.upsert(spark.createDataFrame([(0, "again", "paris", 6000, 0.0)], SCHEMA),
+             options={**WRITE, "hoodie.clustering.updates.strategy": ALLOW})
+    expected = sorted([r for r in expected if r[0] != 0] + [(0, "again", "paris", 6000, 0.0)])
+    before = tree_bytes(t.path)
+    with pytest.raises(CommitConflictError, match=f"clustering {plan.instant} is stale"):
+        Maintenance(t.meta, WRITE).run_clustering(plan.instant)
+    assert tree_bytes(t.path) == before and t.timeline().get(plan.instant).state is State.REQUESTED
+    assert model(t) == oracle(t.path) == expected
+    Maintenance(t.meta, WRITE).rollback(plan.instant)
+    assert Maintenance(t.meta, WRITE).cluster(spark=spark) is not None
+    assert model(t) == oracle(t.path) == expected
+    metadata_in_step(t.path, required=True)
+
+
+def test_a_clustering_beside_optimistic_writers(spark, tmp_path, monkeypatch):
+    """Optimistic concurrency control: the clustering rewrites its groups without the table lock, so
+    a write to other groups commits meanwhile; one that updates a planned group with
+    SparkAllowUpdateStrategy makes the clustering give up at its commit check, its files removed."""
+    from engine.errors import CommitConflictError
+    from tests.integration.test_concurrency import paused_in_thread, resume
+
+    occ = {**WRITE, "hoodie.write.concurrency.mode": "optimistic_concurrency_control"}
+    t = make(spark, tmp_path, 9, "COPY_ON_WRITE")
+    expected = model(t)
+    paris = {**occ, "hoodie.clustering.plan.strategy.partition.selected": "paris"}
+    point = "clustering.before_complete"
+    thread, caught = paused_in_thread(lambda: Maintenance(t.meta, paris).run_clustering(spark=spark),
+                                      tmp_path / "pause1", monkeypatch, point)
+    (pending,) = t.timeline().pending.instants
+    t.upsert(spark.createDataFrame([(1, "rome-meanwhile", "rome", 7000, 0.0)], SCHEMA), options=occ)
+    expected = sorted([r for r in expected if r[0] != 1] + [(1, "rome-meanwhile", "rome", 7000, 0.0)])
+    resume(tmp_path / "pause1", point)
+    thread.join(120)
+    assert caught == [] and t.timeline().get(pending.time).state is State.COMPLETED
+    assert {p: len(g) for p, g in groups(t).items()} == {"paris": 1, "rome": 4}  # rome: a new slice of one group
+    assert model(t) == oracle(t.path) == expected
+
+    allow = {**occ, "hoodie.clustering.updates.strategy": ALLOW}
+    for b in range(2):  # two more small groups in paris to cluster
+        t.upsert(batch(spark, 10 + b).filter("city = 'paris'"), options=occ)
+    expected = model(t)
+    thread, caught = paused_in_thread(lambda: Maintenance(t.meta, paris).run_clustering(spark=spark),
+                                      tmp_path / "pause2", monkeypatch, point)
+    (pending,) = t.timeline().pending.instants
+    t.upsert(spark.createDataFrame([(0, "paris-meanwhile", "paris", 8000, 0.0)], SCHEMA), options=allow)
+    expected = sorted([r for r in expected if r[0] != 0] + [(0, "paris-meanwhile", "paris", 8000, 0.0)])
+    resume(tmp_path / "pause2", point)
+    thread.join(120)
+    assert len(caught) == 1 and isinstance(caught[0], CommitConflictError) and "is stale" in str(caught[0])
+    assert t.timeline().get(pending.time).state is State.REQUESTED
+    assert not list((tmp_path / "t" / "paris").glob(f"*_{pending.time}.parquet"))
+    assert model(t) == oracle(t.path) == expected
+    metadata_in_step(t.path, required=True)

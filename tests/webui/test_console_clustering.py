@@ -49,6 +49,11 @@ def test_the_clustering_preview_shows_the_plan_and_a_confirmation_queues_one_job
     for p in paths:
         assert f"<code>{p}</code>" in page
     assert _hidden(page, "sort_columns") == "fare,ts" and _hidden(page, "layout") == "z-order"
+    assert "It holds the table lock while it runs: other writes to this table are refused until it finishes" in page
+    console.app.config["CONSOLE_CONCURRENCY_MODE"] = "OPTIMISTIC_CONCURRENCY_CONTROL"
+    assert "Writers can keep writing meanwhile: the plan leaves out file groups being written" in client.get(
+        f"{URL}?sort_columns=fare,ts&layout=z-order").get_data(as_text=True)
+    console.app.config["CONSOLE_CONCURRENCY_MODE"] = "SINGLE_WRITER"
     assert tree_bytes(console.table.path) == before and jobs_rows(console.app) == []
     resp = _confirm(client, page)
     assert resp.status_code == 302 and resp.headers["Location"] == "/jobs/1"

@@ -371,6 +371,18 @@ def _writers_meanwhile() -> str:
             "(CONSOLE_CONCURRENCY_MODE=OPTIMISTIC_CONCURRENCY_CONTROL lets them go on).")
 
 
+def _writers_meanwhile_clustering() -> str:
+    """What a clustering job means for other writers, by the console's CONSOLE_CONCURRENCY_MODE."""
+    from flask import current_app, has_app_context
+
+    mode = current_app.config.get("CONSOLE_CONCURRENCY_MODE") if has_app_context() else None
+    if mode == "OPTIMISTIC_CONCURRENCY_CONTROL":
+        return ("Writers can keep writing meanwhile: the plan leaves out file groups being written; while it is "
+                "pending, updates to its file groups are refused.")
+    return ("It holds the table lock while it runs: other writes to this table are refused until it finishes, and "
+            "while a plan is pending, updates to its file groups are refused.")
+
+
 def _summarize_compaction(snap: TableSnapshot, result: CompactionDryRun, out: dict[str, Any]) -> None:
     sizes = _sizes(snap)
     ops: list[dict[str, Any]] = []
@@ -437,5 +449,4 @@ def _summarize_clustering(snap: TableSnapshot, params: dict[str, Any], result: C
                             f"{out['output_groups']} new file group(s), {order}; records keep their commit times, "
                             "so incremental reads see no change. The replaced file groups stay on storage until "
                             "clean deletes them.")
-        out["notes"].append("It holds the table lock while it runs: writes to this table wait until it finishes, and "
-                            "while a plan is pending, updates to its file groups are refused.")
+        out["notes"].append(_writers_meanwhile_clustering())

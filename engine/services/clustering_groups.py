@@ -1,0 +1,213 @@
+"""Clustering's work on its groups (`engine.services.clustering` plans and commits): each input group
+read merged, ordered and written as new file groups, one task per group (a Spark task with a
+session: one job for the plan); and the new locations handed to an index that stores them.
+
+A group runs in one task: its slices are read in threads (Parquet decoding releases the GIL), its
+rows ordered (`engine.data.space_curve`), and each output file taken and written in a thread of its
+own. Files are sized by the data (the input row groups, without their footers: a file group's bloom
+filter is written anew).
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import uuid
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+
+from engine.constants import FILE_NAME_COL, RECORD_KEY_COL
+from engine.data import space_curve
+from engine.data.batch import repeated
+from engine.data.file_names import base_file_name, join_path, parse_base_file_name
+from engine.data.slice_reader import SliceFiles, read_slice
+from engine.errors import InvalidInputError
+from engine.table.clustering_plan import ClusteringGroup, SliceInput
+from engine.table.meta_client import MetaClient
+from engine.table.ownership import FileOwnership
+from engine.write.file_writer import WriteContext, write_base_file
+from engine.write.outcome import WriteOutcome
+
+
+@dataclass(frozen=True)
+class GroupJob:
+    """Everything one group needs (picklable: it may run in a Spark task)."""
+
+    storage: Any
+    instant: str
+    schema: pa.Schema
+    ordering_field: str | None
+    mode: Any
+    committed: Callable[[str], bool]
+    compression: str
+    bloom: tuple[int, float, int]
+    sort_columns: tuple[str, ...]
+    strategy: str
+    method: str
+    sample_size: int
+    target_bytes: int
+    virtual: Any = None
+
+
+def base_instant(s: SliceInput) -> str:
+    from engine.data.file_names import parse_log_file_name
+
+    if s.base_file:
+        bn = parse_base_file_name(s.base_file)
+        if bn is not None:
+            return bn.instant
+    log = parse_log_file_name(s.log_files[0]) if s.log_files else None
+    return log.base_instant if log is not None else ""
+
+
+def read_group(job: GroupJob, group: ClusteringGroup) -> tuple[pa.Table, int]:
+    """The group's live records (each slice merged as readers merge it; slices read side by side
+    in threads, Parquet decoding releases the GIL) and an estimate of their bytes once written:
+    the base files' row groups (their footers, mostly bloom filters, are written anew) plus the
+    log files."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    def read(s: SliceInput) -> tuple[pa.Table, int]:
+        files = SliceFiles(s.partition, s.file_id, base_instant(s), s.base_path, s.log_paths)
+        rows = read_slice(job.storage, files, job.schema, ordering_field=job.ordering_field, mode=job.mode,
+                          is_committed=job.committed)
+        size = sum(job.storage.size(p) for p in s.log_paths)
+        if s.base_path:
+            with job.storage.open_input_file(s.base_path) as f:
+                footer = pq.ParquetFile(f).metadata.serialized_size
+            size += job.storage.size(s.base_path) - footer
+        return rows, size
+
+    with ThreadPoolExecutor(max(1, min(len(group.slices), os.cpu_count() or 1))) as pool:
+        parts = list(pool.map(read, group.slices))
+    rows = pa.concat_tables([t for t, _ in parts]) if parts else job.schema.empty_table()
+    return rows, sum(n for _, n in parts)
+
+
+def run_group(job: GroupJob, group: ClusteringGroup, token: str) -> list[WriteOutcome]:
+    """Read a group's slices merged, order them, write them as new file groups of about the
+    target size each (sized by the data: a file group's bloom filter and footer come on top)."""
+    rows, data_bytes = read_group(job, group)
+    if rows.num_rows == 0:
+        return []
+    if job.sort_columns:
+        indexes = [job.schema.get_field_index(c) for c in job.sort_columns]
+        order = space_curve.order(rows, job.sort_columns, job.strategy, field_indexes=indexes,
+                                  method=job.method, sample_size=job.sample_size)
+    else:  # Hudi's bulk insert sort: by key, so that the files hold disjoint key ranges
+        order = pc.sort_indices(rows.column(RECORD_KEY_COL)).to_numpy()
+    count = max(1, min(math.ceil(data_bytes / job.target_bytes), rows.num_rows))
+    ctx = WriteContext(
+        storage=job.storage,
+        instant=job.instant,
+        schema=job.schema,
+        precombine_field=job.ordering_field,
+        compression=job.compression,
+        bloom=job.bloom,
+        sort_by_key=False,
+        virtual=job.virtual,
+    )
+    per_file = math.ceil(rows.num_rows / count)
+    name_at = rows.schema.get_field_index(FILE_NAME_COL)
+
+    def write(start: int) -> WriteOutcome:  # each file's rows taken in its own thread
+        chunk = rows.take(pa.array(order[start:start + per_file]))
+        file_id = f"{uuid.uuid4()}-0"
+        name = base_file_name(file_id, token, job.instant)
+        path = join_path(group.partition, name)
+        chunk = chunk.set_column(name_at, rows.schema.field(name_at), repeated(name, chunk.num_rows))
+        written = write_base_file(ctx, path, chunk)
+        return WriteOutcome(path=path, file_id=file_id, partition=group.partition, prev_instant=None,
+                            num_writes=written.rows, num_inserts=written.rows, num_updates=0, num_deletes=0,
+                            num_stale=0, file_size=written.size, min_key=written.min_key, max_key=written.max_key)
+
+    starts = range(0, rows.num_rows, per_file)
+    if len(starts) == 1:
+        return [write(0)]
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(min(len(starts), os.cpu_count() or 1)) as pool:  # encoding releases the GIL
+        out = list(pool.map(write, starts))
+    return out
+
+
+def run_groups(job: GroupJob, groups: Sequence[ClusteringGroup], spark: Any, say: Callable[[str], None]) -> list[WriteOutcome]:
+    if spark is None or len(groups) <= 1:
+        outs: list[WriteOutcome] = []
+        for i, g in enumerate(groups):
+            outs.extend(run_group(job, g, f"{i}-0-0"))
+            say(f"clustering {job.instant}: group {i + 1}/{len(groups)} ({g.partition or 'table root'}) written")
+        return outs
+    from engine.data.scan import scan_parallelism
+    from engine.runtime.jobs import job_group
+
+    def task(index_and_group):
+        from pyspark.taskcontext import TaskContext
+
+        from engine.data.file_names import write_token
+
+        tc = TaskContext.get()
+        i, g = index_and_group
+        token = write_token(tc.partitionId(), tc.stageId(), tc.taskAttemptId()) if tc else f"{i}-0-0"
+        return run_group(job, g, token)
+
+    sc = spark.sparkContext
+    sc.setJobGroup(job_group(job.instant), f"hoodie clustering {job.instant}", interruptOnCancel=True)
+    try:
+        rdd = sc.parallelize(list(enumerate(groups)), scan_parallelism(spark, len(groups)))
+        outs = [o for part in rdd.map(task).collect() for o in part]
+    finally:
+        sc.setLocalProperty("spark.jobGroup.id", None)  # type: ignore[arg-type]
+    say(f"clustering {job.instant}: {len(groups)} group(s) written in one Spark job")
+    # a retried task may have left files of its first attempt: keep the reported ones
+    remove_stray(job.storage, job.instant, {g.partition for g in groups}, {o.path for o in outs})
+    return outs
+
+
+def remove_stray(storage: Any, instant: str, partitions: set[str], keep: set[str]) -> list[str]:
+    """Delete base files named with the clustering instant in its partitions, except `keep`."""
+    removed = []
+    ownership = FileOwnership(storage)
+    for partition in sorted(partitions):
+        for info in storage.list_dir(partition):
+            bn = parse_base_file_name(info.name)
+            if bn is not None and bn.instant == instant and info.path not in keep:
+                if ownership.owned([info.path], "clustering"):
+                    storage.delete(info.path)
+                    removed.append(info.path)
+    return removed
+
+
+def update_index(meta: MetaClient, index: Any, instant: str, outs: list[WriteOutcome], spark: Any) -> None:
+    """An index that stores locations (HBase, this engine's RECORD) learns each record's new file
+    group before the clustering completes."""
+    from engine.columns import FILE_ID_COL, KEY_COL, OP_COL, PART_COL
+    from engine.constants import RECORD_KEY_COL
+    from engine.index.base import TagContext
+    from engine.transaction.undo import read_keys
+
+    parts = []
+    for o in outs:
+        keys = read_keys(meta, o.path).column(RECORD_KEY_COL)
+        n = len(keys)
+        parts.append(pa.table({KEY_COL: keys.cast(pa.string()), PART_COL: pa.array([o.partition] * n, pa.string()),
+                               FILE_ID_COL: pa.array([o.file_id] * n, pa.string()), OP_COL: pa.array(["U"] * n, pa.string())}))
+    located = pa.concat_tables(parts) if parts else pa.table({c: pa.array([], pa.string()) for c in (KEY_COL, PART_COL, FILE_ID_COL, OP_COL)})
+    view = meta.file_system_view(meta.timeline())
+    ctx = TagContext(spark, meta, view, sorted({o.partition for o in outs}))
+    if getattr(index, "updates_on_driver", False) or spark is None:
+        if spark is None and not getattr(index, "updates_on_driver", False):
+            raise InvalidInputError(
+                f"the {index.name} index keeps record locations and updates them in Spark: run the clustering with a SparkSession"
+            )
+        index.update_location(ctx, instant, located)
+    else:
+        index.update_location(ctx, instant, spark.createDataFrame(located.to_pandas()))
+
+
+__all__ = ["GroupJob", "base_instant", "read_group", "remove_stray", "run_group", "run_groups", "update_index"]
