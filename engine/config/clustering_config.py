@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from engine.config.values import parse_bool
 from engine.errors import InvalidConfigError
 
 PREFIXES = ("hoodie.clustering.", "hoodie.layout.optimize.")
@@ -64,17 +65,6 @@ _KEYS: dict[str, tuple[str, type]] = {
     "hoodie.layout.optimize.curve.build.method": ("curve_build_method", str),
     "hoodie.layout.optimize.build.curve.sample.size": ("curve_sample_size", int),
 }
-
-
-def _bool(value: object) -> bool:
-    if isinstance(value, bool):
-        return value
-    text = str(value).strip().lower()
-    if text in ("true", "1", "yes"):
-        return True
-    if text in ("false", "0", "no"):
-        return False
-    raise ValueError(f"not a boolean: {value!r}")
 
 
 @dataclass(frozen=True)
@@ -173,7 +163,7 @@ class ClusteringConfig:
                 raise InvalidConfigError(f"unknown clustering option {key!r}")
             attr, kind = _KEYS[key]
             try:
-                values[attr] = _bool(raw) if kind is bool else kind(raw)
+                values[attr] = parse_bool(raw) if kind is bool else kind(raw)
             except (TypeError, ValueError) as exc:
                 raise InvalidConfigError(f"bad value for {key}: {raw!r}") from exc
         return cls(**values)  # type: ignore[arg-type]

@@ -6,6 +6,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, fields
 
 from engine.config.clustering_config import ClusteringConfig, is_clustering_option
+from engine.config.values import parse_bool as _parse_bool
 from engine.errors import InvalidConfigError
 
 MB = 1024 * 1024
@@ -100,17 +101,6 @@ CONCURRENCY_MODES = (SINGLE_WRITER, OPTIMISTIC)
 OCC_DEFAULT_LOCK_WAIT_MS = 60_000
 
 CLEANER_POLICIES = ("KEEP_LATEST_COMMITS", "KEEP_LATEST_FILE_VERSIONS")
-
-
-def _parse_bool(value: object) -> bool:
-    if isinstance(value, bool):
-        return value
-    text = str(value).strip().lower()
-    if text in ("true", "1", "yes"):
-        return True
-    if text in ("false", "0", "no"):
-        return False
-    raise ValueError(f"not a boolean: {value!r}")
 
 
 @dataclass(frozen=True)

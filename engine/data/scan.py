@@ -7,7 +7,8 @@ distributed, and each task opens its files with `pyarrow.fs`.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from typing import TypeVar
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -22,6 +23,9 @@ from engine.data.slice_read import SliceRead, commit_filter
 from engine.data.slice_reader import SliceFiles, read_slice
 from engine.storage import Storage
 
+T = TypeVar("T")
+R = TypeVar("R")
+
 _FILE_LIST_SCHEMA = "file string"
 
 
@@ -32,6 +36,30 @@ def scan_parallelism(spark: SparkSession, items: int) -> int:
     file would spend more time starting than reading; each task loops over its files.
     """
     return max(1, min(items, 2 * spark.sparkContext.defaultParallelism))
+
+
+def run_tasks(spark: SparkSession, instant: str, description: str, items: Sequence[T],
+              work: Callable[[T, str], R]) -> list[R]:
+    """`work(item, write token)` for each item, as the Spark tasks of one job in the job group of
+    `instant` (which a cancel stops), about two per core; results in item order. A table service's
+    units of Python work (compaction operations, clustering groups)."""
+    from engine.data.file_names import write_token
+    from engine.runtime.jobs import job_group
+
+    def task(index_and_item: tuple[int, T]) -> R:
+        from pyspark.taskcontext import TaskContext
+
+        tc = TaskContext.get()
+        i, item = index_and_item
+        token = write_token(tc.partitionId(), tc.stageId(), tc.taskAttemptId()) if tc else f"{i}-0-0"
+        return work(item, token)
+
+    sc = spark.sparkContext
+    sc.setJobGroup(job_group(instant), description, interruptOnCancel=True)
+    try:
+        return sc.parallelize(list(enumerate(items)), scan_parallelism(spark, len(items))).map(task).collect()
+    finally:
+        sc.setLocalProperty("spark.jobGroup.id", None)  # type: ignore[arg-type]
 
 
 def file_frame(spark: SparkSession, files: Sequence[ScanFile]) -> DataFrame:

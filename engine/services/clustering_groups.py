@@ -143,26 +143,11 @@ def run_groups(job: GroupJob, groups: Sequence[ClusteringGroup], spark: Any, say
             outs.extend(run_group(job, g, f"{i}-0-0"))
             say(f"clustering {job.instant}: group {i + 1}/{len(groups)} ({g.partition or 'table root'}) written")
         return outs
-    from engine.data.scan import scan_parallelism
-    from engine.runtime.jobs import job_group
+    from engine.data.scan import run_tasks
 
-    def task(index_and_group):
-        from pyspark.taskcontext import TaskContext
-
-        from engine.data.file_names import write_token
-
-        tc = TaskContext.get()
-        i, g = index_and_group
-        token = write_token(tc.partitionId(), tc.stageId(), tc.taskAttemptId()) if tc else f"{i}-0-0"
-        return run_group(job, g, token)
-
-    sc = spark.sparkContext
-    sc.setJobGroup(job_group(job.instant), f"hoodie clustering {job.instant}", interruptOnCancel=True)
-    try:
-        rdd = sc.parallelize(list(enumerate(groups)), scan_parallelism(spark, len(groups)))
-        outs = [o for part in rdd.map(task).collect() for o in part]
-    finally:
-        sc.setLocalProperty("spark.jobGroup.id", None)  # type: ignore[arg-type]
+    parts = run_tasks(spark, job.instant, f"hoodie clustering {job.instant}", groups,
+                      lambda g, token: run_group(job, g, token))
+    outs = [o for part in parts for o in part]
     say(f"clustering {job.instant}: {len(groups)} group(s) written in one Spark job")
     # a retried task may have left files of its first attempt: keep the reported ones
     remove_stray(job.storage, job.instant, {g.partition for g in groups}, {o.path for o in outs})

@@ -405,26 +405,10 @@ def _execute(meta, plan, spark, fence, progress, compression, bloom, before_comp
 def _run_all(job: _Job, ops: Sequence[CompactionOperation], spark: Any) -> list[Compacted]:
     if spark is None or len(ops) <= 1:
         return [_run_operation(job, op, f"{i}-0-0") for i, op in enumerate(ops)]
-    from engine.data.scan import scan_parallelism
-    from engine.runtime.jobs import job_group
+    from engine.data.scan import run_tasks
 
-    def task(index_and_op):
-        from pyspark.taskcontext import TaskContext
-
-        from engine.data.file_names import write_token
-
-        tc = TaskContext.get()
-        i, op = index_and_op
-        token = write_token(tc.partitionId(), tc.stageId(), tc.taskAttemptId()) if tc else f"{i}-0-0"
-        return _run_operation(job, op, token)
-
-    sc = spark.sparkContext
-    sc.setJobGroup(job_group(job.instant), f"hoodie compaction {job.instant}", interruptOnCancel=True)
-    try:
-        rdd = sc.parallelize(list(enumerate(ops)), scan_parallelism(spark, len(ops)))
-        outs = rdd.map(task).collect()
-    finally:
-        sc.setLocalProperty("spark.jobGroup.id", None)  # type: ignore[arg-type]
+    outs = run_tasks(spark, job.instant, f"hoodie compaction {job.instant}", ops,
+                     lambda op, token: _run_operation(job, op, token))
     # a retried task may have left a second base file for the same operation: keep the reported one
     reported = {o.outcome.path for o in outs}
     ownership = FileOwnership(job.storage)

@@ -159,63 +159,42 @@ def _dry_run(entry: TableEntry, operation: str, params: dict[str, Any]) -> Any:
 
 
 @dataclass(frozen=True)
-class CompactionDryRun:
-    """What a compaction job will do: run pending plans as they are (`mode` "pending"), or
-    schedule a new one (`mode` "schedule"; its instant is chosen when it runs)."""
+class ServiceDryRun:
+    """What a compaction or clustering job will do: run pending plans as they are (`mode`
+    "pending"), or schedule a new one (`mode` "schedule"; its instant is chosen when it runs)."""
 
     mode: str
-    plans: list[Any]  # engine CompactionPlan
+    plans: list[Any]  # engine CompactionPlan or ClusteringPlan
 
     def to_dict(self) -> dict[str, Any]:
         return {"mode": self.mode, "plans": [p.to_dict() for p in self.plans]}
 
 
-def _compaction_dry_run(m: Any, instant: str | None) -> CompactionDryRun:
-    """What `Maintenance.run_compaction(instant)` will do: run that pending plan; without an
-    instant, run every pending plan (oldest first), or with none pending schedule one of every
-    slice with log files (`schedule_compaction(dry_run=True)`)."""
-    pending = m.compaction_plans()
+def _pending_or_scheduled(m: Any, kind: str, instant: str | None) -> ServiceDryRun:
+    """What `Maintenance.run_compaction(instant)` / `run_clustering(instant)` will do: run that
+    pending plan; without an instant, run every pending plan (oldest first), or with none pending
+    schedule one (`schedule_<kind>(dry_run=True)`)."""
+    pending = getattr(m, f"{kind}_plans")()
     if instant:
         chosen = [p for p in pending if p.instant == instant]
         if not chosen:
             inst = m.meta.timeline().get(instant)
             if inst is not None and inst.is_completed:
-                raise PlanError(f"compaction {instant} is already completed", 409)
-            raise PlanError(f"no pending compaction {instant} on this table", 404)
-        return CompactionDryRun("pending", chosen[:1])
+                raise PlanError(f"{kind} {instant} is already completed", 409)
+            raise PlanError(f"no pending {kind} {instant} on this table", 404)
+        return ServiceDryRun("pending", chosen[:1])
     if pending:
-        return CompactionDryRun("pending", list(pending))
-    plan = m.schedule_compaction(dry_run=True)
-    return CompactionDryRun("schedule", [plan] if plan is not None else [])
+        return ServiceDryRun("pending", list(pending))
+    plan = getattr(m, f"schedule_{kind}")(dry_run=True)
+    return ServiceDryRun("schedule", [plan] if plan is not None else [])
 
 
-@dataclass(frozen=True)
-class ClusteringDryRun:
-    """What a clustering job will do: run pending plans as they are (`mode` "pending"), or schedule
-    a new one (`mode` "schedule"; its instant is chosen when it runs)."""
-
-    mode: str
-    plans: list[Any]  # engine ClusteringPlan
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"mode": self.mode, "plans": [p.to_dict() for p in self.plans]}
+def _compaction_dry_run(m: Any, instant: str | None) -> ServiceDryRun:
+    return _pending_or_scheduled(m, "compaction", instant)
 
 
-def _clustering_dry_run(m: Any, instant: str | None) -> ClusteringDryRun:
-    """What `Maintenance.run_clustering(instant)` will do (as `_compaction_dry_run`)."""
-    pending = m.clustering_plans()
-    if instant:
-        chosen = [p for p in pending if p.instant == instant]
-        if not chosen:
-            inst = m.meta.timeline().get(instant)
-            if inst is not None and inst.is_completed:
-                raise PlanError(f"clustering {instant} is already completed", 409)
-            raise PlanError(f"no pending clustering {instant} on this table", 404)
-        return ClusteringDryRun("pending", chosen[:1])
-    if pending:
-        return ClusteringDryRun("pending", list(pending))
-    plan = m.schedule_clustering(dry_run=True)
-    return ClusteringDryRun("schedule", [plan] if plan is not None else [])
+def _clustering_dry_run(m: Any, instant: str | None) -> ServiceDryRun:
+    return _pending_or_scheduled(m, "clustering", instant)
 
 
 def preview(entry: TableEntry, operation: str, raw_params: dict[str, Any]) -> Preview:
@@ -383,7 +362,7 @@ def _writers_meanwhile_clustering() -> str:
             "while a plan is pending, updates to its file groups are refused.")
 
 
-def _summarize_compaction(snap: TableSnapshot, result: CompactionDryRun, out: dict[str, Any]) -> None:
+def _summarize_compaction(snap: TableSnapshot, result: ServiceDryRun, out: dict[str, Any]) -> None:
     sizes = _sizes(snap)
     ops: list[dict[str, Any]] = []
     for plan in result.plans:
@@ -414,7 +393,7 @@ def _summarize_compaction(snap: TableSnapshot, result: CompactionDryRun, out: di
                             "files stay for older snapshots until a clean.")
 
 
-def _summarize_clustering(snap: TableSnapshot, params: dict[str, Any], result: ClusteringDryRun,
+def _summarize_clustering(snap: TableSnapshot, params: dict[str, Any], result: ServiceDryRun,
                           out: dict[str, Any]) -> None:
     """Each group: its partition, the file slices it rewrites and their bytes, the file groups it is
     planned to become and the size each would have; the sort columns and curve; the files read."""
