@@ -147,6 +147,15 @@ def test_a_pending_clustering_refuses_updates_to_its_groups_and_runs_later(spark
     metadata_in_step(t.path, required=True)
     with pytest.raises(InvalidInputError, match="already completed"):
         Maintenance(t.meta, WRITE).run_clustering(plan.instant)
+    # clean deletes the replaced groups (every version of them) once no retained snapshot needs them
+    planned = {fid for _, fid in plan.file_groups}
+    replaced = [f for f in tree_bytes(t.path) if f.startswith("paris/") and f.rpartition("/")[2].split("_")[0] in planned]
+    assert replaced
+    cleaned = Maintenance(t.meta, {**WRITE, "hoodie.cleaner.policy": "KEEP_LATEST_FILE_VERSIONS"}).clean()
+    assert set(replaced) <= set(cleaned.deleted)
+    assert not set(replaced) & set(tree_bytes(t.path))
+    assert model(t) == oracle(t.path) == expected
+    metadata_in_step(t.path, required=True)
 
 
 def test_an_interrupted_clustering_runs_again_from_the_start(spark, tmp_path, monkeypatch):
@@ -327,3 +336,37 @@ def test_a_clustering_beside_optimistic_writers(spark, tmp_path, monkeypatch):
     assert not list((tmp_path / "t" / "paris").glob(f"*_{pending.time}.parquet"))
     assert model(t) == oracle(t.path) == expected
     metadata_in_step(t.path, required=True)
+
+
+def test_savepoints_clean_and_archival_around_a_clustering(spark, tmp_path):
+    """A savepoint before the clustering keeps every replaced group through a clean, and a restore
+    to it undoes the clustering; without it, clean deletes the replaced groups; archival then moves
+    the clustering off the active timeline."""
+    t = make(spark, tmp_path, 6, "COPY_ON_WRITE")
+    expected = model(t)
+    saved = t.timeline().completed_writes.instants[-1].time
+    m = Maintenance(t.meta, {**WRITE, "hoodie.cleaner.policy": "KEEP_LATEST_FILE_VERSIONS",
+                             "hoodie.cleaner.fileversions.retained": "1"})
+    m.create_savepoint(saved)
+    before = {f for f in tree_bytes(t.path) if f.endswith(".parquet")}  # 8 groups, one with 2 slices
+    assert len(before) == 9
+    result = m.cluster()
+    assert m.clean() is None and before <= set(tree_bytes(t.path))  # the savepoint keeps them all
+    assert model(t) == oracle(t.path) == expected
+    m.restore(saved)
+    assert model(t) == oracle(t.path) == expected and t.timeline().get(result.instant) is None
+    m.delete_savepoint(saved)
+    result = m.cluster()
+    cleaned = m.clean()
+    assert set(cleaned.deleted) == before and set(result.files) == {
+        f for f in tree_bytes(t.path) if f.endswith(".parquet")}
+    assert model(t) == oracle(t.path) == expected
+    for b in range(3):
+        t.upsert(batch(spark, 20 + b), options=WRITE)
+    expected = model(t)
+    archiving = Maintenance(t.meta, {**WRITE, "hoodie.keep.min.commits": "2", "hoodie.keep.max.commits": "3",
+                                     "hoodie.cleaner.commits.retained": "1"})
+    archiving.clean()
+    archived = archiving.archive()
+    assert result.instant in archived and t.timeline().get(result.instant) is None
+    assert model(t) == oracle(t.path) == expected
