@@ -30,7 +30,7 @@ JVM in another time zone shifts dates by its offset).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from decimal import Decimal
 
 import numpy as np
@@ -194,6 +194,32 @@ def hilbert_long(values: pa.Array) -> np.ndarray:
 
 
 # ---- curves -------------------------------------------------------------------------------------
+def packed(words: Sequence[np.ndarray], widths: Sequence[int]) -> list[np.ndarray]:
+    """Sort words of the given bit widths (most significant first) packed into as few uint64 words
+    as hold them (fewer keys make a much faster sort), in the same order."""
+    out: list[np.ndarray] = []
+    cur: np.ndarray | None = None
+    used = 0
+    for w, width in zip(words, widths, strict=True):
+        if cur is not None and used + width <= 64:
+            cur = (cur << _U64(width)) | w
+            used += width
+        else:
+            if cur is not None:
+                out.append(cur)
+            cur, used = w.astype(_U64, copy=True), width
+    if cur is not None:
+        out.append(cur)
+    return out
+
+
+def sorted_order(words: Sequence[np.ndarray]) -> np.ndarray:
+    """Stable row order by the words, most significant first."""
+    if len(words) == 1:
+        return np.argsort(words[0], kind="stable")
+    return np.lexsort(tuple(reversed(words)))
+
+
 def zorder_words(columns: Sequence[np.ndarray]) -> list[np.ndarray]:
     """`BinaryUtil.interleaving` of the columns' 8-byte values, as 8 words (most significant first)
     of 8 * len(columns) bits each: word b holds byte b of every column, bit by bit."""
@@ -322,17 +348,47 @@ def order(
     indexes = list(field_indexes) if field_indexes is not None else [table.schema.get_field_index(c) for c in columns]
     cols = [columns[i] for i in hashmap_order(indexes)]
     arrays = [table.column(c).combine_chunks() for c in cols]
+    k = len(arrays)
     if build_method(method) == SAMPLE:
         ranks = [_ranks(a, sample_size) for a in arrays]
         if strategy == ZORDER:
-            words = zorder_words([_int_to_8(r) for r in ranks])
+            words, widths = zorder_words([_int_to_8(r) for r in ranks]), [8 * k] * 8
         else:
             words = hilbert_words([r.astype(np.int64).view(_U64) for r in ranks], bits=32)
+            widths = _hilbert_widths(k, 32)
     elif strategy == ZORDER:
-        words = zorder_words([zorder_bytes(a) for a in arrays])
+        words, widths = _in_slices(zorder_words, [zorder_bytes(a) for a in arrays]), [8 * k] * 8
     else:
-        words = hilbert_words([hilbert_long(a) for a in arrays])
-    return np.lexsort(tuple(reversed(words)))
+        words, widths = _in_slices(hilbert_words, [hilbert_long(a) for a in arrays]), _hilbert_widths(k, 63)
+    return sorted_order(packed(words, widths))
+
+
+SLICE_ROWS = 65_536  # rows a curve is computed for at once: its many passes stay in the CPU cache
+
+
+def _in_slices(curve: Callable[[list[np.ndarray]], list[np.ndarray]], columns: list[np.ndarray]) -> list[np.ndarray]:
+    """`curve(columns)` computed slice by slice (side by side in threads: numpy releases the GIL),
+    the slices' words joined. Measured on 10M rows of two columns: Hilbert 23 s in one pass."""
+    n = len(columns[0])
+    if n <= SLICE_ROWS:
+        return curve(columns)
+    import os
+    from concurrent.futures import ThreadPoolExecutor
+
+    starts = range(0, n, SLICE_ROWS)
+    with ThreadPoolExecutor(min(len(starts), os.cpu_count() or 1)) as pool:
+        parts = list(pool.map(lambda s: curve([c[s:s + SLICE_ROWS] for c in columns]), starts))
+    return [np.concatenate([p[i] for p in parts]) for i in range(len(parts[0]))]
+
+
+def _hilbert_widths(n: int, bits: int) -> list[int]:
+    """The bit widths of `hilbert_words`'s words."""
+    per_word, left, out = 64 // n, bits, []
+    while left > 0:
+        take = min(per_word, left)
+        out.append(take * n)
+        left -= take
+    return out
 
 
 __all__ = [
@@ -349,6 +405,8 @@ __all__ = [
     "hilbert_transposed",
     "hilbert_words",
     "order",
+    "packed",
+    "sorted_order",
     "strategy_name",
     "zorder_bytes",
     "zorder_words",

@@ -131,3 +131,12 @@ def test_refusals_are_typed():
     with pytest.raises(InvalidInputError, match="type list"):
         sc.order(pa.table({"l": [[1], [2]], "a": [1, 2]}), ["l", "a"], "hilbert")
     assert sc.strategy_name("ZORDER") == "z-order" and sc.strategy_name("Hilbert") == "hilbert"
+
+
+def test_curves_computed_in_slices_order_as_in_one_pass(monkeypatch):
+    for key in sorted(ORDERS):
+        strategy, x, y = key
+        monkeypatch.setattr(sc, "SLICE_ROWS", 3)  # 10 rows: four slices, in threads
+        assert list(sc.order(ROWS, [x, y], strategy, field_indexes=[0, 1])) == ORDERS[key]
+    words = [np.array([1, 2], np.uint64), np.array([3, 4], np.uint64), np.array([5, 6], np.uint64)]
+    assert [list(w) for w in sc.packed(words, [16, 16, 40])] == [[(1 << 16) | 3, (2 << 16) | 4], [5, 6]]
