@@ -203,8 +203,9 @@ def test_clustering_refusals_leave_the_table_as_it_was(spark, tmp_path):
     assert tree_bytes(t.path) == before
 
 
-@pytest.mark.parametrize("kind", ["cow", "mor/avro"])
-def test_clustering_a_table_apache_hudi_wrote_keeps_every_index(tmp_path, capsys, kind):
+@pytest.mark.parametrize("kind,name", [("cow", "v9_txns_simple_meta"), ("mor/avro", "v9_txns_simple_meta"),
+                                       ("cow", "v9_txns_simple_nometa")])
+def test_clustering_a_table_apache_hudi_wrote_keeps_every_index(tmp_path, capsys, kind, name):
     """`hoodie clustering run` on Apache Hudi 1.1's table with a metadata table (files, column and
     partition statistics, record index, two secondary indexes), sorted on a Hilbert curve of a
     timestamp and a string: hudi-rs reads the same rows, and every index equals the data files."""
@@ -215,7 +216,7 @@ def test_clustering_a_table_apache_hudi_wrote_keeps_every_index(tmp_path, capsys
     from engine.table.meta_client import MetaClient
     from tests.support import hudi1x, metadata_checks
 
-    fx = hudi1x.fixture(f"sample_table/{kind}/v9_txns_simple_meta", tmp_path)
+    fx = hudi1x.fixture(f"sample_table/{kind}/{name}", tmp_path)
     path = str(fx.table)
 
     def snapshot() -> list[dict]:  # every column but the file name, which clustering changes
@@ -370,3 +371,31 @@ def test_savepoints_clean_and_archival_around_a_clustering(spark, tmp_path):
     archived = archiving.archive()
     assert result.instant in archived and t.timeline().get(result.instant) is None
     assert model(t) == oracle(t.path) == expected
+
+
+@pytest.mark.parametrize("sample", ["cow_v6_complexkeygen_hivestyle", "mor_parquet_v6_simplekeygen_nonhivestyle"])
+def test_clustering_a_version_6_table_apache_hudi_wrote(spark, tmp_path, sample):
+    """Apache Hudi 0.x's sample tables (version 6, COW and MOR with log files), clustered on a
+    Z-order of two of their columns: the plan is a replacecommit.requested, and hudi-rs reads the
+    same rows after it as before it."""
+    from engine.table.meta_client import MetaClient
+    from tests.support import samples
+
+    path = str(samples.sample_table(sample, tmp_path))
+
+    def snapshot() -> list[dict]:
+        return sorted(({k: v for k, v in r.items() if k != "_hoodie_file_name"} for r in hudi_rs.snapshot(path)),
+                      key=lambda r: r["_hoodie_record_key"])
+
+    expected = snapshot()
+    meta = MetaClient.open(path)
+    columns = [f.name for f in meta.latest_schema(meta.timeline()) if not f.name.startswith("_hoodie")
+               and str(f.type) in ("int64", "int32", "double", "string")][:2]
+    result = Maintenance(meta, {"hoodie.clustering.plan.strategy.sort.columns": ",".join(columns),
+                                "hoodie.layout.optimize.strategy": "z-order"}).cluster(spark=spark)
+    assert result is not None and result.records == len(expected)
+    from pathlib import Path
+
+    assert (Path(path) / ".hoodie" / f"{result.instant}.replacecommit.requested").exists()
+    assert read_plan(meta, result.instant, Action.REPLACE_COMMIT).sort_columns == columns
+    assert snapshot() == expected
