@@ -231,19 +231,22 @@ def execute_clustering(
     bloom: tuple[int, float, int] = (60_000, 1e-9, 100_000),
     heartbeat_interval: float | None = 60.0,
     before_complete: Fence = None,
+    key_order: bool = True,
 ) -> ClusteringResult:
     """Run a scheduled (or interrupted) clustering to completion (the caller holds the table lock,
     or takes it in `before_complete`). The run keeps a heartbeat; a runner that dies leaves an
     inflight clustering that repair reverts once the heartbeat expired."""
     heartbeat = Heartbeat.start(meta.storage, plan.instant, heartbeat_interval) if heartbeat_interval else None
     try:
-        return _execute(meta, plan, config, spark, index, fence, progress, compression, bloom, before_complete)
+        return _execute(meta, plan, config, spark, index, fence, progress, compression, bloom, before_complete,
+                        key_order)
     finally:
         if heartbeat is not None:
             heartbeat.stop()
 
 
-def _execute(meta, plan, config, spark, index, fence, progress, compression, bloom, before_complete) -> ClusteringResult:
+def _execute(meta, plan, config, spark, index, fence, progress, compression, bloom, before_complete,
+             key_order=True) -> ClusteringResult:
     from engine.keygen.keys import KeySpec
 
     started = _time.monotonic()
@@ -284,9 +287,11 @@ def _execute(meta, plan, config, spark, index, fence, progress, compression, blo
         config.curve_sample_size,
         config.target_file_max_bytes,
         None if meta.config.populate_meta_fields else KeySpec.from_config(meta.config),
+        key_order,
     )
     slices = sum(len(g.slices) for g in plan.groups)
-    order = f"sorted by {', '.join(plan.sort_columns)} ({config.layout_strategy})" if plan.sort_columns else "by record key"
+    order = (f"sorted by {', '.join(plan.sort_columns)} ({config.layout_strategy})" if plan.sort_columns
+             else "by record key" if key_order else "as read (hoodie.bulkinsert.sort.mode=NONE)")
     say(f"clustering {plan.instant}: {slices} file slice(s) in {len(plan.groups)} group(s), {order}")
     outs = run_groups(job, plan.groups, spark, say)
     failpoints.hit("clustering.before_complete")

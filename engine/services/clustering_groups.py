@@ -17,6 +17,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
@@ -52,6 +53,8 @@ class GroupJob:
     sample_size: int
     target_bytes: int
     virtual: Any = None
+    # without sort columns: by record key (hoodie.bulkinsert.sort.mode other than NONE), else as read
+    key_order: bool = True
 
 
 def base_instant(s: SliceInput) -> str:
@@ -111,8 +114,10 @@ def run_group(job: GroupJob, group: ClusteringGroup, token: str) -> list[WriteOu
         indexes = [job.schema.get_field_index(c) for c in job.sort_columns]
         order = space_curve.order(rows, job.sort_columns, job.strategy, field_indexes=indexes,
                                   method=job.method, sample_size=job.sample_size)
-    else:  # Hudi's bulk insert sort: by key, so that the files hold disjoint key ranges
+    elif job.key_order:  # a bulk insert's sort (by key): the files hold disjoint key ranges
         order = pc.sort_indices(rows.column(RECORD_KEY_COL)).to_numpy()
+    else:  # hoodie.bulkinsert.sort.mode=NONE (Hudi's default): the slices' rows as read
+        order = np.arange(rows.num_rows)
     rows = _combined(rows)  # one chunk per column: each file's rows are then taken cheaply
     count = max(1, min(math.ceil(data_bytes / job.target_bytes), rows.num_rows))
     ctx = WriteContext(

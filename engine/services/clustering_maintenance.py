@@ -65,7 +65,8 @@ class ClusteringServices:
             return self._run_clustering_beside_writers(instant, spark, progress)
         index = self._index()
         opts: dict[str, Any] = {"compression": self.config.compression, "bloom": self._bloom(),
-                                "heartbeat_interval": self.config.heartbeat_interval_ms / 1000}
+                                "heartbeat_interval": self.config.heartbeat_interval_ms / 1000,
+                                "key_order": self.config.bulk_insert_sort_mode != "NONE"}
         with self._tx("clustering", index) as tx:
             c = self.config.clustering
             if instant is None:
@@ -100,6 +101,7 @@ class ClusteringServices:
                 return clustering.execute_clustering(
                     self.meta, plan, cfg.clustering, spark=spark, index=index, fence=tx.fence, progress=progress,
                     compression=cfg.compression, bloom=self._bloom(), heartbeat_interval=None,
+                    key_order=cfg.bulk_insert_sort_mode != "NONE",
                     before_complete=lambda: self._commit_lock(tx, plan.instant, action),
                 )
             finally:

@@ -188,7 +188,8 @@ class Transaction(BaseTransaction):
             bloom = (cfg.bloom_num_entries, cfg.bloom_fpp, cfg.bloom_max_entries)
             self.services["clustering"] = clustering.execute_clustering(
                 self.meta, plan, c, spark=self.spark, index=self.index, fence=self.fence, compression=cfg.compression,
-                bloom=bloom, heartbeat_interval=cfg.heartbeat_interval_ms / 1000)
+                bloom=bloom, heartbeat_interval=cfg.heartbeat_interval_ms / 1000,
+                key_order=cfg.bulk_insert_sort_mode != "NONE")
         except Exception as exc:
             _log.warning("inline clustering of %s failed: %s", self.meta.storage.base_uri, exc)
             self.services["clustering_error"] = f"{type(exc).__name__}: {exc}"

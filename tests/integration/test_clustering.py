@@ -399,3 +399,25 @@ def test_clustering_a_version_6_table_apache_hudi_wrote(spark, tmp_path, sample)
     assert (Path(path) / ".hoodie" / f"{result.instant}.replacecommit.requested").exists()
     assert read_plan(meta, result.instant, Action.REPLACE_COMMIT).sort_columns == columns
     assert snapshot() == expected
+
+
+def test_without_sort_columns_records_are_ordered_by_key_or_as_read(spark, tmp_path):
+    """No sort columns: by record key (this engine's default bulk insert sort mode), or, with
+    hoodie.bulkinsert.sort.mode=NONE (Apache Hudi's default), each group's slices as read, in the
+    plan's order."""
+    t = make(spark, tmp_path, 6, "COPY_ON_WRITE")
+    expected = model(t)
+    none = Maintenance(t.meta, {**WRITE, "hoodie.bulkinsert.sort.mode": "NONE",
+                                "hoodie.clustering.plan.strategy.partition.selected": "paris"})
+    plan = none.schedule_clustering()
+    as_read = [k for s in plan.groups[0].slices
+               for k in pq.read_table(f"{t.path}/{s.base_path}").column("_hoodie_record_key").to_pylist()]
+    result = none.run_clustering(plan.instant)
+    (written,) = result.files
+    assert pq.read_table(f"{t.path}/{written}").column("_hoodie_record_key").to_pylist() == as_read
+    assert as_read != sorted(as_read)
+    result = Maintenance(t.meta, {**WRITE, "hoodie.clustering.plan.strategy.partition.selected": "rome"}).cluster()
+    (written,) = result.files
+    keys = pq.read_table(f"{t.path}/{written}").column("_hoodie_record_key").to_pylist()
+    assert keys == sorted(keys) and len(keys) == 12
+    assert model(t) == oracle(t.path) == expected
