@@ -37,9 +37,9 @@ from engine.data.slice_reader import merge_mode_for
 from engine.errors import CommitConflictError, ConcurrentWriteError, InstantNotFoundError, InvalidInputError
 from engine.schema.avro import arrow_to_avro, avro_to_json, with_meta_fields
 from engine.serial import Documented
-from engine.services.clustering_groups import GroupJob, remove_stray, run_groups, update_index
+from engine.services.clustering_groups import GroupJob, run_groups, update_index
 from engine.table import lifecycle
-from engine.table.clustering import pending_clustering
+from engine.table.clustering import held_by_services, pending_clustering
 from engine.table.clustering_plan import (
     SORT_COLUMNS_PARAM,
     ClusteringPlan,
@@ -50,6 +50,7 @@ from engine.table.clustering_plan import (
 )
 from engine.table.lifecycle import claim_instant, complete_instant
 from engine.table.meta_client import MetaClient
+from engine.table.ownership import remove_instant_base_files
 from engine.timeline.commit_metadata import CommitMetadata, WriteStat
 from engine.timeline.instant import Action, Instant, State
 from engine.timeline.timeline import CommittedInstants, Timeline
@@ -76,9 +77,11 @@ class ClusteringResult(Documented):
 
 
 # ---- planning ---------------------------------------------------------------------------------
-def check_sort_columns(meta: MetaClient, columns: Sequence[str], timeline: Timeline | None = None) -> None:
-    """Refuse (InvalidInputError) sort columns the table does not have, before anything is written."""
-    schema = meta.latest_schema(timeline or meta.timeline())
+def check_sort_columns(meta: MetaClient, columns: Sequence[str], timeline: Timeline | None = None,
+                       schema: Any = None) -> None:
+    """Refuse (InvalidInputError) sort columns the table (`schema`, else its latest) does not have,
+    before anything is written."""
+    schema = schema if schema is not None else meta.latest_schema(timeline or meta.timeline())
     names = set(schema.names) if schema is not None else set()
     missing = [c for c in columns if c not in names]
     if missing:
@@ -100,7 +103,7 @@ def plan_clustering(
     if columns:
         check_sort_columns(meta, columns, timeline)
     view = meta.file_system_view(timeline)
-    busy = set(view.pending_compaction) | {g for c in pending_clustering(meta, timeline) for g in c.groups} | exclude
+    busy = held_by_services(meta, timeline, view) | exclude
     by_partition: dict[str, list[SliceInput]] = {}
     for g in view.groups:
         s = g.latest_slice
@@ -199,7 +202,8 @@ def check_plan_current(meta: MetaClient, timeline: Timeline, plan: ClusteringPla
 
 def remove_partial_files(meta: MetaClient, plan: ClusteringPlan) -> list[str]:
     """Delete the base files an interrupted attempt of `plan` left (named with its instant)."""
-    return remove_stray(meta.storage, plan.instant, {g.partition for g in plan.groups}, set())
+    return remove_instant_base_files(meta.storage, plan.instant, dict.fromkeys((g.partition for g in plan.groups), None),
+                                     "clustering revert")
 
 
 def revert_to_requested(meta: MetaClient, instant: str, fence: Fence = None) -> list[str]:
@@ -257,8 +261,11 @@ def _execute(meta, plan, config, spark, index, fence, progress, compression, blo
         if inst is not None and inst.is_completed:
             raise InvalidInputError(f"clustering {plan.instant} is already completed")
         raise InstantNotFoundError(f"{plan.instant} is not a pending clustering of {meta.storage.base_uri}")
+    data_schema = meta.latest_schema(timeline)
+    if data_schema is None:
+        raise InvalidInputError(f"{meta.storage.base_uri} has no schema to cluster with")
     if plan.sort_columns:
-        check_sort_columns(meta, plan.sort_columns, timeline)
+        check_sort_columns(meta, plan.sort_columns, schema=data_schema)
     check_plan_current(meta, timeline, plan)
     action = _requested_action(inst.action)
     _fence(fence)
@@ -269,9 +276,6 @@ def _execute(meta, plan, config, spark, index, fence, progress, compression, blo
     else:
         meta.storage.create_exclusive(meta.instant_path(Instant(plan.instant, action, State.INFLIGHT)), b"")
     failpoints.hit("clustering.after_inflight")
-    data_schema = meta.latest_schema(timeline)
-    if data_schema is None:
-        raise InvalidInputError(f"{meta.storage.base_uri} has no schema to cluster with")
     job = GroupJob(
         meta.storage,
         plan.instant,
@@ -338,14 +342,13 @@ def plan_beside_writers(
     heartbeat before releasing it): `instant`'s plan, or the oldest pending plan no live process
     runs (its heartbeat), else a new plan of the slices no pending write (its inflight file),
     compaction or clustering holds. None: nothing to cluster."""
-    from engine.transaction.heartbeat import is_writer_gone
+    from engine.transaction.heartbeat import is_running
     from engine.transaction.occ import pending_write_groups
 
     storage = meta.storage
 
     def running(time: str) -> bool:
-        return storage.exists(heartbeat_file(time)) and not is_writer_gone(
-            storage, time, heartbeat_interval_ms, tolerable_misses)
+        return is_running(storage, time, heartbeat_interval_ms, tolerable_misses)
 
     timeline = meta.timeline()
     if instant is not None:

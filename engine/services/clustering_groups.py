@@ -30,7 +30,7 @@ from engine.data.slice_reader import SliceFiles, read_slice
 from engine.errors import InvalidInputError
 from engine.table.clustering_plan import ClusteringGroup, SliceInput
 from engine.table.meta_client import MetaClient
-from engine.table.ownership import FileOwnership
+from engine.table.ownership import remove_instant_base_files
 from engine.write.file_writer import WriteContext, write_base_file
 from engine.write.outcome import WriteOutcome
 
@@ -168,22 +168,9 @@ def run_groups(job: GroupJob, groups: Sequence[ClusteringGroup], spark: Any, say
     outs = [o for part in parts for o in part]
     say(f"clustering {job.instant}: {len(groups)} group(s) written in one Spark job")
     # a retried task may have left files of its first attempt: keep the reported ones
-    remove_stray(job.storage, job.instant, {g.partition for g in groups}, {o.path for o in outs})
+    remove_instant_base_files(job.storage, job.instant, dict.fromkeys((g.partition for g in groups), None),
+                              "clustering", keep={o.path for o in outs})
     return outs
-
-
-def remove_stray(storage: Any, instant: str, partitions: set[str], keep: set[str]) -> list[str]:
-    """Delete base files named with the clustering instant in its partitions, except `keep`."""
-    removed = []
-    ownership = FileOwnership(storage)
-    for partition in sorted(partitions):
-        for info in storage.list_dir(partition):
-            bn = parse_base_file_name(info.name)
-            if bn is not None and bn.instant == instant and info.path not in keep:
-                if ownership.owned([info.path], "clustering"):
-                    storage.delete(info.path)
-                    removed.append(info.path)
-    return removed
 
 
 def update_index(meta: MetaClient, index: Any, instant: str, outs: list[WriteOutcome], spark: Any) -> None:
@@ -213,4 +200,4 @@ def update_index(meta: MetaClient, index: Any, instant: str, outs: list[WriteOut
         index.update_location(ctx, instant, spark.createDataFrame(located.to_pandas()))
 
 
-__all__ = ["GroupJob", "base_instant", "read_group", "remove_stray", "run_group", "run_groups", "update_index"]
+__all__ = ["GroupJob", "base_instant", "read_group", "run_group", "run_groups", "update_index"]

@@ -33,7 +33,8 @@ import pyarrow.compute as pc
 from engine import failpoints
 from engine.config.table_config import TableType
 from engine.constants import FILE_NAME_COL
-from engine.data.file_names import base_file_name, join_path, parse_base_file_name
+from engine.data.batch import repeated
+from engine.data.file_names import base_file_name, join_path
 from engine.data.log_block import BlockType
 from engine.data.log_file import read_log_blocks
 from engine.data.slice_reader import SliceFiles, merge_mode_for, read_slice
@@ -51,7 +52,7 @@ from engine.table.compaction_plan import (
 )
 from engine.table.lifecycle import claim_instant, complete_instant
 from engine.table.meta_client import MetaClient
-from engine.table.ownership import FileOwnership
+from engine.table.ownership import remove_instant_base_files
 from engine.timeline.commit_metadata import CommitMetadata, WriteStat
 from engine.timeline.instant import Action, Instant, State
 from engine.timeline.timeline import CommittedInstants, Timeline
@@ -84,10 +85,10 @@ def plan_compaction(
     optimistic concurrency control); empty when there is nothing to compact."""
     if meta.config.table_type is not TableType.MERGE_ON_READ:
         raise InvalidInputError("compaction applies to MERGE_ON_READ tables only")
-    from engine.table.clustering import pending_clustering
+    from engine.table.clustering import held_by_services
 
     view = meta.file_system_view(timeline)
-    busy = set(view.pending_compaction) | {g for c in pending_clustering(meta, timeline) for g in c.groups} | exclude
+    busy = held_by_services(meta, timeline, view) | exclude
     ops = []
     for g in view.groups:
         s = g.latest_slice
@@ -147,15 +148,13 @@ def plan_beside_writers(
     but its blocks are not committed: a plan holding its group would merge the slice without them
     and supersede the file, losing the write."""
     from engine.errors import ConcurrentWriteError
-    from engine.transaction.heartbeat import is_writer_gone
+    from engine.transaction.heartbeat import is_running
     from engine.transaction.occ import pending_write_groups
 
     storage = meta.storage
 
     def running(time: str) -> bool:
-        return storage.exists(heartbeat_file(time)) and not is_writer_gone(
-            storage, time, heartbeat_interval_ms, tolerable_misses
-        )
+        return is_running(storage, time, heartbeat_interval_ms, tolerable_misses)
 
     timeline = meta.timeline()
     if instant is not None:
@@ -211,7 +210,7 @@ def _run_operation(job: _Job, op: CompactionOperation, token: str) -> Compacted:
     merged = merged.set_column(
         merged.schema.get_field_index(FILE_NAME_COL),
         job.schema.field(FILE_NAME_COL),
-        pa.array([name] * merged.num_rows, pa.string()),
+        repeated(name, merged.num_rows),
     )
     ctx = WriteContext(
         storage=job.storage,
@@ -285,17 +284,15 @@ def _block_records(block) -> int:
 
 def remove_partial_files(meta: MetaClient, plan: CompactionPlan) -> list[str]:
     """Delete the base files an interrupted attempt of `plan` left (named with its instant)."""
-    removed = []
-    ownership = FileOwnership(meta.storage)
-    for partition in sorted({op.partition for op in plan.operations}):
-        groups = {op.file_id for op in plan.operations if op.partition == partition}
-        for info in meta.storage.list_dir(partition):
-            bn = parse_base_file_name(info.name)
-            if bn is not None and bn.instant == plan.instant and bn.file_id in groups:
-                if ownership.owned([info.path], "compaction revert"):
-                    meta.storage.delete(info.path)
-                    removed.append(info.path)
-    return removed
+    return remove_instant_base_files(meta.storage, plan.instant, _groups(plan.operations), "compaction revert")
+
+
+def _groups(ops: Sequence[CompactionOperation]) -> dict[str, set[str] | None]:
+    """partition -> the file ids the operations compact."""
+    out: dict[str, set[str]] = {}
+    for op in ops:
+        out.setdefault(op.partition, set()).add(op.file_id)
+    return {p: ids for p, ids in out.items()}
 
 
 def revert_to_requested(meta: MetaClient, instant: str, fence: Fence = None) -> list[str]:
@@ -410,15 +407,8 @@ def _run_all(job: _Job, ops: Sequence[CompactionOperation], spark: Any) -> list[
     outs = run_tasks(spark, job.instant, f"hoodie compaction {job.instant}", ops,
                      lambda op, token: _run_operation(job, op, token))
     # a retried task may have left a second base file for the same operation: keep the reported one
-    reported = {o.outcome.path for o in outs}
-    ownership = FileOwnership(job.storage)
-    for partition in sorted({op.partition for op in ops}):
-        groups = {op.file_id for op in ops if op.partition == partition}
-        for info in job.storage.list_dir(partition):
-            bn = parse_base_file_name(info.name)
-            if bn is not None and bn.instant == job.instant and bn.file_id in groups and info.path not in reported:
-                if ownership.owned([info.path], "compaction"):
-                    job.storage.delete(info.path)
+    remove_instant_base_files(job.storage, job.instant, _groups(ops), "compaction",
+                              keep={o.outcome.path for o in outs})
     return outs
 
 

@@ -18,6 +18,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from engine.errors import CorruptTableError
+from engine.table.fs_view import FileSystemView
 from engine.table.meta_client import MetaClient
 from engine.timeline.instant import Action, Instant, State
 from engine.timeline.timeline import Timeline
@@ -51,6 +52,12 @@ def parse_requested_replace(data: bytes) -> frozenset[tuple[str, str]] | None:
             if sl.get("fileId"):
                 groups.add((sl.get("partitionPath") or "", sl["fileId"]))
     return frozenset(groups)
+
+
+def held_by_services(meta: MetaClient, timeline: Timeline, view: FileSystemView) -> set[tuple[str, str]]:
+    """The (partition, file id) groups a pending compaction or clustering holds: no other table
+    service may plan them."""
+    return set(view.pending_compaction) | {g for c in pending_clustering(meta, timeline) for g in c.groups}
 
 
 def pending_clustering(meta: MetaClient, timeline: Timeline) -> list[PendingClustering]:

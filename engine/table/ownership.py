@@ -130,3 +130,28 @@ class FileOwnership:
             else:
                 self._depth[folder] = partition_depth(text)
         return self._depth[folder]
+
+
+def remove_instant_base_files(
+    storage: Storage,
+    instant: str,
+    groups: dict[str, set[str] | None],
+    service: str,
+    keep: Iterable[str] = (),
+) -> list[str]:
+    """Delete this table's base files named with `instant` in the partitions of `groups` (only those
+    of its file ids; None: any), except `keep`: what an interrupted attempt, or a retried task, of a
+    table service that writes base files left. Returns the paths deleted."""
+    kept = set(keep)
+    removed = []
+    ownership = FileOwnership(storage)
+    for partition, file_ids in sorted(groups.items()):
+        for info in storage.list_dir(partition):
+            bn = parse_base_file_name(info.name)
+            if bn is None or bn.instant != instant or info.path in kept:
+                continue
+            if (file_ids is None or bn.file_id in file_ids) and ownership.owned([info.path], service):
+                storage.delete(info.path)
+                removed.append(info.path)
+    return removed
+

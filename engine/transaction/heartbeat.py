@@ -240,6 +240,13 @@ def _ms(seconds: float) -> int:
     return round(seconds * 1000)
 
 
+def is_running(storage: Storage, instant: str, heartbeat_interval_ms: int, tolerable_misses: int) -> bool:
+    """Whether a live process runs pending `instant`: it keeps a heartbeat, and that process is not
+    gone (`is_writer_gone`). A table service picked beside writers is left to it."""
+    return storage.exists(heartbeat_file(instant)) and not is_writer_gone(
+        storage, instant, heartbeat_interval_ms, tolerable_misses)
+
+
 def is_writer_gone(
     storage: Storage,
     instant: str,
