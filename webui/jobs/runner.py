@@ -125,8 +125,8 @@ class Runner:
             db.session.execute(sa.update(Job).where(Job.id == job_id).values(
                 state=state.value, error=error, finished_at=utcnow()))
             db.session.execute(sa.update(Worker).where(Worker.id == self.worker_id).values(stopped=True))
+            self._audit_outcome(job_id, commit=False)
             db.session.commit()
-            self._audit_outcome(job_id)
 
     def run(self, max_jobs: int | None = None, once: bool = False, poll_s: float = 1.0,
             install_signals: bool = True) -> int:
@@ -214,12 +214,13 @@ class Runner:
             )
             if upload is not None:
                 db.session.execute(sa.delete(Upload).where(Upload.id == upload.id))
-            db.session.commit()
-            self._audit_outcome(job_id)
+            self._audit_outcome(job_id, commit=False)
+            db.session.commit()  # one transaction: whoever sees the job finished sees its audit row
 
-    def _audit_outcome(self, job_id: int) -> None:
-        """The outcome of an action's job, appended to the audit log (previews are not actions)."""
-        job = db.session.get(Job, job_id)
+    def _audit_outcome(self, job_id: int, commit: bool = True) -> None:
+        """The outcome of an action's job, appended to the audit log (previews are not actions);
+        `commit=False`: in the transaction that records the job's end, so the two are seen together."""
+        job = db.session.get(Job, job_id, populate_existing=True)  # the state just updated, not a cached one
         if job is None or job.operation == "preview":
             return
         actor = db.session.get(User, job.created_by) if job.created_by else None
@@ -232,7 +233,7 @@ class Runner:
                      table=job.table.name if job.table is not None else None,
                      params={k: v for k, v in (job.params or {}).items()
                              if k not in ("upload", "fingerprint", "plan_hash", "user")},
-                     plan_hash=(job.params or {}).get("plan_hash"), job_id=job.id)
+                     plan_hash=(job.params or {}).get("plan_hash"), job_id=job.id, commit=commit)
 
 
 INTERRUPTED_ERROR = ("interrupted: the job runner was stopped (Ctrl-C or SIGTERM) while the job ran; what it "
