@@ -8,6 +8,7 @@ from enum import StrEnum
 
 import javaproperties
 
+from engine.config.cdc import CdcMode, cdc_mode
 from engine.constants import TABLE_VERSION, TIMELINE_LAYOUT_VERSION
 from engine.errors import CorruptTableError, InvalidConfigError, UnsupportedTableVersionError
 
@@ -171,6 +172,11 @@ class TableConfig:
         """Complex key generators write keys as `f1:v1,f2:v2` (even for one field); the
         timestamp-based one extends the simple key generator (the value alone)."""
         return self.keygen_class not in (SIMPLE_KEYGEN, NONPARTITIONED_KEYGEN, TIMESTAMP_KEYGEN)
+
+    @property
+    def cdc_mode(self) -> CdcMode | None:
+        """The CDC logging mode (`hoodie.table.cdc.*`); None when the table logs no changes."""
+        return cdc_mode(dict(self.extra))
 
     @property
     def checksum(self) -> int:

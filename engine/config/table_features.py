@@ -4,7 +4,7 @@ Apache Hudi keeps a closed set of table properties (`HoodieTableConfig`: a write
 does not define for the table's version, `dropInvalidConfigs`), plus the timestamp key
 generator's persisted settings. A key outside that set comes from a newer Apache Hudi (or another
 tool) and may change how files must be written, so a write refuses it rather than guess; so do
-known properties whose values ask for what this engine does not write (CDC logging, a bootstrap
+known properties whose values ask for what this engine does not write (a bootstrap
 source, another table format, a custom merger...). Reads are not refused for these: reading
 changes nothing, and `engine.read.reader` refuses what it cannot read (non-Parquet base files)
 on its own.
@@ -43,6 +43,10 @@ OWN_KEYS = frozenset({"hoodie.index.type", "hoodie.record.index.buckets", "hoodi
                       "hoodie.datasource.write.partitionpath.field"})
 
 
+_CDC_MODES = frozenset({"OP_KEY_ONLY", "DATA_BEFORE", "DATA_BEFORE_AFTER",
+                        "CDC_OP_KEY", "CDC_DATA_BEFORE", "CDC_DATA_BEFORE_AFTER"})
+
+
 def unknown_properties(props: Mapping[str, str]) -> list[str]:
     """The keys of `props` neither Apache Hudi's table config nor this engine defines, sorted."""
     return sorted(k for k in props if k not in HUDI_TABLE_KEYS and k not in OWN_KEYS
@@ -61,8 +65,9 @@ def write_problems(props: Mapping[str, str]) -> list[str]:
     if table_format.lower() != "native":
         problems.append(f"table format {table_format} (hoodie.table.format): Apache Hudi keeps that format's "
                         "metadata through a plugin this engine does not have")
-    if _is_true(props, "hoodie.table.cdc.enabled"):
-        problems.append("change data capture logging (hoodie.table.cdc.enabled=true)")
+    mode = props.get("hoodie.table.cdc.supplemental.logging.mode", "").strip()
+    if mode and mode.upper() not in _CDC_MODES:
+        problems.append(f"CDC logging mode {mode} (hoodie.table.cdc.supplemental.logging.mode)")
     if props.get("hoodie.bootstrap.base.path", "").strip():
         problems.append(f"bootstrapped tables (hoodie.bootstrap.base.path={props['hoodie.bootstrap.base.path']})")
     if _is_true(props, "hoodie.table.multiple.base.file.formats.enable"):

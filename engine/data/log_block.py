@@ -319,10 +319,11 @@ def header_writer_schema(block: LogBlock, kind: str) -> Any:
 
 
 def decode_avro_content(block: LogBlock, reader_schema: Any | None = None) -> list[dict[str, Any]]:
-    """The records of an AVRO data block, read with the header's writer schema."""
-    if block.block_type != BlockType.AVRO_DATA:
+    """The records of an AVRO data block (or a CDC data block, whose content is an AVRO block's),
+    read with the header's writer schema."""
+    if block.block_type not in (BlockType.AVRO_DATA, BlockType.CDC_DATA):
         raise CorruptTableError(f"log block at offset {block.offset}: type {block.block_type}, not AVRO (3)")
-    writer_schema = header_writer_schema(block, "AVRO")
+    writer_schema = header_writer_schema(block, "AVRO" if block.block_type == BlockType.AVRO_DATA else "CDC")
     cur = _Cursor(block.content, 0, len(block.content), block.offset)
     version = cur.int32("avro block version")
     if version != AVRO_BLOCK_VERSION:

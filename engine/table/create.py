@@ -10,6 +10,7 @@ from collections.abc import Mapping, Sequence
 
 import pyarrow as pa
 
+from engine.config.cdc import cdc_properties
 from engine.config.table_config import (
     COMPLEX_KEYGEN,
     CREATE_VERSIONS,
@@ -90,6 +91,8 @@ def new_table_config(
     key_generator_options: Mapping[str, str] | None = None,
     populate_meta_fields: bool = True,
     url_encode: bool = False,
+    cdc: bool = False,
+    cdc_mode: str | None = None,
 ) -> TableConfig:
     """Validate the creation arguments and return the table's config (typed errors otherwise).
 
@@ -103,6 +106,8 @@ def new_table_config(
     Without it the key generator follows from the fields (simple, complex or non-partitioned).
     `populate_meta_fields=False` (Apache Hudi's virtual keys): copy-on-write only, with index SIMPLE
     or GLOBAL_SIMPLE; the files' `_hoodie_*` columns stay null (the file name aside).
+    `cdc` / `cdc_mode`: Apache Hudi's change data capture logging (`hoodie.table.cdc.enabled`,
+    `hoodie.table.cdc.supplemental.logging.mode`, default DATA_BEFORE_AFTER), fixed at creation.
     """
     if table_version not in CREATE_VERSIONS:
         raise InvalidConfigError(
@@ -118,6 +123,9 @@ def new_table_config(
             raise InvalidConfigError(
                 f"a table without meta fields needs index SIMPLE or GLOBAL_SIMPLE (its files carry no bloom filter), not {itype.value}"
             )
+    cdc_props = cdc_properties(cdc, cdc_mode)
+    if cdc_props and not populate_meta_fields:
+        raise InvalidConfigError("change data capture needs the meta fields (populate_meta_fields=True)")
     index_props: tuple[tuple[str, str], ...] = ()
     if itype is IndexType.RECORD:
         from engine.keygen.record_hash import record_index_properties
@@ -147,7 +155,7 @@ def new_table_config(
         # writers name them, as this option (kept beside them here: Hudi ignores it)
         keygen_props = (*keygen_props, (PARTITION_PATH_OPTION, ",".join(f"{p}:{t}" for p, t in zip(parts, types, strict=True))))
     return TableConfig(
-        extra=(*version_properties(table_version, bool(precombine_field)), *index_props, *keygen_props),
+        extra=(*version_properties(table_version, bool(precombine_field)), *index_props, *keygen_props, *cdc_props),
         keygen_class=keygen_class,
         name=name,
         record_key_fields=keys,

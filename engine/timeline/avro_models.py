@@ -382,7 +382,7 @@ def _write_stat_to_avro(stat: WriteStat) -> Record:
         "logOffset": stat.logOffset,
         "baseFile": stat.baseFile,
         "logFiles": list(stat.logFiles) if stat.logFiles is not None else None,
-        "cdcStats": None,
+        "cdcStats": dict(stat.cdcStats) if stat.cdcStats else None,
     }
 
 

@@ -39,10 +39,11 @@ class WriteStat:
     logVersion: int | None = None
     logOffset: int | None = None
     runtimeStats: dict[str, int] | None = None
+    # CDC log files written beside the file (relative path -> size), tables with CDC logging
+    cdcStats: dict[str, int] | None = None
 
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self)
-        d["cdcStats"] = None
         d["tempPath"] = None
         for key in ("baseFile", "logFiles", "logVersion", "logOffset"):
             if d[key] is None:

@@ -39,6 +39,7 @@ from engine.index.bloom_filter import (
 )
 from engine.schema.internal import without_versions
 from engine.storage import Storage
+from engine.write.cdc_log import CdcLog, Changes, changes_of, write_cdc_file
 from engine.write.outcome import WriteOutcome
 
 if TYPE_CHECKING:
@@ -82,6 +83,8 @@ class WriteContext:
     # a table without meta fields (hoodie.populate.meta.fields=false): stored keys are computed from
     # these key fields, and the files get null meta columns and no key footer, as Apache Hudi writes them
     virtual: KeySpec | None = None
+    # a table with CDC logging: what a rewrite of a file group logs (engine.write.cdc_log)
+    cdc: CdcLog | None = None
 
 
 def with_meta_columns(rows: pa.Table, ctx: WriteContext, file_name: str, seq_prefix: str) -> pa.Table:
@@ -153,9 +156,15 @@ def write_bucket(
 
     num_updates = num_deletes = num_stale = 0
     previous: tuple[dict[bytes, bytes], int, pa.Array] | None = None  # for extending the old bloom filter
+    changes: Changes | None = None
     if bucket.base_path is not None and not ctx.match_keys:
         stored_rows, _footer = _stored(ctx, bucket.base_path)
         kept = _renamed(stored_rows, ctx, file_name)
+        if ctx.cdc is not None:
+            none = ctx.schema.empty_table()
+            keys = pa.array([], pa.string())
+            fresh_rows = with_meta_columns(upserts, ctx, file_name, "")
+            changes = changes_of(ctx.cdc, (none, none, keys), (fresh_rows, upserts.column(KEY_COL)), (none, keys))
     elif bucket.base_path is not None:
         old, old_footer = _stored(ctx, bucket.base_path)
         old_keys = old.column(RECORD_KEY_COL)
@@ -188,6 +197,8 @@ def write_bucket(
         else:
             keep = pc.invert(replaced)
         kept = _renamed(old.filter(keep), ctx, file_name)
+        if ctx.cdc is not None:
+            changes = _changes(ctx.cdc, ctx, old, upserts, pos, is_update, deleted if len(delete_keys) else None)
         if not num_deletes and ctx.virtual is None:
             inserted = upserts.column(KEY_COL).filter(pc.invert(is_update))
             previous = (old_footer, old.num_rows, inserted)
@@ -197,6 +208,10 @@ def write_bucket(
     num_inserts = fresh.num_rows - num_updates
     out = pa.concat_tables([kept, fresh])
     written = write_base_file(ctx, path, out, previous)
+    cdc_file, cdc_size = None, None
+    if changes is not None and ctx.cdc is not None:
+        cdc_file, cdc_size = write_cdc_file(
+            ctx.storage, ctx.cdc, bucket.partition, bucket.file_id, ctx.instant, token, changes)
     return WriteOutcome(
         path=path,
         file_id=bucket.file_id,
@@ -210,7 +225,27 @@ def write_bucket(
         file_size=written.size,
         min_key=written.min_key,
         max_key=written.max_key,
+        cdc_file=cdc_file,
+        cdc_size=cdc_size,
     )
+
+
+def _changes(
+    log: CdcLog, ctx: WriteContext, old: pa.Table, upserts: pa.Table, pos: pa.ChunkedArray | pa.Array,
+    is_update: pa.ChunkedArray | pa.Array, deleted: pa.ChunkedArray | pa.Array | None,
+) -> Changes:
+    """What merging `upserts` (positions `pos` in `old`, updates where `is_update`) and deleting
+    the `deleted` rows of `old` changes, for the CDC log."""
+    after = with_meta_columns(upserts, ctx, "", "")
+    keys = upserts.column(KEY_COL).cast(pa.string())
+    updated = (old.take(pos.filter(is_update)), after.filter(is_update), keys.filter(is_update))
+    fresh = pc.invert(is_update)
+    inserted = (after.filter(fresh), keys.filter(fresh))
+    if deleted is None:
+        removed = (old.schema.empty_table(), pa.array([], pa.string()))
+    else:
+        removed = (old.filter(deleted), old.column(RECORD_KEY_COL).filter(deleted))
+    return changes_of(log, updated, inserted, removed)
 
 
 @dataclass(frozen=True)

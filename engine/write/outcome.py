@@ -29,6 +29,8 @@ OUTCOME_SCHEMA = pa.schema(
         ("log_version", pa.int64()),
         ("base_file", pa.string()),
         ("log_files", pa.list_(pa.string())),
+        ("cdc_file", pa.string()),
+        ("cdc_size", pa.int64()),
     ]
 )
 
@@ -63,6 +65,9 @@ class WriteOutcome:
     log_version: int | None = None
     base_file: str | None = None
     log_files: list[str] | None = None
+    # the CDC log file written beside it (table-relative path) and its size
+    cdc_file: str | None = None
+    cdc_size: int | None = None
 
     def as_row(self) -> dict[str, Any]:
         """The outcome as a row of OUTCOME_SCHEMA (what a Spark task returns)."""
@@ -87,6 +92,8 @@ class WriteOutcome:
             log_version=row.get("log_version"),
             base_file=row.get("base_file"),
             log_files=list(row["log_files"]) if row.get("log_files") is not None else None,
+            cdc_file=row.get("cdc_file"),
+            cdc_size=row.get("cdc_size"),
         )
 
     @property
@@ -116,6 +123,7 @@ class WriteOutcome:
             logFiles=list(self.log_files or []) if log else None,
             logVersion=self.log_version if log else None,
             logOffset=0 if log else None,
+            cdcStats={self.cdc_file: int(self.cdc_size or 0)} if self.cdc_file else None,
         )
         if compaction is None:
             return stat

@@ -49,6 +49,7 @@ from engine.timeline.timeline import CommittedInstants, Timeline
 from engine.write import commit as commit_protocol
 from engine.write import guarded, occ_keys
 from engine.write.existing import existing_files
+from engine.write.cdc_log import CdcLog
 from engine.write.file_writer import BucketWrite, WriteContext
 from engine.write.index_rows import replaced_key_rows
 from engine.write.log_writer import AppendContext
@@ -464,6 +465,7 @@ class Pipeline:
             virtual=KeySpec.from_config(self.meta.config)
             if not self.meta.config.populate_meta_fields
             else None,
+            cdc=CdcLog.of_table(self.meta.config, write_schema),
         )
 
     def bucket_write(self, b: Bucket, view: FileSystemView) -> BucketWrite:

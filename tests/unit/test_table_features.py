@@ -32,7 +32,8 @@ def test_what_apache_hudi_writes_and_what_we_add_is_known():
 
 @pytest.mark.parametrize(("key", "value", "named"), [
     ("hoodie.table.format", "xtable", "table format xtable (hoodie.table.format)"),
-    ("hoodie.table.cdc.enabled", "true", "change data capture logging (hoodie.table.cdc.enabled=true)"),
+    ("hoodie.table.cdc.supplemental.logging.mode", "FULL",
+     "CDC logging mode FULL (hoodie.table.cdc.supplemental.logging.mode)"),
     ("hoodie.bootstrap.base.path", "/data/src", "bootstrapped tables (hoodie.bootstrap.base.path=/data/src)"),
     ("hoodie.table.multiple.base.file.formats.enable", "TRUE", "multiple base file formats"),
     ("hoodie.partition.metafile.use.base.format", "true", "partition metafiles in the base file format"),
