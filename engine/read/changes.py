@@ -129,13 +129,13 @@ def group_changes(meta: MetaClient, instants: Iterable[Instant]) -> list[GroupCh
 class ChangeReader:
     """Reads one window's changes; group states (records as of an instant) are read once each."""
 
-    def __init__(self, meta: MetaClient, timeline: Timeline, schema: pa.Schema) -> None:
+    def __init__(self, meta: MetaClient, timeline: Timeline, schema: pa.Schema, use_log: bool = True) -> None:
         self.meta = meta
         self.timeline = timeline
         self.schema = with_meta_fields(schema)  # meta columns first
         self.data = without_meta_fields(schema)
         self.how = slice_read(meta, timeline)
-        self.mode = meta.config.cdc_mode
+        self.mode = meta.config.cdc_mode if use_log else None  # None: infer every change
         self.files = listing.data_files(meta, timeline).files
         self._views: dict[str | None, FileSystemView] = {}
         self._writes = sorted(timeline.completed_write_times)
@@ -285,10 +285,11 @@ def _assemble(instant: str, ops: list[str], before: pa.StructArray, after: pa.St
 
 def read_changes(
     meta: MetaClient, start: str, end: str | None = None, timeline: Timeline | None = None,
-    progress: Callable[[str], None] | None = None,
+    progress: Callable[[str], None] | None = None, use_log: bool = True,
 ) -> pa.Table:
     """The changes committed in (start, end]: one row per inserted, updated or deleted record and
-    write (`changes_schema`), oldest write first."""
+    write (`changes_schema`), oldest write first. `use_log=False`: infer every change from the
+    file groups' versions, leaving the CDC log unread (the two agree)."""
     if not meta.config.populate_meta_fields:
         raise InvalidInputError(
             "change queries need the meta fields: a table without them (hoodie.populate.meta.fields=false) "
@@ -307,7 +308,7 @@ def read_changes(
     changes = group_changes(meta, instants)
     if not changes or schema is None:
         return changes_schema(data).empty_table()
-    reader = ChangeReader(meta, timeline, schema)
+    reader = ChangeReader(meta, timeline, schema, use_log)
     parts = []
     for n, change in enumerate(changes, 1):
         parts.append(reader.read(change))

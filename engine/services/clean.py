@@ -186,6 +186,27 @@ def _replaced_groups(meta: MetaClient, timeline: Timeline) -> list[tuple[FileGro
     return [(g, by[(g.partition, g.file_id)]) for g in unhidden.groups if (g.partition, g.file_id) in by]
 
 
+def _with_cdc_logs(meta: MetaClient, files: dict[str, list[str]]) -> dict[str, list[str]]:
+    """`files` with the CDC log files of the cleaned base files: a CDC log file belongs to the
+    slice its write started (named with the same file id and instant), as in Apache Hudi's file
+    slices, and goes with it."""
+    if not files or meta.config.cdc_mode is None:
+        return dict(sorted(files.items()))
+    from engine.data.file_names import parse_base_file_name, parse_cdc_log_file_name
+
+    logs: dict[tuple[str, str], list[str]] = {}
+    for df in meta.list_data_files():
+        name = parse_cdc_log_file_name(df.name)
+        if name is not None:
+            logs.setdefault((name.file_id, name.base_instant), []).append(df.path)
+    out = {}
+    for p, fs in files.items():
+        extra = [c for f in fs if (b := parse_base_file_name(f.rpartition("/")[2])) is not None
+                 for c in logs.get((b.file_id, b.instant), [])]
+        out[p] = sorted({*fs, *extra})
+    return dict(sorted(out.items()))
+
+
 def plan_clean(meta: MetaClient, timeline: Timeline, policy: str, retained: int) -> CleanPlan:
     view = meta.file_system_view(timeline)
     writes = [i.time for i in timeline.completed_writes.instants]
@@ -193,7 +214,7 @@ def plan_clean(meta: MetaClient, timeline: Timeline, policy: str, retained: int)
     earliest, files = files_to_clean(view.groups, writes, policy, retained, protected, view.pending_compaction)
     for p, fs in replaced_files_to_clean(_replaced_groups(meta, timeline), policy, earliest, protected).items():
         files[p] = sorted({*files.get(p, []), *fs})
-    files = dict(sorted(files.items()))
+    files = _with_cdc_logs(meta, files)
     ownership = FileOwnership(meta.storage)
     kept = {p: tuple(ownership.owned(fs, "clean")) for p, fs in files.items()}
     return CleanPlan(

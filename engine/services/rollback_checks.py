@@ -62,12 +62,16 @@ def check_rollback_allowed(meta: MetaClient, timeline: Timeline, target: Instant
     for later in timeline.completed_writes.instants:
         if later.time <= target.time:
             continue
-        if any((s.partitionPath, s.fileId) in mine for s in meta.commit_metadata(later).write_stats):
+        md = meta.commit_metadata(later)
+        replaced = {(p, f) for p, ids in (md.partition_to_replace_file_ids or {}).items() for f in ids}
+        # a later write to one of its groups, or a replacecommit (clustering, insert_overwrite)
+        # that replaced one: its new files hold the records the rollback would take back
+        if any((s.partitionPath, s.fileId) in mine for s in md.write_stats) or replaced & mine:
             dependents.append(later.time)
     if dependents:
         raise RollbackRefusedError(
-            f"cannot roll back {target.time}: later commit(s) {', '.join(dependents)} rewrote file groups it "
-            f"wrote; roll those back first (newest first) or restore to an instant before {target.time}",
+            f"cannot roll back {target.time}: later commit(s) {', '.join(dependents)} rewrote or replaced file "
+            f"groups it wrote; roll those back first (newest first) or restore to an instant before {target.time}",
             tuple(dependents),
         )
     present = {df.path for df in meta.list_data_files()}

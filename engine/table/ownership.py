@@ -28,7 +28,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from engine.constants import METAFOLDER, PARTITION_METADATA_FILE
-from engine.data.file_names import parse_base_file_name, parse_log_file_name
+from engine.data.file_names import is_data_file, parse_base_file_name
 from engine.storage import Storage
 
 _log = logging.getLogger(__name__)
@@ -82,8 +82,8 @@ class FileOwnership:
         if rel.startswith(METAFOLDER + "/"):
             return None  # the table's own metadata folder (timeline, index files)
         folder, _, name = rel.rpartition("/")
-        if parse_base_file_name(name) is None and parse_log_file_name(name) is None:
-            return "not named as a Hudi base or log file"
+        if not is_data_file(name):
+            return "not named as a Hudi base, log or CDC log file"
         segments = folder.split("/") if folder else []
         for i in range(1, len(segments) + 1):
             candidate = "/".join(segments[:i])

@@ -24,7 +24,7 @@ from engine.constants import (
     PARTITION_PATH_COL,
     RECORD_KEY_COL,
 )
-from engine.data.file_names import file_instant, parse_base_file_name, parse_log_file_name
+from engine.data.file_names import file_instant, parse_base_file_name, parse_cdc_log_file_name, parse_log_file_name
 from engine.errors import InvalidInputError
 from engine.index.base import Index, RollbackChange
 from engine.table import lifecycle, schema_history
@@ -70,6 +70,11 @@ def instant_files(
     for df in meta.list_data_files():
         if parse_base_file_name(df.name) is not None:
             if file_instant(df.name) == time:
+                found.append(df.path)
+            continue
+        cdc = parse_cdc_log_file_name(df.name)
+        if cdc is not None:  # a CDC log file is named with the write that left it
+            if cdc.base_instant == time:
                 found.append(df.path)
             continue
         if not logs:
@@ -309,7 +314,7 @@ def owned_instant_files(
             continue
         partition, _, name = rel.rpartition("/")
         base = parse_base_file_name(name)
-        log = parse_log_file_name(name) if base is None else None
+        log = (parse_log_file_name(name) or parse_cdc_log_file_name(name)) if base is None else None
         if base is not None and base.instant != time:
             reason = f"a base file of instant {base.instant}, not {time}"
         elif (

@@ -537,7 +537,7 @@ def test_service_commands_dry_run_then_run(spark, tmp_path, capsys):
 
     code, out, err = cli(capsys, "rollback", root, i1)  # i2 rewrote its file group
     assert_user_error(code, out, err)
-    assert f"cannot roll back {i1}: later commit(s) {i2} rewrote file groups it wrote" in err
+    assert f"cannot roll back {i1}: later commit(s) {i2} rewrote or replaced file groups it wrote" in err
     assert snapshot_files(root) == before
 
     done = cli_json(capsys, "rollback", root, i3)

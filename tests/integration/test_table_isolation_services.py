@@ -208,7 +208,7 @@ def test_ownership_refuses_another_tables_partition_and_odd_names(tmp_path):
         "its folder's .hoodie_partition_metadata records partition depth 1, but the folder is 2 deep in this "
         "table (another table's partition)"
     )
-    assert ownership.foreign_reason("paris/notes.txt") == "not named as a Hudi base or log file"
+    assert ownership.foreign_reason("paris/notes.txt") == "not named as a Hudi base, log or CDC log file"
     assert ownership.foreign_reason(".hoodie/.record_index/x") is None
     assert ownership.owned([own, moved, "paris/notes.txt"], "test") == [own]
     assert ownership.skipped_paths == [moved, "paris/notes.txt"]
