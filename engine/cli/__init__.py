@@ -33,6 +33,7 @@ from engine.cli.common import (
     one_line,
 )
 from engine.cli.data_cmds import (
+    cmd_changes,
     cmd_lookup,
     cmd_read,
     cmd_write,
@@ -103,6 +104,11 @@ def build_parser() -> argparse.ArgumentParser:
                    help="versions 8 and 9: create no metadata table (by default they get one, as Apache Hudi 1.x "
                         "creates them; RECORD then looks keys up in its record_index)")
 
+    p.add_argument("--cdc", action="store_true",
+                   help="log changes as Apache Hudi's CDC does (hoodie.table.cdc.enabled): see `changes`")
+    p.add_argument("--cdc-mode", metavar="MODE",
+                   help="with --cdc: OP_KEY_ONLY, DATA_BEFORE or DATA_BEFORE_AFTER (default)")
+
     command("show", "show the table config, schema and timeline summary", cmd_show)
     p = command("commits", "list the instants of the timeline", cmd_commits)
     p.add_argument("--archived", action="store_true", help="also list the archived instants")
@@ -130,6 +136,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--read-optimized", action="store_true",
                    help="base files only (merge-on-read: log files are not merged)")
     p.add_argument("--output", required=True, metavar="FILE.parquet", help="the parquet file to write")
+
+    p = command("changes", "print the records inserted, updated and deleted in a window (CDC, JSON lines)",
+                cmd_changes)
+    p.add_argument("--since", required=True, metavar="INSTANT", help="start of the window (exclusive; 000: all)")
+    p.add_argument("--until", metavar="INSTANT", help="end of the window (inclusive; default: now)")
+    p.add_argument("--limit", type=int, metavar="N", help="print at most N changes (the count stays exact)")
+    p.add_argument("--verbose", "-v", action="store_true", help="always print progress on stderr")
 
     p = command("lookup", "print the records with the given keys (JSON lines)", cmd_lookup, spark=True)
     p.add_argument("--keys-file", required=True, metavar="FILE", help="one record key per line")

@@ -1,11 +1,12 @@
 """`hoodie upsert | insert | bulk-insert | delete | insert-overwrite[-table] | read | lookup`: the commands
-that start Spark."""
+that start Spark; and `hoodie changes`, which reads without it."""
 
 from __future__ import annotations
 
 import argparse
 import json
 import os
+import sys
 
 from engine.cli.common import (
     EXIT_OK,
@@ -121,6 +122,30 @@ def cmd_read(args: argparse.Namespace) -> int:
         emit_json(doc)
     else:
         print(f"wrote {data.num_rows} row(s) to {output}")
+    return EXIT_OK
+
+
+def cmd_changes(args: argparse.Namespace) -> int:
+    """Print the changes of the writes in (--since, --until] as JSON lines (op, ts_ms, before,
+    after), oldest first; no Spark."""
+    from engine.read.changes import read_changes
+
+    if args.limit is not None and args.limit < 0:
+        raise UsageError("--limit must be 0 or more")
+    meta = MetaClient.open(args.path)
+    progress = progress_printer(args)
+    changes = read_changes(meta, args.since, args.until, progress=progress)
+    rows = changes.slice(0, args.limit).to_pylist() if args.limit is not None else changes.to_pylist()
+    counts = {op: sum(1 for o in changes.column("op").to_pylist() if o == op) for op in ("i", "u", "d")}
+    if args.json:
+        emit_json({"path": meta.storage.base_uri, "since": args.since, "until": args.until,
+                   "count": changes.num_rows, "inserts": counts["i"], "updates": counts["u"],
+                   "deletes": counts["d"], "changes": rows})
+    else:
+        for row in rows:
+            print(json.dumps(row, default=str))
+        print(f"{changes.num_rows} change(s): {counts['i']} insert(s), {counts['u']} update(s), "
+              f"{counts['d']} delete(s)", file=sys.stderr)
     return EXIT_OK
 
 

@@ -61,6 +61,8 @@ def cmd_init(args: argparse.Namespace) -> int:
         record_index_buckets=args.record_index_buckets,
         record_index_hash=args.record_index_hash,
         table_version=args.table_version,
+        cdc=args.cdc,
+        cdc_mode=args.cdc_mode,
     )
     with_metadata = metadata_create.wanted(config.version, args.metadata)
     metadata_create.refuse_own_index_shape(

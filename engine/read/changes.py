@@ -283,6 +283,23 @@ def _assemble(instant: str, ops: list[str], before: pa.StructArray, after: pa.St
         [pa.array(ops, pa.string()), pa.array([instant] * n, pa.string()), before, after], schema=changes_schema(data))
 
 
+def normalized_window(meta: MetaClient, start: str, end: str | None) -> tuple[str, str | None]:
+    """(start, end) checked and as instant times ("000" and other all-zero starts: from the
+    beginning; yyyyMMddHHmmss padded); refuses tables a change query cannot read."""
+    if not meta.config.populate_meta_fields:
+        raise InvalidInputError(
+            "change queries need the meta fields: a table without them (hoodie.populate.meta.fields=false) "
+            "records no commit time per record")
+    start = "0" * 17 if str(start) and not str(start).strip("0") else str(start)
+    start = check_instant(pad_seconds(start), "start")
+    if end is not None:
+        end = check_instant(pad_seconds(end), "end")
+        if end < start:
+            raise InvalidInputError(f"end {end} is before start {start}")
+    check_base_file_format(meta)
+    return start, end
+
+
 def read_changes(
     meta: MetaClient, start: str, end: str | None = None, timeline: Timeline | None = None,
     progress: Callable[[str], None] | None = None, use_log: bool = True,
@@ -290,17 +307,7 @@ def read_changes(
     """The changes committed in (start, end]: one row per inserted, updated or deleted record and
     write (`changes_schema`), oldest write first. `use_log=False`: infer every change from the
     file groups' versions, leaving the CDC log unread (the two agree)."""
-    if not meta.config.populate_meta_fields:
-        raise InvalidInputError(
-            "change queries need the meta fields: a table without them (hoodie.populate.meta.fields=false) "
-            "records no commit time per record")
-    start = "0" * 17 if str(start) and not str(start).strip("0") else str(start)  # "000": from the beginning
-    start = check_instant(pad_seconds(start), "start")
-    if end is not None:
-        end = check_instant(pad_seconds(end), "end")
-        if end < start:
-            raise InvalidInputError(f"end {end} is before start {start}")
-    check_base_file_format(meta)
+    start, end = normalized_window(meta, start, end)
     timeline = timeline if timeline is not None else meta.timeline()
     schema = meta.latest_schema(timeline)
     data = without_meta_fields(schema) if schema is not None else pa.schema([])
@@ -345,5 +352,5 @@ def with_json_images(changes: pa.Table) -> pa.Table:
 
 __all__ = [
     "YIELD_CHANGES", "with_json_images", "ChangeReader", "GroupChange", "HistoryUnavailableError", "changes_schema",
-    "earliest_start", "group_changes", "read_changes", "window",
+    "earliest_start", "group_changes", "normalized_window", "read_changes", "window",
 ]

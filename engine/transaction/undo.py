@@ -24,7 +24,12 @@ from engine.constants import (
     PARTITION_PATH_COL,
     RECORD_KEY_COL,
 )
-from engine.data.file_names import file_instant, parse_base_file_name, parse_cdc_log_file_name, parse_log_file_name
+from engine.data.file_names import (
+    file_instant,
+    parse_base_file_name,
+    parse_cdc_log_file_name,
+    parse_log_file_name,
+)
 from engine.errors import InvalidInputError
 from engine.index.base import Index, RollbackChange
 from engine.table import lifecycle, schema_history

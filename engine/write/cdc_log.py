@@ -18,11 +18,11 @@ import fastavro
 import pyarrow as pa
 
 from engine.config.cdc import AFTER, BEFORE, OP, RECORD_KEY, TS_MS, CdcMode, cdc_log_schema
+from engine.config.table_config import TableConfig
 from engine.data.file_names import CDC_SUFFIX, LogFileName, join_path
 from engine.data.log_block import BlockType, HeaderKey, encode_avro_content, encode_log_block
 from engine.data.log_file import write_log_file
 from engine.errors import SchemaMismatchError
-from engine.config.table_config import TableConfig
 from engine.schema.avro import arrow_to_avro, avro_to_json, without_meta_fields
 from engine.storage import Storage
 
@@ -90,12 +90,14 @@ def changes_of(
     cols = log.data_columns
     keep_before = log.mode is not CdcMode.OP_KEY_ONLY
     keep_after = log.mode is CdcMode.DATA_BEFORE_AFTER
-    nothing: list[dict[str, Any] | None]
     keys = [*uk.to_pylist(), *ik.to_pylist(), *dk.to_pylist()]
     ops = ["u"] * len(uk) + ["i"] * len(ik) + ["d"] * len(dk)
-    nothing = [None] * len(ik)
-    before = [*images(ub, cols), *nothing, *images(db, cols)] if keep_before else [None] * len(ops)
-    after = [*images(ua, cols), *images(ia, cols), *([None] * len(dk))] if keep_after else [None] * len(ops)
+    before: list[dict[str, Any] | None] = [None] * len(ops)
+    after: list[dict[str, Any] | None] = [None] * len(ops)
+    if keep_before:
+        before = [*images(ub, cols), *([None] * len(ik)), *images(db, cols)]
+    if keep_after:
+        after = [*images(ua, cols), *images(ia, cols), *([None] * len(dk))]
     return Changes([str(k) for k in keys], ops, before, after)
 
 
@@ -107,6 +109,7 @@ def cdc_file_name(file_id: str, instant: str, token: str) -> str:
 def encode_cdc_block(log: CdcLog, instant: str, changes: Changes) -> bytes:
     """The CDC_DATA block of `changes` (`HoodieCDCDataBlock`)."""
     schema = fastavro.parse_schema(json.loads(log.schema_json))
+    records: list[dict[str, Any]]
     if log.mode is CdcMode.OP_KEY_ONLY:
         records = [{OP: o, RECORD_KEY: k} for o, k in zip(changes.ops, changes.keys, strict=True)]
     elif log.mode is CdcMode.DATA_BEFORE:

@@ -48,8 +48,8 @@ from engine.timeline.instant import Action
 from engine.timeline.timeline import CommittedInstants, Timeline
 from engine.write import commit as commit_protocol
 from engine.write import guarded, occ_keys
-from engine.write.existing import existing_files
 from engine.write.cdc_log import CdcLog
+from engine.write.existing import existing_files
 from engine.write.file_writer import BucketWrite, WriteContext
 from engine.write.index_rows import replaced_key_rows
 from engine.write.log_writer import AppendContext

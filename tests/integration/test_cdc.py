@@ -244,3 +244,52 @@ def test_bad_windows_and_settings_are_refused(spark, tmp_path):
     assert err.value.earliest in instants
     rows = t.changes(err.value.earliest).to_pylist()
     assert [r["after"]["name"] for r in rows] == [f"v{instants.index(i)}" for i in instants if i > err.value.earliest]
+
+
+def test_cdc_through_the_data_source_and_the_cli(spark, tmp_path, capsys):
+    """`format("hudi")` creates a CDC table from its options and answers CDC queries; `hoodie init
+    --cdc` creates one and `hoodie changes` prints a window's changes without Spark."""
+    import json
+
+    from engine.cli import main
+
+    path = str(tmp_path / "ds")
+    opts = {"hoodie.table.name": "trips", "hoodie.datasource.write.recordkey.field": "id",
+            "hoodie.datasource.write.partitionpath.field": "city", "hoodie.datasource.write.precombine.field": "ts",
+            "hoodie.table.cdc.enabled": "true", "hoodie.table.cdc.supplemental.logging.mode": "DATA_BEFORE"}
+    spark.createDataFrame([(1, "a", "oslo", 1), (2, "b", "oslo", 1)], SCHEMA).write.format("hudi") \
+        .options(**opts).mode("append").save(path)
+    spark.createDataFrame([(1, "a2", "oslo", 2)], SCHEMA).write.format("hudi") \
+        .options(**opts).mode("append").save(path)
+    t = Table.open(spark, path)
+    assert t.config.cdc_mode.value == "DATA_BEFORE"
+    first, second = [i.time for i in t.timeline().completed_writes.instants]
+    cdc = spark.read.format("hudi").option("hoodie.datasource.query.type", "incremental") \
+        .option("hoodie.datasource.query.incremental.format", "cdc") \
+        .option("hoodie.datasource.read.begin.instanttime", "000").load(path)
+    assert cdc.columns == ["op", "ts_ms", "before", "after"]
+    assert sorted(tuple(r) for r in cdc.collect()) == sorted(tuple(r) for r in t.read_changes("000").collect()) == [
+        ("i", first, None, '{"id": 1, "name": "a", "city": "oslo", "ts": 1}'),
+        ("i", first, None, '{"id": 2, "name": "b", "city": "oslo", "ts": 1}'),
+        ("u", second, '{"id": 1, "name": "a", "city": "oslo", "ts": 1}', '{"id": 1, "name": "a2", "city": "oslo", "ts": 2}'),
+    ]
+    with pytest.raises(Exception, match="incremental.format=cdc needs hoodie.datasource.query.type=incremental"):
+        spark.read.format("hudi").option("hoodie.datasource.query.incremental.format", "cdc").load(path).collect()
+    with pytest.raises(Exception, match="differ from the table"):  # CDC is fixed at creation
+        spark.createDataFrame([(3, "c", "oslo", 1)], SCHEMA).write.format("hudi") \
+            .options(**{**opts, "hoodie.table.cdc.supplemental.logging.mode": "OP_KEY_ONLY"}).mode("append").save(path)
+
+    assert main(["changes", path, "--since", first, "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert (doc["count"], doc["updates"], doc["inserts"], doc["deletes"]) == (1, 1, 0, 0)
+    assert doc["changes"] == [{"op": "u", "ts_ms": second, "before": {"id": 1, "name": "a", "city": "oslo", "ts": 1},
+                               "after": {"id": 1, "name": "a2", "city": "oslo", "ts": 2}}]
+    assert main(["changes", path, "--since", "000", "--limit", "1"]) == 0
+    out, err = capsys.readouterr()
+    assert len(out.splitlines()) == 1 and json.loads(out)["op"] == "i"
+    assert "3 change(s): 2 insert(s), 1 update(s), 0 delete(s)" in err
+    assert main(["changes", path, "--since", "tomorrow"]) != 0
+    assert "start must be an instant time" in capsys.readouterr().err
+    assert main(["init", str(tmp_path / "new"), "--name", "n", "--record-key", "id", "--cdc",
+                 "--cdc-mode", "OP_KEY_ONLY"]) == 0
+    assert "hoodie.table.cdc.supplemental.logging.mode=OP_KEY_ONLY" in (tmp_path / "new/.hoodie/hoodie.properties").read_text()

@@ -13,6 +13,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from engine.config.cdc import CDC_ENABLED, CDC_LOGGING_MODE, CdcMode
 from engine.errors import InvalidConfigError
 
 # ---- reads -------------------------------------------------------------------------------------
@@ -142,14 +143,17 @@ class ReadOptions:
     begin: str | None = None
     end: str | None = None
     data_skipping: bool = True  # skip file slices by the metadata table's column statistics
+    cdc: bool = False  # an incremental query in the CDC format (op, ts_ms, before, after)
 
     @classmethod
     def parse(cls, options: Mapping[str, str]) -> ReadOptions:
         opts = _lower(options)
         query = _choice(opts, QUERY_TYPE, "snapshot", QUERY_TYPES)
         fmt = opts.get(INCREMENTAL_FORMAT, "latest_state").strip().lower()
-        if fmt != "latest_state":
-            raise InvalidConfigError(f"{INCREMENTAL_FORMAT}={fmt!r}: only latest_state is read (no CDC)")
+        if fmt not in ("latest_state", "cdc"):
+            raise InvalidConfigError(f"{INCREMENTAL_FORMAT}={fmt!r}: use latest_state or cdc")
+        if fmt == "cdc" and query != "incremental":
+            raise InvalidConfigError(f"{INCREMENTAL_FORMAT}=cdc needs {QUERY_TYPE}=incremental")
         if opts.get(SPARK_VERSION_AS_OF):
             raise InvalidConfigError(
                 f"versionAsOf is not a Hudi option: time travel with {AS_OF} (an instant time)")
@@ -167,7 +171,7 @@ class ReadOptions:
         if query == "read_optimized" and as_of is not None:
             raise InvalidConfigError(f"{AS_OF} is for snapshot queries, not read_optimized")
         skipping = _bool(opts[DATA_SKIPPING], DATA_SKIPPING) if opts.get(DATA_SKIPPING) else True
-        return cls(query, as_of, begin, end, skipping)
+        return cls(query, as_of, begin, end, skipping, cdc=fmt == "cdc")
 
 
 @dataclass(frozen=True)
@@ -192,6 +196,9 @@ class WriteOptions:
     # hoodie.metadata.enable (None: unset): whether a table this write creates gets a metadata table;
     # it stays among the engine options, for the write itself
     metadata: bool | None = None
+    # hoodie.table.cdc.enabled / .supplemental.logging.mode (None: unset): a new table's CDC logging
+    cdc: bool | None = None
+    cdc_mode: str | None = None
 
     @classmethod
     def parse(cls, options: Mapping[str, str]) -> WriteOptions:
@@ -222,7 +229,7 @@ class WriteOptions:
                 f"{' or '.join(sorted(p.rsplit('.', 1)[1] for p in KNOWN_PAYLOADS))} do, not with another payload class")
         consumed = {OPERATION, RECORD_KEY, PARTITION_FIELD, PRECOMBINE, ORDERING_FIELDS, TABLE_NAME,
                     LEGACY_TABLE_NAME, TABLE_TYPE, LEGACY_TABLE_TYPE, HIVE_STYLE, TABLE_VERSION, KEYGEN_CLASS,
-                    KEYGEN_TYPE, QUERY_TYPE, AS_OF, URL_ENCODE, PAYLOAD_CLASS}
+                    KEYGEN_TYPE, QUERY_TYPE, AS_OF, URL_ENCODE, PAYLOAD_CLASS, CDC_ENABLED, CDC_LOGGING_MODE}
         engine = {k: v for k, v in opts.items()
                   if k.startswith("hoodie.") and k not in consumed and k not in IGNORED
                   and not k.startswith(STORAGE_OPTION_PREFIX)}
@@ -234,6 +241,7 @@ class WriteOptions:
             hive_style = _bool(hive, HIVE_STYLE) if hive is not None else None
             url_encode = _bool(opts[URL_ENCODE], URL_ENCODE) if opts.get(URL_ENCODE) else None
             metadata = _bool(engine[METADATA_ENABLE], METADATA_ENABLE) if engine.get(METADATA_ENABLE) else None
+            cdc = _bool(opts[CDC_ENABLED], CDC_ENABLED) if opts.get(CDC_ENABLED) else None
         except ValueError as exc:
             raise InvalidConfigError(f"bad value: {exc}") from exc
         return cls(
@@ -250,6 +258,8 @@ class WriteOptions:
             url_encode=url_encode,
             partition_specs=specs,
             metadata=metadata,
+            cdc=cdc,
+            cdc_mode=CdcMode.parse(opts[CDC_LOGGING_MODE]).value if opts.get(CDC_LOGGING_MODE) else None,
             **fields,
         )
 
@@ -271,6 +281,8 @@ class WriteOptions:
             PRECOMBINE: self.precombine,
             TABLE_TYPE: self.table_type,
             TABLE_NAME: self.table_name,
+            CDC_ENABLED: self.cdc,
+            CDC_LOGGING_MODE: self.cdc_mode,
         }
         out = []
         for key, value in mine.items():

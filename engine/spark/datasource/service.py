@@ -254,6 +254,8 @@ def _open_or_create(spark: SparkSession, path: str, storage_options: dict[str, s
             kwargs["url_encode"] = write.url_encode
         if write.metadata is not None:  # unset: Apache Hudi 1.x's default (a metadata table from version 8)
             kwargs["metadata"] = write.metadata
+        if write.cdc or write.cdc_mode is not None:  # (a mode without CDC: Table.create refuses it)
+            kwargs["cdc"], kwargs["cdc_mode"] = bool(write.cdc), write.cdc_mode
         try:
             table = Table.create(
                 spark, path, name=str(write.table_name), record_key=list(write.record_key) or None,
@@ -351,6 +353,8 @@ def check_conflicts(write: WriteOptions, cfg, path: str) -> None:
         "hoodie.datasource.write.precombine.field": cfg.precombine_field,
         "hoodie.datasource.write.table.type": cfg.table_type.value,
         "hoodie.table.name": cfg.name,
+        "hoodie.table.cdc.enabled": cfg.cdc_mode is not None,
+        "hoodie.table.cdc.supplemental.logging.mode": cfg.cdc_mode.value if cfg.cdc_mode else None,
     })
     if conflicts:
         raise InvalidConfigError(f"write options differ from the table at {path}: " + "; ".join(conflicts))

@@ -22,6 +22,7 @@ from pyspark.sql.types import StructField, StructType
 from engine.config.write_config import WriteConfig
 from engine.errors import InvalidConfigError, TableNotFoundError
 from engine.read.plan import table_schema_or_empty
+from engine.spark.datasource.changes import CHANGES_SCHEMA, HudiChangesReader
 from engine.spark.datasource.options import (
     META_KEY,
     ReadOptions,
@@ -47,6 +48,13 @@ def _as_of(opts: dict[str, str]) -> str | None:
         return ReadOptions.parse(opts).as_of
     except InvalidConfigError:
         return None
+
+
+def _is_cdc(opts: dict[str, str]) -> bool:
+    try:
+        return ReadOptions.parse(opts).cdc
+    except InvalidConfigError:
+        return False
 
 
 class HudiDataSource(DataSource):
@@ -78,6 +86,8 @@ class HudiDataSource(DataSource):
 
     def schema(self) -> StructType:
         opts = self._options()
+        if _is_cdc(opts):
+            return CHANGES_SCHEMA
         meta = MetaClient.open(self._path(opts), storage_options(opts) or None)
         schema = from_arrow_schema(table_schema_or_empty(meta, meta.timeline(), _as_of(opts)))
         if any(k in opts for k in _CATALOG_MARKERS) and schema.fields:
@@ -89,7 +99,10 @@ class HudiDataSource(DataSource):
 
     def reader(self, schema: StructType) -> DataSourceReader:
         opts = self._options(schema)
-        return HudiReader(self._path(opts), storage_options(opts), ReadOptions.parse(opts), schema)
+        read = ReadOptions.parse(opts)
+        if read.cdc:
+            return HudiChangesReader(self._path(opts), storage_options(opts), read)
+        return HudiReader(self._path(opts), storage_options(opts), read, schema)
 
     def writer(self, schema: StructType, overwrite: bool) -> DataSourceWriter:
         opts = self._options(schema)
