@@ -16,6 +16,7 @@ from engine.constants import TABLE_VERSION
 from engine.data.file_names import parse_log_file_name
 from engine.errors import (
     EngineError,
+    InstantNotFoundError,
     InvalidConfigError,
     InvalidInputError,
     SchemaMismatchError,
@@ -25,6 +26,7 @@ from engine.errors import (
 from engine.keygen.keys import KeySpec
 from engine.metadata.create import create_table
 from engine.metadata.summary import summarize as summarize_metadata
+from engine.read.changes import HistoryUnavailableError, read_instant_changes
 from engine.schema import internal as internal_schema
 from engine.schema.avro import META_FIELDS, avro_to_arrow, without_meta_fields
 from engine.schema.evolution import canonical_type, resolve_write_schema
@@ -67,6 +69,9 @@ def __getattr__(name: str) -> Any:
 
 
 __all__ = [
+    "HistoryUnavailableError",
+    "InstantNotFoundError",
+    "read_instant_changes",
     "create_table",
     "metadata_partitions",
     "AVAILABLE_INDEXES",

@@ -50,6 +50,11 @@ class CreateTableForm(FlaskForm):
     table_version = SelectField("Hudi table version", choices=[
         SelectChoice("6", "6 (Apache Hudi 0.14, 0.15)"), SelectChoice("8", "8 (Apache Hudi 1.0)"),
         SelectChoice("9", "9 (Apache Hudi 1.1)")], default="6")
+    cdc_mode = SelectField("Change data capture log", choices=[
+        SelectChoice("", "off (changes are inferred from the file versions)"),
+        SelectChoice("DATA_BEFORE_AFTER", "DATA_BEFORE_AFTER (both images: fastest change queries)"),
+        SelectChoice("DATA_BEFORE", "DATA_BEFORE (the image before)"),
+        SelectChoice("OP_KEY_ONLY", "OP_KEY_ONLY (operation and key)")], default="")
     path = StringField("Path (optional; default: under the first warehouse root)", validators=[Optional(), Length(max=1024)])
 
 

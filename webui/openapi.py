@@ -102,7 +102,9 @@ def document() -> dict[str, Any]:
                              "table_type": {"type": "string", "enum": ["COPY_ON_WRITE", "MERGE_ON_READ"],
                                             "default": "COPY_ON_WRITE"},
                              "index": {"type": "string"}, "hive_style": {"type": "boolean"},
-                             "table_version": {"type": "integer", "enum": [6, 8, 9], "default": 6}}}}}},
+                             "table_version": {"type": "integer", "enum": [6, 8, 9], "default": 6},
+                             "cdc_mode": {"type": ["string", "null"], "enum": ["OP_KEY_ONLY", "DATA_BEFORE", "DATA_BEFORE_AFTER", None],
+                                          "description": "Apache Hudi CDC logging (hoodie.table.cdc.*); null: none"}}}}}},
                      "responses": {"201": _json({"$ref": "#/components/schemas/Table"}, "created"), "409": ERROR, **STD_ERRORS}},
         },
         "/tables/{name}": {"get": {"summary": "Overview and health of a table (merge_on_read: log files, pending "
@@ -126,6 +128,23 @@ def document() -> dict[str, Any]:
                        "logFiles; compactions: their counters), replaced files, schema, and for a compaction its plan",
             "parameters": [TABLE, _path_param("instant", "instant time")],
             "responses": {"200": _json({"type": "object"}), **STD_ERRORS}}},
+        "/tables/{name}/commits/{instant}/changes": {"get": {
+            "summary": "The records one write inserted, updated (before and after) and deleted (change data capture: "
+                       "from the table's CDC log, or inferred from its file group versions), paged; unavailable "
+                       "says why when cleaning or archival removed the versions it changed",
+            "parameters": [TABLE, _path_param("instant", "instant time"),
+                           _query("op", {"type": "string", "enum": ["i", "u", "d"]}, "only inserts, updates or deletes"),
+                           _query("page", {"type": "integer"}, "page number"),
+                           _query("per_page", {"type": "integer"}, "changes per page (max 500)")],
+            "responses": {"200": _json(_obj(
+                instant={"type": "string"}, op={"type": ["string", "null"]},
+                columns={"type": "array", "items": {"type": "string"}},
+                rows={"type": "array", "items": _obj(op={"type": "string", "enum": ["i", "u", "d"]},
+                                                     kind={"type": "string"}, cells={"type": "array"})},
+                counts=_obj(i={"type": "integer"}, u={"type": "integer"}, d={"type": "integer"}),
+                total={"type": "integer"}, page={"type": "integer"}, pages={"type": "integer"},
+                per_page={"type": "integer"}, source={"type": "string", "enum": ["CDC log", "inferred"]},
+                unavailable={"type": ["string", "null"]})), **STD_ERRORS}}},
         "/tables/{name}/file-groups": {"get": {
             "summary": "Partitions, file groups (with their pending compaction), slices newest first, and their base "
                        "and log files (size, records, deletes, the commit that wrote each)",

@@ -324,6 +324,29 @@ def read_changes(
     return pa.concat_tables(parts)
 
 
+def read_instant_changes(meta: MetaClient, instant: str, timeline: Timeline | None = None) -> pa.Table:
+    """The changes one completed write made (`changes_schema`; empty for a write that yields none,
+    such as a compaction or clustering). InstantNotFoundError for an instant that is not a
+    completed write; HistoryUnavailableError when the versions it changed were cleaned."""
+    timeline = timeline if timeline is not None else meta.timeline()
+    inst = timeline.get(check_instant(instant, "instant"))
+    if inst is None or not inst.is_completed or not inst.action.is_write:
+        raise InstantNotFoundError(f"{instant} is not a completed write on the active timeline")
+    normalized_window(meta, instant, instant)  # the table checks
+    earliest = earliest_start(meta, timeline)
+    if earliest is not None and instant <= earliest:
+        raise HistoryUnavailableError(
+            f"the changes of {instant} are no longer answerable: the file versions it changed were cleaned "
+            f"or archived; writes after {earliest} still are", earliest)
+    schema = meta.latest_schema(timeline)
+    data = without_meta_fields(schema) if schema is not None else pa.schema([])
+    changes = group_changes(meta, [inst]) if inst.action is not Action.COMPACTION else []
+    if not changes or schema is None:
+        return changes_schema(data).empty_table()
+    reader = ChangeReader(meta, timeline, schema)
+    return pa.concat_tables([reader.read(c) for c in changes])
+
+
 def _json_value(value: Any) -> Any:
     if isinstance(value, dict):
         return {k: _json_value(v) for k, v in value.items()}
@@ -352,5 +375,5 @@ def with_json_images(changes: pa.Table) -> pa.Table:
 
 __all__ = [
     "YIELD_CHANGES", "with_json_images", "ChangeReader", "GroupChange", "HistoryUnavailableError", "changes_schema",
-    "earliest_start", "group_changes", "normalized_window", "read_changes", "window",
+    "earliest_start", "group_changes", "normalized_window", "read_changes", "read_instant_changes", "window",
 ]

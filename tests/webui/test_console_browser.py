@@ -104,6 +104,15 @@ def test_operator_journey_and_viewer_limits(site):
     assert page.locator("[data-testid=groups-total]").inner_text() == "4 file group(s)"
     page.screenshot(path=str(SHOTS / "console-file-groups.png"), full_page=True)
 
+    # the second commit's changes: two updates, each changed cell before -> after
+    page.goto(f"{base}/tables/trips/commits/{second}")
+    page.click("[data-testid=changes-link]")
+    page.wait_for_url(f"{base}/tables/trips/commits/{second}/changes")
+    assert page.locator("[data-testid=changes-table] tbody tr[data-op=u]").count() == 2
+    assert sorted(page.locator("[data-testid=changes-table] strong.changed").all_inner_texts()) == [
+        "100", "100", "77.5", "99.5"]
+    page.screenshot(path=str(SHOTS / "console-changes.png"), full_page=True)
+
     # data preview before the rollback
     def preview_fares() -> dict[str, str]:
         page.goto(f"{base}/tables/trips/preview")

@@ -35,7 +35,17 @@ def test_create_table_under_the_first_root(console):
     assert audit_rows(console.app) == [
         ("operator", "table.create", "rides", {"record_key": "ride_id", "partition_fields": "day", "precombine_field": "ts",
                                                "table_type": "COPY_ON_WRITE", "index": "SIMPLE", "path": str(console.root / "rides"),
-                                               "hive_style": False, "table_version": 6}, False, "created", None)]
+                                               "hive_style": False, "table_version": 6, "cdc_mode": None}, False, "created",
+         None)]
+    assert "hoodie.table.cdc" not in props
+    # with a CDC log: Apache Hudi's properties, fixed at creation
+    resp = _post(client, "/tables/new", {"name": "orders", "record_key": "id", "index": "SIMPLE",
+                                         "table_type": "COPY_ON_WRITE", "cdc_mode": "DATA_BEFORE"})
+    assert resp.status_code == 302
+    props = (console.root / "orders" / ".hoodie" / "hoodie.properties").read_text()
+    assert "hoodie.table.cdc.enabled=true" in props and "hoodie.table.cdc.supplemental.logging.mode=DATA_BEFORE" in props
+    bad = _post(client, "/tables/new", {"name": "bad", "record_key": "id", "cdc_mode": "EVERYTHING"})
+    assert bad.status_code == 400 and not (console.root / "bad").exists()
 
 
 def test_paths_outside_the_roots_are_refused(console, tmp_path):

@@ -15,7 +15,7 @@ from engine.facade import CREATE_VERSIONS, TABLE_VERSION, EngineError
 from webui.auth import api_error, authorize, current_actor, requires
 from webui.models import Role
 from webui.ratelimit import login_limit
-from webui.services import audit, browse, jobs, logins, plans, tables, tokens, uploads
+from webui.services import audit, browse, changes, jobs, logins, plans, tables, tokens, uploads
 from webui.services import file_groups as groups
 from webui.services.snapshot import TableSnapshot
 
@@ -110,9 +110,10 @@ def create_table():  # type: ignore[no-untyped-def]
         index=str(body.get("index") or tables.DEFAULT_INDEX_NAME), path=body.get("path") or None,
         hive_style=bool(body.get("hive_style", False)),
         table_version=version,
+        cdc_mode=str(body["cdc_mode"]) if body.get("cdc_mode") else None,
     )
     params = {k: v for k, v in body.items() if k in ("path", "record_key", "partition_fields", "precombine_field",
-                                                        "table_type", "index", "hive_style", "table_version")}
+                                                        "table_type", "index", "hive_style", "table_version", "cdc_mode")}
     try:
         entry = tables.create_table(spec, actor)
     except tables.RegistryError as exc:
@@ -155,6 +156,14 @@ def commits(name: str):  # type: ignore[no-untyped-def]
 def commit(name: str, instant: str):  # type: ignore[no-untyped-def]
     _entry, snap = _snap(name)
     return jsonify(browse.commit_detail(snap, instant))
+
+
+@bp.get("/tables/<name>/commits/<instant>/changes")
+@requires(Role.VIEWER)
+def commit_changes(name: str, instant: str):  # type: ignore[no-untyped-def]
+    _entry, snap = _snap(name)
+    return jsonify(changes.commit_changes(snap, instant, op=request.args.get("op") or None, page=_int("page", 1),
+                                          per_page=_int("per_page", changes.CHANGES_PAGE)))
 
 
 @bp.get("/tables/<name>/file-groups")

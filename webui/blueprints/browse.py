@@ -6,7 +6,7 @@ from flask import Blueprint, render_template, request
 
 from webui.auth import current_actor, requires
 from webui.models import Role
-from webui.services import browse, compactions, file_groups, health, jobs, schema_log, tables
+from webui.services import browse, changes, compactions, file_groups, health, jobs, schema_log, tables
 from webui.services.snapshot import TableSnapshot
 
 bp = Blueprint("browse", __name__, url_prefix="/tables/<name>")
@@ -55,6 +55,16 @@ def timeline_page(name: str):  # type: ignore[no-untyped-def]
 def commit_page(name: str, instant: str):  # type: ignore[no-untyped-def]
     entry, snap = _snapshot(name)
     return render_template("commit.html", entry=entry, c=browse.commit_detail(snap, instant), actor=current_actor())
+
+
+@bp.get("/commits/<instant>/changes")
+@requires(Role.VIEWER)
+def changes_page(name: str, instant: str):  # type: ignore[no-untyped-def]
+    entry, snap = _snapshot(name)
+    detail = browse.commit_detail(snap, instant)
+    ch = changes.commit_changes(snap, instant, op=request.args.get("op") or None, page=_int_arg("page", 1),
+                                per_page=_int_arg("per_page", changes.CHANGES_PAGE))
+    return render_template("commit_changes.html", entry=entry, c=detail, ch=ch, actor=current_actor())
 
 
 @bp.get("/file-groups")

@@ -47,6 +47,7 @@ def create():  # type: ignore[no-untyped-def]
             table_type=form.table_type.data or "COPY_ON_WRITE", index=form.index.data or tables.DEFAULT_INDEX_NAME,
             path=form.path.data or None, hive_style=bool(form.hive_style.data),
             table_version=int(form.table_version.data or 6),
+            cdc_mode=form.cdc_mode.data or None,
         )
         actor = current_actor()
         try:
@@ -91,4 +92,5 @@ def register():  # type: ignore[no-untyped-def]
 def _spec_params(spec: tables.NewTable) -> dict:
     return {"record_key": spec.record_key, "partition_fields": spec.partition_fields,
             "precombine_field": spec.precombine_field, "table_type": spec.table_type, "index": spec.index,
-            "path": spec.path, "hive_style": spec.hive_style, "table_version": spec.table_version}
+            "path": spec.path, "hive_style": spec.hive_style, "table_version": spec.table_version,
+            "cdc_mode": spec.cdc_mode}

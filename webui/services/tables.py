@@ -51,6 +51,7 @@ class NewTable:
     path: str | None = None
     hive_style: bool = False
     table_version: int = TABLE_VERSION
+    cdc_mode: str | None = None  # Apache Hudi's CDC logging mode (None: no CDC log)
 
 
 def roots() -> list[str]:
@@ -164,6 +165,8 @@ def create_table(spec: NewTable, actor: User | None) -> TableEntry:
             index=spec.index or DEFAULT_INDEX_NAME,
             hive_style=spec.hive_style,
             table_version=spec.table_version,
+            cdc=bool(spec.cdc_mode),
+            cdc_mode=spec.cdc_mode or None,
         )
         from engine.facade import create_table, storage_for
 
