@@ -28,7 +28,8 @@ import pyarrow.compute as pc
 
 from engine.config.cdc import AFTER, BEFORE, OP, RECORD_KEY, TS_MS, CdcMode
 from engine.constants import COMMIT_TIME_COL, RECORD_KEY_COL
-from engine.data.log_block import BlockType, HeaderKey, decode_avro_content
+from engine.data.avro_batch import decode_block_arrow
+from engine.data.log_block import AVRO_BLOCK_VERSION, BlockType, HeaderKey, decode_avro_content
 from engine.data.log_file import read_log_blocks
 from engine.data.slice_reader import SliceFiles, read_slice
 from engine.errors import CorruptTableError, InstantNotFoundError, InvalidInputError
@@ -190,44 +191,47 @@ class ChangeReader:
         )
 
     # ---- from the CDC log -----------------------------------------------------------------------
-    def _as_is(self, change: GroupChange) -> pa.Table:
-        records: list[dict[str, Any]] = []
-        header_schema = None
+    def _log_records(self, change: GroupChange) -> pa.Table | None:
+        """The CDC log's records of a group change, in the log's own schema (None: no record)."""
+        parts = []
         for path in change.cdc_files:
             for block in read_log_blocks(self.meta.storage, path):
                 if block.block_type != BlockType.CDC_DATA:
                     continue
-                header_schema = block.header.get(HeaderKey.SCHEMA) or header_schema
-                records.extend(decode_avro_content(block))
-        if not records:
+                schema_json = block.header.get(HeaderKey.SCHEMA)
+                if schema_json is None:
+                    raise CorruptTableError(f"{path}: CDC block at offset {block.offset} without a SCHEMA header")
+                fast = decode_block_arrow(block.content, AVRO_BLOCK_VERSION, schema_json)
+                if fast is None:  # fastavro, a record at a time (and the errors naming what is wrong)
+                    written = avro_to_arrow(schema_json)
+                    fast = pa.Table.from_pylist(decode_avro_content(block), schema=written)
+                parts.append(fast)
+        parts = [p for p in parts if p.num_rows]
+        if not parts:
+            return None
+        return pa.concat_tables(parts, promote_options="permissive")
+
+    def _as_is(self, change: GroupChange) -> pa.Table:
+        records = self._log_records(change)
+        if records is None:
             return changes_schema(self.data).empty_table()
-        ops = [str(r.get(OP)) for r in records]
-        if any(o not in ("i", "u", "d") for o in ops):
-            bad = next(o for o in ops if o not in ("i", "u", "d"))
+        ops = [str(o) for o in records.column(OP).to_pylist()]
+        bad = next((o for o in ops if o not in ("i", "u", "d")), None)
+        if bad is not None:
             raise CorruptTableError(f"{change.cdc_files[0]}: CDC record with op {bad!r} (i, u or d expected)")
         if self.mode is CdcMode.DATA_BEFORE_AFTER:
-            before = self._images([r.get(BEFORE) for r in records], header_schema, BEFORE)
-            after = self._images([r.get(AFTER) for r in records], header_schema, AFTER)
+            before = _conform_struct(records.column(BEFORE).combine_chunks(), self.data)
+            after = _conform_struct(records.column(AFTER).combine_chunks(), self.data)
             return _assemble(change.instant, ops, before, after, self.data)
-        keys = [str(r.get(RECORD_KEY)) for r in records]
+        keys = records.column(RECORD_KEY).cast(pa.string())
         after_state = self.state(change.partition, change.file_id, change.instant)
-        after = _images_of(_by_key(after_state, pa.array(keys, pa.string()), missing_ok=True), self.data)
-        after = _mask(after, [o != "d" for o in ops])
+        after = _mask(_images_of(_by_key(after_state, keys, missing_ok=True), self.data), [o != "d" for o in ops])
         if self.mode is CdcMode.DATA_BEFORE:
-            before = self._images([r.get(BEFORE) for r in records], header_schema, BEFORE)
+            before = _conform_struct(records.column(BEFORE).combine_chunks(), self.data)
         else:
             before_state = self.state(change.partition, change.file_id, self.previous(change.instant))
-            before = _images_of(_by_key(before_state, pa.array(keys, pa.string()), missing_ok=True), self.data)
-            before = _mask(before, [o != "i" for o in ops])
+            before = _mask(_images_of(_by_key(before_state, keys, missing_ok=True), self.data), [o != "i" for o in ops])
         return _assemble(change.instant, ops, before, after, self.data)
-
-    def _images(self, values: list[dict[str, Any] | None], header_schema: str | None, column: str) -> pa.StructArray:
-        """Images decoded from the log (in the writer's schema), in the table's latest schema."""
-        if header_schema is None:
-            raise CorruptTableError("CDC block without a SCHEMA header")
-        written = avro_to_arrow(header_schema).field(column).type
-        arr = pa.array(values, type=written)
-        return _conform_struct(arr, self.data)
 
     def _rows(self, instant: str, ops: list[str], before: pa.Table, after: pa.Table,
               present: tuple[int, int, int]) -> pa.Table:
