@@ -363,17 +363,40 @@ def _json_value(value: Any) -> Any:
     return str(value)  # dates, timestamps, decimals
 
 
-def with_json_images(changes: pa.Table) -> pa.Table:
-    """`changes` with `before` and `after` as JSON text, as Apache Hudi's Spark CDC query returns
-    them (`{"id": 1, "name": "a"}`; null where the op has no image)."""
+def _has(t: pa.DataType, pred: Callable[[pa.DataType], bool]) -> bool:
+    if pred(t):
+        return True
+    if pa.types.is_struct(t):
+        return any(_has(t.field(i).type, pred) for i in range(t.num_fields))
+    if pa.types.is_list(t) or pa.types.is_large_list(t):
+        return _has(t.value_type, pred)
+    return False
+
+
+def _json_texts(images: pa.ChunkedArray) -> pa.Array:
+    """Each image as JSON text (null where there is none): polars' encoder for the usual types,
+    Python's json for binary and map columns (polars writes no binary; it writes maps as entry lists)."""
     import json
 
-    def text(column: str) -> pa.Array:
-        return pa.array(
-            [None if v is None else json.dumps(_json_value(v)) for v in changes.column(column).to_pylist()], pa.string())
+    awkward = _has(images.type, lambda t: pa.types.is_binary(t) or pa.types.is_large_binary(t)
+                   or pa.types.is_fixed_size_binary(t) or pa.types.is_map(t))
+    if not awkward:
+        try:
+            import polars as pl
 
+            texts = pl.from_arrow(images).struct.json_encode().to_arrow()  # type: ignore[union-attr]
+            return pc.if_else(pc.is_null(images), pa.scalar(None, pa.string()), texts.cast(pa.string()))
+        except Exception:  # noqa: BLE001 (a type polars does not encode: the Python encoder below)
+            pass
+    return pa.array([None if v is None else json.dumps(_json_value(v)) for v in images.to_pylist()], pa.string())
+
+
+def with_json_images(changes: pa.Table) -> pa.Table:
+    """`changes` with `before` and `after` as JSON text, as Apache Hudi's Spark CDC query returns
+    them (`{"id":1,"name":"a"}`; null where the op has no image)."""
     return pa.Table.from_arrays(
-        [changes.column(OP), changes.column(TS_MS), text(BEFORE), text(AFTER)],
+        [changes.column(OP), changes.column(TS_MS), _json_texts(changes.column(BEFORE)),
+         _json_texts(changes.column(AFTER))],
         names=[OP, TS_MS, BEFORE, AFTER])
 
 

@@ -218,8 +218,8 @@ def test_cdc_log_files_are_apache_hudis(spark, tmp_path, monkeypatch):
     df = t.read_changes(first)
     assert df.columns == ["op", "ts_ms", "before", "after"]
     assert sorted(tuple(r) for r in df.collect()) == [
-        ("i", second, None, '{"id": 3, "name": "c", "city": "oslo", "ts": 2}'),
-        ("u", second, '{"id": 1, "name": "a", "city": "oslo", "ts": 1}', '{"id": 1, "name": "a2", "city": "oslo", "ts": 2}'),
+        ("i", second, None, '{"id":3,"name":"c","city":"oslo","ts":2}'),
+        ("u", second, '{"id":1,"name":"a","city":"oslo","ts":1}', '{"id":1,"name":"a2","city":"oslo","ts":2}'),
     ]
     # hudi-rs reads the table (it skips the .cdc file)
     assert sorted(r["name"] for r in hudi_rs.snapshot(t.path)) == ["a2", "b", "c"]
@@ -274,9 +274,9 @@ def test_cdc_through_the_data_source_and_the_cli(spark, tmp_path, capsys):
         .option("hoodie.datasource.read.begin.instanttime", "000").load(path)
     assert cdc.columns == ["op", "ts_ms", "before", "after"]
     assert sorted(tuple(r) for r in cdc.collect()) == sorted(tuple(r) for r in t.read_changes("000").collect()) == [
-        ("i", first, None, '{"id": 1, "name": "a", "city": "oslo", "ts": 1}'),
-        ("i", first, None, '{"id": 2, "name": "b", "city": "oslo", "ts": 1}'),
-        ("u", second, '{"id": 1, "name": "a", "city": "oslo", "ts": 1}', '{"id": 1, "name": "a2", "city": "oslo", "ts": 2}'),
+        ("i", first, None, '{"id":1,"name":"a","city":"oslo","ts":1}'),
+        ("i", first, None, '{"id":2,"name":"b","city":"oslo","ts":1}'),
+        ("u", second, '{"id":1,"name":"a","city":"oslo","ts":1}', '{"id":1,"name":"a2","city":"oslo","ts":2}'),
     ]
     with pytest.raises(Exception, match="incremental.format=cdc needs hoodie.datasource.query.type=incremental"):
         spark.read.format("hudi").option("hoodie.datasource.query.incremental.format", "cdc").load(path).collect()
