@@ -12,15 +12,22 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from typing import Any
 
 import fastavro
+import numpy as np
 import pyarrow as pa
 
 from engine.config.cdc import AFTER, BEFORE, OP, RECORD_KEY, TS_MS, CdcMode, cdc_log_schema
 from engine.config.table_config import TableConfig
+from engine.data.avro_encode import avro_block_content, encode_datums
 from engine.data.file_names import CDC_SUFFIX, LogFileName, join_path
-from engine.data.log_block import BlockType, HeaderKey, encode_avro_content, encode_log_block
+from engine.data.log_block import (
+    AVRO_BLOCK_VERSION,
+    BlockType,
+    HeaderKey,
+    encode_avro_content,
+    encode_log_block,
+)
 from engine.data.log_file import write_log_file
 from engine.errors import SchemaMismatchError
 from engine.schema.avro import arrow_to_avro, avro_to_json, without_meta_fields
@@ -55,25 +62,39 @@ class CdcLog:
 
 @dataclass(frozen=True)
 class Changes:
-    """One rewritten file group's changes: keys and ops in order, and the images (data columns;
-    None where an op has none)."""
+    """One rewritten file group's changes: keys and ops in order, and the images the mode keeps
+    (structs of the data columns, null where an op has none; None where the mode keeps none)."""
 
-    keys: list[str]
-    ops: list[str]
-    before: list[dict[str, Any] | None]
-    after: list[dict[str, Any] | None]
+    keys: pa.Array
+    ops: pa.Array
+    before: pa.Array | None
+    after: pa.Array | None
 
     def __len__(self) -> int:
         return len(self.ops)
 
 
-def images(rows: pa.Table, columns: tuple[str, ...]) -> list[dict[str, Any] | None]:
-    """`rows`' data columns as Avro-ready records (columns the rows lack are null)."""
-    present = [c for c in columns if c in rows.column_names]
-    records = rows.select(present).to_pylist(maps_as_pydicts="strict")
-    if len(present) == len(columns):
-        return list(records)
-    return [{c: r.get(c) for c in columns} for r in records]
+def _images(rows: pa.Table, columns: tuple[str, ...]) -> pa.Table:
+    """`rows`' data columns (columns the rows lack are null), as a table."""
+    arrays = [rows.column(c).combine_chunks() if c in rows.column_names else pa.nulls(rows.num_rows) for c in columns]
+    return pa.Table.from_arrays(arrays, names=list(columns))
+
+
+def _struct(parts: list[tuple[pa.Table, bool]], columns: tuple[str, ...]) -> pa.Array:
+    """The images of `parts` in order, each (rows, present): absent parts are null structs."""
+    typed = next((p for p, present in parts if present and p.num_columns), None)
+    schema = typed.schema if typed is not None else pa.schema([(c, pa.null()) for c in columns])
+    tables, valid = [], []
+    for rows, present in parts:
+        if present:
+            tables.append(rows.cast(schema) if rows.schema != schema else rows)
+        else:
+            tables.append(pa.Table.from_arrays([pa.nulls(rows.num_rows, f.type) for f in schema], schema=schema))
+        valid.append(np.full(rows.num_rows, present))
+    table = pa.concat_tables(tables)
+    arrays = [table.column(i).combine_chunks() for i in range(table.num_columns)]
+    mask = pa.array(~np.concatenate(valid) if valid else np.zeros(0, bool))
+    return pa.StructArray.from_arrays(arrays, fields=list(schema), mask=mask)
 
 
 def changes_of(
@@ -88,17 +109,18 @@ def changes_of(
     ia, ik = inserted
     db, dk = deleted
     cols = log.data_columns
-    keep_before = log.mode is not CdcMode.OP_KEY_ONLY
-    keep_after = log.mode is CdcMode.DATA_BEFORE_AFTER
-    keys = [*uk.to_pylist(), *ik.to_pylist(), *dk.to_pylist()]
-    ops = ["u"] * len(uk) + ["i"] * len(ik) + ["d"] * len(dk)
-    before: list[dict[str, Any] | None] = [None] * len(ops)
-    after: list[dict[str, Any] | None] = [None] * len(ops)
-    if keep_before:
-        before = [*images(ub, cols), *([None] * len(ik)), *images(db, cols)]
-    if keep_after:
-        after = [*images(ua, cols), *images(ia, cols), *([None] * len(dk))]
-    return Changes([str(k) for k in keys], ops, before, after)
+    keys = pa.concat_arrays([pa.array(k, pa.string()) if not isinstance(k, (pa.Array, pa.ChunkedArray))
+                             else (k.combine_chunks() if isinstance(k, pa.ChunkedArray) else k).cast(pa.string())
+                             for k in (uk, ik, dk)])
+    ops = pa.array(["u"] * len(uk) + ["i"] * len(ik) + ["d"] * len(dk), pa.string())
+    before = after = None
+    if log.mode is not CdcMode.OP_KEY_ONLY:
+        b_u, b_d = _images(ub, cols), _images(db, cols)
+        before = _struct([(b_u, True), (_images(ia, cols), False), (b_d, True)], cols)
+    if log.mode is CdcMode.DATA_BEFORE_AFTER:
+        a_u, a_i = _images(ua, cols), _images(ia, cols)
+        after = _struct([(a_u, True), (a_i, True), (_images(db, cols), False)], cols)
+    return Changes(keys, ops, before, after)
 
 
 def cdc_file_name(file_id: str, instant: str, token: str) -> str:
@@ -106,24 +128,28 @@ def cdc_file_name(file_id: str, instant: str, token: str) -> str:
     return LogFileName(file_id, instant, CDC_LOG_VERSION, token).name + CDC_SUFFIX
 
 
-def encode_cdc_block(log: CdcLog, instant: str, changes: Changes) -> bytes:
-    """The CDC_DATA block of `changes` (`HoodieCDCDataBlock`)."""
-    schema = fastavro.parse_schema(json.loads(log.schema_json))
-    records: list[dict[str, Any]]
+def cdc_records(log: CdcLog, instant: str, changes: Changes) -> pa.Table:
+    """The CDC log's records of `changes` as a table in the block's field order."""
+    n = len(changes)
     if log.mode is CdcMode.OP_KEY_ONLY:
-        records = [{OP: o, RECORD_KEY: k} for o, k in zip(changes.ops, changes.keys, strict=True)]
-    elif log.mode is CdcMode.DATA_BEFORE:
-        records = [
-            {OP: o, RECORD_KEY: k, BEFORE: b}
-            for o, k, b in zip(changes.ops, changes.keys, changes.before, strict=True)
-        ]
-    else:
-        records = [
-            {OP: o, TS_MS: instant, BEFORE: b, AFTER: a}
-            for o, b, a in zip(changes.ops, changes.before, changes.after, strict=True)
-        ]
+        return pa.table({OP: changes.ops, RECORD_KEY: changes.keys})
+    if log.mode is CdcMode.DATA_BEFORE:
+        return pa.table({OP: changes.ops, RECORD_KEY: changes.keys, BEFORE: changes.before})
+    return pa.table({OP: changes.ops, TS_MS: pa.array([instant] * n, pa.string()), BEFORE: changes.before,
+                     AFTER: changes.after})
+
+
+def encode_cdc_block(log: CdcLog, instant: str, changes: Changes) -> bytes:
+    """The CDC_DATA block of `changes` (`HoodieCDCDataBlock`): encoded a column at a time
+    (`engine.data.avro_encode`), or by fastavro a record at a time for types that cannot be."""
+    schema = json.loads(log.schema_json)
+    records = cdc_records(log, instant, changes)
+    datums = encode_datums(records, schema)
     try:
-        content = encode_avro_content(records, schema)
+        if datums is not None:
+            content = avro_block_content(datums, AVRO_BLOCK_VERSION)
+        else:
+            content = encode_avro_content(records.to_pylist(maps_as_pydicts="strict"), fastavro.parse_schema(schema))
     except Exception as exc:
         raise SchemaMismatchError(f"CDC records do not fit the CDC log schema: {type(exc).__name__}: {exc}") from exc
     header = {HeaderKey.INSTANT_TIME: instant, HeaderKey.SCHEMA: log.schema_json}
@@ -139,4 +165,5 @@ def write_cdc_file(
     return path, size
 
 
-__all__ = ["CDC_LOG_VERSION", "CdcLog", "Changes", "cdc_file_name", "changes_of", "encode_cdc_block", "write_cdc_file"]
+__all__ = ["CDC_LOG_VERSION", "CdcLog", "Changes", "cdc_file_name", "cdc_records", "changes_of", "encode_cdc_block",
+           "write_cdc_file"]

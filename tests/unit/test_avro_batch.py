@@ -5,7 +5,6 @@ table holds; what polars cannot read gives None (the caller then decodes with fa
 from __future__ import annotations
 
 import datetime as dt
-import decimal
 import json
 
 import fastavro
