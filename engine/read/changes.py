@@ -158,11 +158,13 @@ class ChangeReader:
         it was replaced."""
         if as_of is None:
             return self.schema.empty_table()
-        found = [s for s in self.view(as_of).latest_slices([partition]) if s.file_id == file_id]
-        if not found:
+        view = self.view(as_of)
+        group = view.group(partition, file_id)
+        found = group.merged_slice(view.compaction_pending_on(partition, file_id)) if group is not None else None
+        if found is None:
             return self.schema.empty_table()
         return read_slice(
-            self.meta.storage, SliceFiles.from_slice(found[0]), self.schema, ordering_field=self.how.ordering_field,
+            self.meta.storage, SliceFiles.from_slice(found), self.schema, ordering_field=self.how.ordering_field,
             mode=self.how.mode, is_committed=self.how.committed, as_of=as_of,
         )
 

@@ -16,6 +16,7 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
+from functools import cached_property
 
 from engine.data.file_group import BaseFile, FileGroup, FileSlice, LogFile
 from engine.data.file_names import parse_base_file_name, parse_log_file_name
@@ -146,10 +147,14 @@ class FileSystemView:
         return [s.base_file for s in self.latest_slices(partitions) if s.base_file is not None]
 
     def group(self, partition: str, file_id: str) -> FileGroup | None:
+        return self._by_id.get((partition, file_id))
+
+    @cached_property
+    def _by_id(self) -> dict[tuple[str, str], FileGroup]:
+        out: dict[tuple[str, str], FileGroup] = {}
         for g in self.groups:
-            if g.partition == partition and g.file_id == file_id:
-                return g
-        return None
+            out.setdefault((g.partition, g.file_id), g)
+        return out
 
 
 def _slice_by_completion(

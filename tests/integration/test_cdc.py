@@ -112,6 +112,7 @@ CASES = [
     ("COPY_ON_WRITE", 6, "GLOBAL_SIMPLE", "DATA_BEFORE"),
     ("MERGE_ON_READ", 6, "GLOBAL_BLOOM", "DATA_BEFORE_AFTER"),
     ("MERGE_ON_READ", 9, "BLOOM", None),
+    ("MERGE_ON_READ", 8, "SIMPLE", "OP_KEY_ONLY"),
 ]
 
 
@@ -316,3 +317,16 @@ def test_archived_history_is_refused_and_the_rest_answered(spark, tmp_path):
     rows = t.changes(earliest).to_pylist()
     assert [(r["op"], r["before"]["name"], r["after"]["name"]) for r in rows] == [
         ("u", f"v{n - 1}", f"v{n}") for n in range(instants.index(earliest) + 1, 6)]
+
+
+def test_a_restore_takes_its_writes_changes_and_cdc_logs_with_it(spark, tmp_path):
+    t = Table.create(spark, str(tmp_path / "t"), name="trips", record_key="id", partition_fields="city",
+                     precombine_field="ts", cdc=True)
+    instants = [t.upsert(spark.createDataFrame([(1, f"v{n}", "oslo", n), (n + 2, "x", "oslo", n)], SCHEMA),
+                         options=MANUAL).instant for n in range(4)]
+    logs = {p.name.split("_")[1].split(".")[0] for p in (tmp_path / "t").rglob(".*.cdc")}
+    assert logs == set(instants[1:])  # every write after the first rewrote the group
+    before = t.changes("000", instants[1]).to_pylist()
+    Maintenance(t.meta, MANUAL).restore(instants[1])
+    assert t.changes("000").to_pylist() == before
+    assert {p.name.split("_")[1].split(".")[0] for p in (tmp_path / "t").rglob(".*.cdc")} == {instants[1]}
