@@ -19,7 +19,9 @@ columns (no meta fields) in the table's latest schema.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+import bisect
+from collections import OrderedDict
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -109,28 +111,26 @@ def group_changes(meta: MetaClient, instants: Iterable[Instant]) -> list[GroupCh
         md = meta.commit_metadata(inst)
         if md.operation_type.upper() not in YIELD_CHANGES:
             continue
-        seen: set[tuple[str, str]] = set()
+        logs: dict[tuple[str, str], set[str]] = {}  # a group's CDC log files, over all its write stats
         for stat in md.write_stats:
-            if not stat.fileId or not stat.path:
-                continue
-            key = (stat.partitionPath, stat.fileId)
-            cdc = tuple(sorted((stat.cdcStats or {}).keys()))
-            if key in seen:
-                continue
-            seen.add(key)
-            out.append(GroupChange(inst.time, stat.partitionPath, stat.fileId, cdc))
+            if stat.fileId and stat.path:
+                logs.setdefault((stat.partitionPath, stat.fileId), set()).update((stat.cdcStats or {}).keys())
         for partition, ids in (md.partition_to_replace_file_ids or {}).items():
             for file_id in ids:
-                if (partition, file_id) not in seen:
-                    seen.add((partition, file_id))
-                    out.append(GroupChange(inst.time, partition, file_id, ()))
+                logs.setdefault((partition, file_id), set())
+        out.extend(GroupChange(inst.time, p, f, tuple(sorted(cdc))) for (p, f), cdc in logs.items())
     return out
 
 
 class ChangeReader:
-    """Reads one window's changes; group states (records as of an instant) are read once each."""
+    """Reads one window's changes. A group's state after one write is its state before the next
+    write to it: the last few states read are kept (`STATES_KEPT`)."""
 
-    def __init__(self, meta: MetaClient, timeline: Timeline, schema: pa.Schema, use_log: bool = True) -> None:
+    STATES_KEPT = 8
+
+    def __init__(self, meta: MetaClient, timeline: Timeline, schema: pa.Schema, changes: Sequence[GroupChange],
+                 use_log: bool = True) -> None:
+        """`changes`: every group change of the window (also those another reader reads)."""
         self.meta = meta
         self.timeline = timeline
         self.schema = with_meta_fields(schema)  # meta columns first
@@ -139,12 +139,16 @@ class ChangeReader:
         self.mode = meta.config.cdc_mode if use_log else None  # None: infer every change
         self.files = listing.data_files(meta, timeline).files
         self._views: dict[str | None, FileSystemView] = {}
+        self._states: OrderedDict[tuple[str, str, str], pa.Table] = OrderedDict()
+        self._touched: dict[tuple[str, str], list[str]] = {}
+        for c in changes:
+            self._touched.setdefault((c.partition, c.file_id), []).append(c.instant)
+        for times in self._touched.values():
+            times.sort()
         self._writes = sorted(timeline.completed_write_times)
 
     def previous(self, instant: str) -> str | None:
         """The completed write before `instant` (its state is the one `instant` changed)."""
-        import bisect
-
         i = bisect.bisect_left(self._writes, instant)
         return self._writes[i - 1] if i > 0 else None
 
@@ -158,6 +162,24 @@ class ChangeReader:
         it was replaced."""
         if as_of is None:
             return self.schema.empty_table()
+        key = (partition, file_id, self._last_write_to(partition, file_id, as_of))
+        if key in self._states:
+            self._states.move_to_end(key)
+            return self._states[key]
+        records = self._read_state(partition, file_id, as_of)
+        self._states[key] = records
+        while len(self._states) > self.STATES_KEPT:
+            self._states.popitem(last=False)
+        return records
+
+    def _last_write_to(self, partition: str, file_id: str, as_of: str) -> str:
+        """The state key: states as of two instants between which no write touched the group are
+        the same (only the window's writes are known; before them, `as_of` itself)."""
+        touched = self._touched.get((partition, file_id), [])
+        i = bisect.bisect_right(touched, as_of)
+        return touched[i - 1] if i > 0 else as_of
+
+    def _read_state(self, partition: str, file_id: str, as_of: str) -> pa.Table:
         view = self.view(as_of)
         group = view.group(partition, file_id)
         found = group.merged_slice(view.compaction_pending_on(partition, file_id)) if group is not None else None
@@ -321,7 +343,7 @@ def read_changes(
     changes = group_changes(meta, instants)
     if not changes or schema is None:
         return changes_schema(data).empty_table()
-    reader = ChangeReader(meta, timeline, schema, use_log)
+    reader = ChangeReader(meta, timeline, schema, changes, use_log)
     parts = []
     for n, change in enumerate(changes, 1):
         parts.append(reader.read(change))
@@ -349,7 +371,7 @@ def read_instant_changes(meta: MetaClient, instant: str, timeline: Timeline | No
     changes = group_changes(meta, [inst]) if inst.action is not Action.COMPACTION else []
     if not changes or schema is None:
         return changes_schema(data).empty_table()
-    reader = ChangeReader(meta, timeline, schema)
+    reader = ChangeReader(meta, timeline, schema, changes)
     return pa.concat_tables([reader.read(c) for c in changes])
 
 

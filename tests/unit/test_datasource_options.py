@@ -53,12 +53,17 @@ def test_read_options():
                               "hoodie.datasource.read.begin.instanttime": "000",
                               "hoodie.datasource.read.end.instanttime": "20240102030405678"})
     assert (incr.query_type, incr.begin, incr.end) == ("incremental", "0" * 17, "20240102030405678")
+    assert not incr.cdc
+    assert ReadOptions.parse({"hoodie.datasource.query.type": "incremental", "hoodie.datasource.read.begin.instanttime": "000",
+                              "hoodie.datasource.query.incremental.format": "CDC"}).cdc
     for bad, message in [
         ({"hoodie.datasource.query.type": "snap"}, "use one of snapshot, read_optimized, incremental"),
         ({"hoodie.datasource.query.type": "incremental"}, "needs hoodie.datasource.read.begin.instanttime"),
         ({"hoodie.datasource.read.begin.instanttime": "000"}, "need hoodie.datasource.query.type=incremental"),
         ({"hoodie.datasource.query.type": "read_optimized", "as.of.instant": "000"}, "not read_optimized"),
-        ({"hoodie.datasource.query.incremental.format": "cdc"}, "no CDC"),
+        ({"hoodie.datasource.query.incremental.format": "cdc"}, "cdc needs hoodie.datasource.query.type=incremental"),
+        ({"hoodie.datasource.query.type": "incremental", "hoodie.datasource.read.begin.instanttime": "000",
+          "hoodie.datasource.query.incremental.format": "changes"}, "use latest_state or cdc"),
         ({"versionAsOf": "3"}, "versionAsOf is not a Hudi option"),
     ]:
         with pytest.raises(InvalidConfigError, match=message):

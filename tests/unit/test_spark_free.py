@@ -25,6 +25,7 @@ SPARK_MODULES = {
     "engine.data.scan",
     "engine.spark",
     "engine.spark.datasource",  # Spark's data source API (pyspark.sql.datasource)
+    "engine.spark.datasource.changes",
     "engine.spark.datasource.options",  # pure itself, but its package `engine.spark` imports the session
     "engine.spark.datasource.reader",
     "engine.spark.datasource.service",

@@ -63,7 +63,7 @@ class HudiChangesReader(DataSourceReader):
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
         if not isinstance(partition, ChangePartition) or self.schema is None:
             return
-        reader = ChangeReader(self.meta, self.timeline, self.schema)
+        reader = ChangeReader(self.meta, self.timeline, self.schema, self.changes)
         for change in partition.changes:
             rows = reader.read(change)
             if rows.num_rows:
