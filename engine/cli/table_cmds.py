@@ -37,6 +37,7 @@ def _config_doc(meta: MetaClient) -> dict[str, Any]:
         "index_type": cfg.index_type.value if cfg.index_type else None,
         "keygen_class": cfg.keygen_class,
         "version": cfg.version,
+        "cdc_mode": cfg.cdc_mode.value if cfg.cdc_mode is not None else None,
         "properties": cfg.to_properties(),
     }
 

@@ -299,6 +299,9 @@ def test_cdc_through_the_data_source_and_the_cli(spark, tmp_path, capsys):
     assert main(["init", str(tmp_path / "new"), "--name", "n", "--record-key", "id", "--cdc",
                  "--cdc-mode", "OP_KEY_ONLY"]) == 0
     assert "hoodie.table.cdc.supplemental.logging.mode=OP_KEY_ONLY" in (tmp_path / "new/.hoodie/hoodie.properties").read_text()
+    capsys.readouterr()
+    assert main(["show", str(tmp_path / "new"), "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["cdc_mode"] == "OP_KEY_ONLY"
 
 
 def test_archived_history_is_refused_and_the_rest_answered(spark, tmp_path):

@@ -44,6 +44,7 @@ def test_create_table_under_the_first_root(console):
     assert resp.status_code == 302
     props = (console.root / "orders" / ".hoodie" / "hoodie.properties").read_text()
     assert "hoodie.table.cdc.enabled=true" in props and "hoodie.table.cdc.supplemental.logging.mode=DATA_BEFORE" in props
+    assert 'data-testid="config-cdc">DATA_BEFORE<' in client.get("/tables/orders").get_data(as_text=True)
     bad = _post(client, "/tables/new", {"name": "bad", "record_key": "id", "cdc_mode": "EVERYTHING"})
     assert bad.status_code == 400 and not (console.root / "bad").exists()
 

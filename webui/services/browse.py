@@ -56,6 +56,7 @@ def config_doc(meta: MetaClient) -> dict[str, Any]:
         "hive_style": cfg.hive_style,
         "index_type": cfg.index_type.value if cfg.index_type else None,
         "version": cfg.version,
+        "cdc_mode": cfg.cdc_mode.value if cfg.cdc_mode is not None else None,
     }
 
 
