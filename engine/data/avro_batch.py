@@ -22,22 +22,16 @@ from typing import Any
 
 import pyarrow as pa
 
+from engine.data.hfile_writer import varint
+
 _MAGIC = b"Obj\x01"
 _SYNC = b"\x00" * 16
 _PRIMITIVES = frozenset({"null", "boolean", "int", "long", "float", "double", "bytes", "string"})
 
 
 def _zigzag(n: int) -> bytes:
-    n = (n << 1) ^ (n >> 63)
-    out = bytearray()
-    while True:
-        b = n & 0x7F
-        n >>= 7
-        if n:
-            out.append(b | 0x80)
-        else:
-            out.append(b)
-            return bytes(out)
+    """Avro's zig-zag varint of a long."""
+    return varint(((n << 1) ^ (n >> 63)) & 0xFFFFFFFFFFFFFFFF)
 
 
 def _avro_bytes(raw: bytes) -> bytes:

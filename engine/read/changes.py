@@ -36,7 +36,13 @@ from engine.data.log_file import read_log_blocks
 from engine.data.slice_reader import SliceFiles, read_slice
 from engine.errors import CorruptTableError, InstantNotFoundError, InvalidInputError
 from engine.metadata import listing
-from engine.read.plan import check_base_file_format, check_instant, completion_window, pad_seconds, slice_read
+from engine.read.plan import (
+    check_base_file_format,
+    check_instant,
+    check_window,
+    completion_window,
+    slice_read,
+)
 from engine.schema.avro import with_meta_fields, without_meta_fields
 from engine.schema.avro_types import avro_to_arrow
 from engine.table.fs_view import FileSystemView
@@ -319,11 +325,7 @@ def normalized_window(meta: MetaClient, start: str, end: str | None) -> tuple[st
             "change queries need the meta fields: a table without them (hoodie.populate.meta.fields=false) "
             "records no commit time per record")
     start = "0" * 17 if str(start) and not str(start).strip("0") else str(start)
-    start = check_instant(pad_seconds(start), "start")
-    if end is not None:
-        end = check_instant(pad_seconds(end), "end")
-        if end < start:
-            raise InvalidInputError(f"end {end} is before start {start}")
+    start, end = check_window(start, end)
     check_base_file_format(meta)
     return start, end
 

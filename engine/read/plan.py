@@ -163,6 +163,17 @@ def pad_seconds(value: str) -> str:
     return text + "000" if len(text) == 14 and text.isdigit() else text
 
 
+def check_window(start: str, end: str | None) -> tuple[str, str | None]:
+    """An incremental or change window's bounds as instant times (yyyyMMddHHmmss padded), the end
+    not before the start."""
+    start = check_instant(pad_seconds(start), "start")
+    if end is not None:
+        end = check_instant(pad_seconds(end), "end")
+        if end < start:
+            raise InvalidInputError(f"end {end} is before start {start}")
+    return start, end
+
+
 def plan_incremental(
     meta: MetaClient, start: str, end: str | None = None, timeline: Timeline | None = None
 ) -> tuple[ReadPlan, Timeline]:
@@ -174,11 +185,7 @@ def plan_incremental(
             "incremental reads are not supported on tables without meta fields "
             "(hoodie.populate.meta.fields=false): their records carry no _hoodie_commit_time"
         )
-    start = check_instant(pad_seconds(start), "start")
-    if end is not None:
-        end = check_instant(pad_seconds(end), "end")
-        if end < start:
-            raise InvalidInputError(f"end {end} is before start {start}")
+    start, end = check_window(start, end)
     check_base_file_format(meta)
     timeline = timeline if timeline is not None else meta.timeline()
     schema = table_schema_or_empty(meta, timeline)
