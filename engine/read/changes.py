@@ -23,6 +23,7 @@ import bisect
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Any
 
 import pyarrow as pa
@@ -45,7 +46,7 @@ from engine.read.plan import (
 )
 from engine.schema.avro import with_meta_fields, without_meta_fields
 from engine.schema.avro_types import avro_to_arrow
-from engine.table.fs_view import FileSystemView
+from engine.table.fs_view import DataFile, FileSystemView
 from engine.table.meta_client import MetaClient
 from engine.timeline.instant import Action, Instant
 from engine.timeline.timeline import Timeline
@@ -143,7 +144,6 @@ class ChangeReader:
         self.data = without_meta_fields(schema)
         self.how = slice_read(meta, timeline)
         self.mode = meta.config.cdc_mode if use_log else None  # None: infer every change
-        self.files = listing.data_files(meta, timeline).files
         self._views: dict[str | None, FileSystemView] = {}
         self._states: OrderedDict[tuple[str, str, str], pa.Table] = OrderedDict()
         self._touched: dict[tuple[str, str], list[str]] = {}
@@ -157,6 +157,12 @@ class ChangeReader:
         """The completed write before `instant` (its state is the one `instant` changed)."""
         i = bisect.bisect_left(self._writes, instant)
         return self._writes[i - 1] if i > 0 else None
+
+    @cached_property
+    def files(self) -> list[DataFile] | None:
+        """The table's data files, listed once, when a change is first inferred (a query the CDC
+        log answers alone lists nothing)."""
+        return listing.data_files(self.meta, self.timeline).files
 
     def view(self, as_of: str) -> FileSystemView:
         if as_of not in self._views:
@@ -284,10 +290,17 @@ def _by_key(rows: pa.Table, keys: pa.Array | pa.ChunkedArray, missing_ok: bool =
     return rows.take(pos)
 
 
-def _images_of(rows: pa.Table, data: pa.Schema) -> pa.StructArray:
-    arrays = [rows.column(f.name).combine_chunks() if f.name in rows.column_names else pa.nulls(rows.num_rows, f.type)
-              for f in data]
-    return pa.StructArray.from_arrays(arrays, fields=list(data))
+def _images_of(rows: pa.Table, data: pa.Schema, mask: pa.Array | None = None) -> pa.StructArray:
+    """`rows`' columns as structs of `data`'s fields (by name, cast to their types; a column the rows
+    lack is null), null where `mask` is true."""
+    arrays = []
+    for f in data:
+        if f.name not in rows.column_names:
+            arrays.append(pa.nulls(rows.num_rows, f.type))
+            continue
+        col = rows.column(f.name).combine_chunks()
+        arrays.append(col if col.type == f.type else col.cast(f.type))
+    return pa.StructArray.from_arrays(arrays, fields=list(data), mask=mask)
 
 
 def _mask(images: pa.StructArray, keep: list[bool]) -> pa.StructArray:
@@ -300,15 +313,8 @@ def _mask(images: pa.StructArray, keep: list[bool]) -> pa.StructArray:
 
 
 def _conform_struct(arr: pa.Array, data: pa.Schema) -> pa.StructArray:
-    names = [arr.type.field(i).name for i in range(arr.type.num_fields)]
-    arrays = []
-    for f in data:
-        if f.name in names:
-            child = arr.field(names.index(f.name))
-            arrays.append(child if child.type == f.type else child.cast(f.type))
-        else:
-            arrays.append(pa.nulls(len(arr), f.type))
-    return pa.StructArray.from_arrays(arrays, fields=list(data), mask=pc.is_null(arr))
+    """Images decoded from the log (in the writer's schema) in `data`'s."""
+    return _images_of(pa.Table.from_struct_array(arr), data, mask=pc.is_null(arr))
 
 
 def _assemble(instant: str, ops: list[str], before: pa.StructArray, after: pa.StructArray, data: pa.Schema) -> pa.Table:
@@ -339,19 +345,7 @@ def read_changes(
     file groups' versions, leaving the CDC log unread (the two agree)."""
     start, end = normalized_window(meta, start, end)
     timeline = timeline if timeline is not None else meta.timeline()
-    schema = meta.latest_schema(timeline)
-    data = without_meta_fields(schema) if schema is not None else pa.schema([])
-    instants = window(meta, timeline, start, end)
-    changes = group_changes(meta, instants)
-    if not changes or schema is None:
-        return changes_schema(data).empty_table()
-    reader = ChangeReader(meta, timeline, schema, changes, use_log)
-    parts = []
-    for n, change in enumerate(changes, 1):
-        parts.append(reader.read(change))
-        if progress is not None and (n % 50 == 0 or n == len(changes)):
-            progress(f"changes: {n}/{len(changes)} file group changes read")
-    return pa.concat_tables(parts)
+    return _read(meta, timeline, window(meta, timeline, start, end), use_log, progress)
 
 
 def read_instant_changes(meta: MetaClient, instant: str, timeline: Timeline | None = None) -> pa.Table:
@@ -368,13 +362,26 @@ def read_instant_changes(meta: MetaClient, instant: str, timeline: Timeline | No
         raise HistoryUnavailableError(
             f"the changes of {instant} are no longer answerable: the file versions it changed were cleaned "
             f"or archived; writes after {earliest} still are", earliest)
+    return _read(meta, timeline, [inst] if inst.action is not Action.COMPACTION else [])
+
+
+def _read(
+    meta: MetaClient, timeline: Timeline, instants: Sequence[Instant], use_log: bool = True,
+    progress: Callable[[str], None] | None = None,
+) -> pa.Table:
+    """The changes of `instants` (completed writes, oldest first), in the table's latest schema."""
     schema = meta.latest_schema(timeline)
     data = without_meta_fields(schema) if schema is not None else pa.schema([])
-    changes = group_changes(meta, [inst]) if inst.action is not Action.COMPACTION else []
+    changes = group_changes(meta, instants)
     if not changes or schema is None:
         return changes_schema(data).empty_table()
-    reader = ChangeReader(meta, timeline, schema, changes)
-    return pa.concat_tables([reader.read(c) for c in changes])
+    reader = ChangeReader(meta, timeline, schema, changes, use_log)
+    parts = []
+    for n, change in enumerate(changes, 1):
+        parts.append(reader.read(change))
+        if progress is not None and (n % 50 == 0 or n == len(changes)):
+            progress(f"changes: {n}/{len(changes)} file group changes read")
+    return pa.concat_tables(parts)
 
 
 def _json_value(value: Any) -> Any:
