@@ -28,6 +28,7 @@ from engine import failpoints
 from engine.data.file_group import FileGroup
 from engine.serial import Documented
 from engine.services.savepoint import savepointed_files
+from engine.table.fs_view import DataFile
 from engine.table.lifecycle import claim_instant, ensure_file, read_avro, write_avro
 from engine.table.meta_client import MetaClient
 from engine.table.ownership import FileOwnership
@@ -169,7 +170,7 @@ def replaced_files_to_clean(
 
 
 # ---- planning / execution ---------------------------------------------------------------------
-def _replaced_groups(meta: MetaClient, timeline: Timeline) -> list[tuple[FileGroup, str]]:
+def _replaced_groups(meta: MetaClient, timeline: Timeline, listed: list[DataFile]) -> list[tuple[FileGroup, str]]:
     """Every file group a completed replacecommit replaced, with all its visible slices, and the
     replacing instant."""
     from engine.table.fs_view import FileSystemView
@@ -182,11 +183,11 @@ def _replaced_groups(meta: MetaClient, timeline: Timeline) -> list[tuple[FileGro
                     by.setdefault((p, f), inst.time)
     if not by:
         return []
-    unhidden = FileSystemView.build(meta.list_data_files(), timeline)
+    unhidden = FileSystemView.build(listed, timeline)
     return [(g, by[(g.partition, g.file_id)]) for g in unhidden.groups if (g.partition, g.file_id) in by]
 
 
-def _with_cdc_logs(meta: MetaClient, files: dict[str, list[str]]) -> dict[str, list[str]]:
+def _with_cdc_logs(meta: MetaClient, files: dict[str, list[str]], listed: list[DataFile]) -> dict[str, list[str]]:
     """`files` with the CDC log files of the cleaned base files: a CDC log file belongs to the
     slice its write started (named with the same file id and instant), as in Apache Hudi's file
     slices, and goes with it."""
@@ -194,27 +195,28 @@ def _with_cdc_logs(meta: MetaClient, files: dict[str, list[str]]) -> dict[str, l
         return dict(sorted(files.items()))
     from engine.data.file_names import parse_base_file_name, parse_cdc_log_file_name
 
-    logs: dict[tuple[str, str], list[str]] = {}
-    for df in meta.list_data_files():
+    logs: dict[tuple[str, str, str], list[str]] = {}
+    for df in listed:
         name = parse_cdc_log_file_name(df.name)
         if name is not None:
-            logs.setdefault((name.file_id, name.base_instant), []).append(df.path)
+            logs.setdefault((df.partition, name.file_id, name.base_instant), []).append(df.path)
     out = {}
     for p, fs in files.items():
         extra = [c for f in fs if (b := parse_base_file_name(f.rpartition("/")[2])) is not None
-                 for c in logs.get((b.file_id, b.instant), [])]
+                 for c in logs.get((p, b.file_id, b.instant), [])]
         out[p] = sorted({*fs, *extra})
     return dict(sorted(out.items()))
 
 
 def plan_clean(meta: MetaClient, timeline: Timeline, policy: str, retained: int) -> CleanPlan:
-    view = meta.file_system_view(timeline)
+    listed = meta.list_data_files()  # once: the view, the replaced groups and the CDC logs
+    view = meta.file_system_view(timeline, files=listed)
     writes = [i.time for i in timeline.completed_writes.instants]
     protected = savepointed_files(meta, timeline)
     earliest, files = files_to_clean(view.groups, writes, policy, retained, protected, view.pending_compaction)
-    for p, fs in replaced_files_to_clean(_replaced_groups(meta, timeline), policy, earliest, protected).items():
+    for p, fs in replaced_files_to_clean(_replaced_groups(meta, timeline, listed), policy, earliest, protected).items():
         files[p] = sorted({*files.get(p, []), *fs})
-    files = _with_cdc_logs(meta, files)
+    files = _with_cdc_logs(meta, files, listed)
     ownership = FileOwnership(meta.storage)
     kept = {p: tuple(ownership.owned(fs, "clean")) for p, fs in files.items()}
     return CleanPlan(
