@@ -32,21 +32,35 @@ from engine.table.fs_view import FileSystemView
 from engine.table.meta_client import MetaClient
 from engine.timeline.commit_metadata import CommitMetadata
 from engine.timeline.timeline import Timeline
+from engine.write import local as local_write
 from engine.write.executor import WriteJob
 from engine.write.operation import Operation, WriteResult
 
 Progress = Callable[[str], None]
 
 
+# what the writes take: a Spark DataFrame, or (written without Spark when small) a pyarrow Table,
+# RecordBatch or pandas DataFrame
+WriteInput = Any  # DataFrame | pa.Table | pa.RecordBatch | pandas.DataFrame
+
+
 class Table:
-    """A Hudi table: create/open it, write Spark DataFrames into it, read it back.
+    """A Hudi table: create/open it, write Spark DataFrames (or pyarrow Tables and pandas
+    DataFrames) into it, read it back.
 
     Metadata (timeline, file groups, commit details) is available without Spark through
-    `Table.meta` / `MetaClient`; reads and writes need the SparkSession given at open.
+    `Table.meta` / `MetaClient`. Reads need the SparkSession given at open; so do writes of Spark
+    DataFrames (their own session) and writes too big for the driver (`engine.write.local`).
+    `spark` may also be a function returning a session, called only when one is needed.
     """
 
-    def __init__(self, spark: SparkSession | None, meta: MetaClient) -> None:
-        self.spark = spark
+    def __init__(self, spark: SparkSession | Callable[[], SparkSession] | None, meta: MetaClient) -> None:
+        self.spark: SparkSession | None = None
+        self._spark_factory: Callable[[], SparkSession] | None = None
+        if isinstance(spark, SparkSession) or spark is None:
+            self.spark = spark
+        else:
+            self._spark_factory = spark
         self.meta = meta
 
     # ---- lifecycle ---------------------------------------------------------------------
@@ -162,10 +176,14 @@ class Table:
 
     # ---- writes ------------------------------------------------------------------------
     def _write(
-        self, op: Operation, df: DataFrame, options: Mapping[str, object] | None, progress: Progress | None
+        self, op: Operation, df: WriteInput, options: Mapping[str, object] | None, progress: Progress | None
     ) -> WriteResult:
         if not isinstance(df, DataFrame):
-            raise InvalidInputError(f"expected a Spark DataFrame, got {type(df).__name__}")
+            arrow = local_write.input_table(df)
+            if arrow is None:
+                raise InvalidInputError(
+                    f"expected a Spark DataFrame, a pyarrow Table or a pandas DataFrame, got {type(df).__name__}")
+            df = arrow
         config = WriteConfig.from_options(options)
         require_writable(self.meta.config, self.meta.properties_uri)  # before the lock and repair: a refused write changes nothing
         upgrade.check_allowed(self.meta.config, config.auto_upgrade, self.meta.properties_uri)
@@ -175,8 +193,8 @@ class Table:
                 "is not built (version 6 tables only)")
         KeySpec.from_config(self.meta.config, config.keygen_options)  # so are unusable key generator options
         index = resolve_index(self.config, config, self.meta)
-        if self.spark is None:
-            self.spark = df.sparkSession
+        if self.spark is None and isinstance(df, DataFrame):
+            self.spark = df.sparkSession  # type: ignore[assignment]
         rolled_back: list[str] = []
         while True:
             try:
@@ -199,7 +217,7 @@ class Table:
         with Transaction(self.meta, config, index, op.value.lower()) as tx:
             tx.spark = self.spark
             job = WriteJob(self.meta, index, config, op, progress or (lambda _msg: None), guard=tx.guard)
-            result = job.run(df)
+            result = job.run(df, spark_source=self._session)
             if result.instant is not None:
                 services = tx.after_commit()
                 result = replace(result, services={k: _summary(v) for k, v in services.items()})
@@ -232,24 +250,24 @@ class Table:
         """Rollback, restore, savepoints, clean, archival and repair (no SparkSession needed)."""
         return Maintenance(self.meta)
 
-    def upsert(self, df: DataFrame, options: Mapping[str, object] | None = None, progress: Progress | None = None) -> WriteResult:
+    def upsert(self, df: WriteInput, options: Mapping[str, object] | None = None, progress: Progress | None = None) -> WriteResult:
         """Insert new records and update existing ones (by record key), in one commit."""
         return self._write(Operation.UPSERT, df, options, progress)
 
-    def insert(self, df: DataFrame, options: Mapping[str, object] | None = None, progress: Progress | None = None) -> WriteResult:
+    def insert(self, df: WriteInput, options: Mapping[str, object] | None = None, progress: Progress | None = None) -> WriteResult:
         """Insert records without looking them up (a key already in the table is duplicated)."""
         return self._write(Operation.INSERT, df, options, progress)
 
-    def bulk_insert(self, df: DataFrame, options: Mapping[str, object] | None = None, progress: Progress | None = None) -> WriteResult:
+    def bulk_insert(self, df: WriteInput, options: Mapping[str, object] | None = None, progress: Progress | None = None) -> WriteResult:
         """Like insert, but always writes new file groups (no small-file packing): for initial loads."""
         return self._write(Operation.BULK_INSERT, df, options, progress)
 
-    def delete(self, df: DataFrame, options: Mapping[str, object] | None = None, progress: Progress | None = None) -> WriteResult:
+    def delete(self, df: WriteInput, options: Mapping[str, object] | None = None, progress: Progress | None = None) -> WriteResult:
         """Delete the records whose keys appear in `df` (key and partition columns suffice)."""
         return self._write(Operation.DELETE, df, options, progress)
 
     def insert_overwrite_table(
-        self, df: DataFrame, options: Mapping[str, object] | None = None, progress: Progress | None = None
+        self, df: WriteInput, options: Mapping[str, object] | None = None, progress: Progress | None = None
     ) -> WriteResult:
         """Replace the whole table with `df`: one `replacecommit` writing the records as new file
         groups and replacing every existing one (they stay on storage until cleaned, for time
@@ -257,17 +275,25 @@ class Table:
         return self._write(Operation.INSERT_OVERWRITE_TABLE, df, options, progress)
 
     def insert_overwrite(
-        self, df: DataFrame, options: Mapping[str, object] | None = None, progress: Progress | None = None
+        self, df: WriteInput, options: Mapping[str, object] | None = None, progress: Progress | None = None
     ) -> WriteResult:
         """Replace the partitions `df` has records for with those records (other partitions are
         kept): one `replacecommit`, as `insert_overwrite_table` but per partition."""
         return self._write(Operation.INSERT_OVERWRITE, df, options, progress)
 
     # ---- reads -------------------------------------------------------------------------
-    def _spark(self) -> SparkSession:
-        if self.spark is None:
-            raise InvalidConfigError("this Table was opened without a SparkSession; reads and writes need one")
+    def _session(self) -> SparkSession | None:
+        """The table's session, made by its factory on first use; None without either."""
+        if self.spark is None and self._spark_factory is not None:
+            self.spark = self._spark_factory()
         return self.spark
+
+    def _spark(self) -> SparkSession:
+        spark = self._session()
+        if spark is None:
+            raise InvalidConfigError(
+                "this Table was opened without a SparkSession; reads need one (and writes of Spark DataFrames)")
+        return spark
 
     def read(self, as_of: str | None = None, read_optimized: bool = False,
              filters: Sequence[Sequence[Any]] | None = None) -> DataFrame:

@@ -81,6 +81,12 @@ _KEYS: dict[str, tuple[str, type]] = {
     # (engine.write.one_job): auto (by Spark's size estimate of the input) | always | never
     "hoodie.write.driver.plan": ("driver_plan", str),
     "hoodie.write.driver.max.bytes": ("driver_max_bytes", int),
+    # ours: write a batch planned on the driver there, on threads, with no Spark job
+    # (engine.write.local): auto (when the batch plus the file slices it rewrites are within
+    # hoodie.write.local.max.bytes) | always | never; threads: 0 = one per core
+    "hoodie.write.local": ("local_mode", str),
+    "hoodie.write.local.max.bytes": ("local_max_bytes", int),
+    "hoodie.write.local.threads": ("local_threads", int),
     # bulk_insert (engine.write.bulk_stream): NONE / PARTITION_SORT write the input's partitions as
     # they are; PARTITION_PATH_REPARTITION_AND_SORT (ours by default) repartitions by partition path
     # first, so that each partition path is written by one task
@@ -164,6 +170,9 @@ class WriteConfig:
     schema_on_read: bool = False
     driver_plan: str = "auto"
     driver_max_bytes: int = 256 * MB
+    local_mode: str = "auto"
+    local_max_bytes: int = 512 * MB
+    local_threads: int = 0
     bulk_insert_sort_mode: str = "PARTITION_PATH_REPARTITION_AND_SORT"
     auto_upgrade: bool = True
     skip_default_partition_validation: bool = False
@@ -191,6 +200,12 @@ class WriteConfig:
             raise InvalidConfigError(
                 f"hoodie.write.driver.plan must be one of {', '.join(DRIVER_PLAN_MODES)}, not {self.driver_plan!r}"
             )
+        if self.local_mode not in DRIVER_PLAN_MODES:
+            raise InvalidConfigError(
+                f"hoodie.write.local must be one of {', '.join(DRIVER_PLAN_MODES)}, not {self.local_mode!r}"
+            )
+        if self.local_max_bytes < 0 or self.local_threads < 0:
+            raise InvalidConfigError("hoodie.write.local.max.bytes and hoodie.write.local.threads must not be negative")
         object.__setattr__(self, "bulk_insert_sort_mode", self.bulk_insert_sort_mode.strip().upper())
         if self.bulk_insert_sort_mode not in BULK_INSERT_SORT_MODES:
             raise InvalidConfigError(
@@ -250,6 +265,13 @@ class WriteConfig:
         if self.driver_plan == "always":
             return True
         return estimated_bytes is not None and estimated_bytes <= self.driver_max_bytes
+
+    def writes_locally(self, touched_bytes: int) -> bool:
+        """Whether a batch planned on the driver whose rows plus rewritten file slices come to
+        `touched_bytes` is written by the driver's threads (`hoodie.write.local*`)."""
+        if self.local_mode == "never":
+            return False
+        return self.local_mode == "always" or touched_bytes <= self.local_max_bytes
 
     @property
     def optimistic(self) -> bool:

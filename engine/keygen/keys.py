@@ -222,6 +222,32 @@ def key_array(spec: KeySpec, table: pa.Table) -> pa.Array:
     return pc.binary_join_element_wise(*parts, ",")
 
 
+def record_keys(spec: KeySpec, table: pa.Table) -> pa.Array:
+    """The record key of every input row, as the write's Spark expression computes it
+    (`engine.keygen.spark_keys.record_key_expr`): null where the key is invalid (a null or empty
+    simple key; every field of a complex key null or empty). Auto-generated keys: the rows'
+    `_hoodie_record_key` when present, else AUTO_KEY (named when written)."""
+    if spec.auto:
+        if RECORD_KEY_COL not in table.column_names:
+            return pa.array([AUTO_KEY] * table.num_rows, pa.string())
+        return _null_if_empty(pc.cast(table.column(RECORD_KEY_COL), pa.string()))
+    if not spec.complex_keys:
+        (field,) = spec.record_key_fields
+        return _null_if_empty(_key_text(table.column(field), field, spec.consistent_timestamps))
+    keys = key_array(spec, table)
+    all_missing = None
+    for field in spec.record_key_fields:
+        text = _key_text(table.column(field), field, spec.consistent_timestamps)
+        missing = pc.fill_null(pc.equal(text, ""), True)
+        all_missing = missing if all_missing is None else pc.and_(all_missing, missing)
+    return pc.if_else(all_missing, pa.scalar(None, pa.string()), keys)
+
+
+def _null_if_empty(text: pa.Array | pa.ChunkedArray) -> pa.Array:
+    arr = text.combine_chunks() if isinstance(text, pa.ChunkedArray) else text
+    return pc.if_else(pc.fill_null(pc.equal(arr, ""), True), pa.scalar(None, pa.string()), arr)
+
+
 def partition_path(spec: KeySpec, row: Mapping[str, Any]) -> str:
     """The partition path of `row` (row at a time; the write computes it on Spark the same way)."""
     columns = {f: pa.array([row.get(f)]) for f in spec.partition_fields}

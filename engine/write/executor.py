@@ -10,8 +10,9 @@ per written file), the files written by one task per bucket group after a shuffl
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 from pyspark.sql import DataFrame
@@ -20,12 +21,12 @@ from pyspark.sql.pandas.types import from_arrow_schema, to_arrow_schema
 
 from engine.columns import FILE_ID_COL, OP_COL, OP_UPSERT
 from engine.data.scan import scan_parallelism
-from engine.errors import EngineError
+from engine.errors import EngineError, InvalidConfigError
 from engine.keygen.keys import check_auto_key_write
 from engine.runtime.errors import translate
 from engine.runtime.jobs import job_group
 from engine.table.create import require_writable
-from engine.write import bulk_stream, one_job
+from engine.write import bulk_stream, local, one_job
 from engine.write.bucket_column import bucket_column, needs_numbering
 from engine.write.index_rows import located_rows
 from engine.write.operation import WriteResult
@@ -56,23 +57,33 @@ class WriteJob(Pipeline):
     """One write of a batch: `run(df)` writes it as one instant (or none)."""
 
     # ------------------------------------------------------------------------------------
-    def run(self, df: DataFrame) -> WriteResult:
-        """Write `df` as one instant; the table is left as it was when anything fails."""
+    def run(self, data: DataFrame | pa.Table, spark_source: Callable[[], Any] | None = None) -> WriteResult:
+        """Write `data` (a Spark DataFrame, or an Arrow table typed by `local.input_table`) as one
+        instant; the table is left as it was when anything fails. `spark_source` gives a session
+        when Arrow input needs Spark after all."""
         started = time.monotonic()
         require_writable(self.meta.config, self.meta.properties_uri)
         self.index.check_available()
+        columns = data.column_names if isinstance(data, pa.Table) else data.columns
         if self.meta.config.auto_keys:
             check_auto_key_write(
                 self.meta.storage.base_uri,
                 self.operation.value,
-                df.columns,
+                columns,
                 self.index.name,
                 self.index.wants_locations,
             )
         cached: list[DataFrame] = []
         try:
+            if isinstance(data, pa.Table):
+                if local.eligible(self, data):
+                    return one_job.run_arrow(self, data, started, spark_source)
+                data = self._spark_frame(data, spark_source)
+            df = data
             if bulk_stream.eligible(self):
-                return bulk_stream.run(self, df, started, write_action(self.meta.config.table_type))
+                return replace(
+                    bulk_stream.run(self, df, started, write_action(self.meta.config.table_type)), write_path="bulk-stream"
+                )
             pc_field = self.meta.config.precombine_field
             if one_job.eligible(self, df, pc_field if pc_field in df.columns else None):
                 return one_job.run(self, df, started)
@@ -82,7 +93,7 @@ class WriteJob(Pipeline):
             tagged, tag_ctx = self.tag(batch, cached)
             tagged, prof = self.profile(batch, tagged, cached)
             plan = self.plan(batch, prof)
-            return self.commit(
+            result = self.commit(
                 batch,
                 tag_ctx,
                 prof,
@@ -90,6 +101,7 @@ class WriteJob(Pipeline):
                 started,
                 lambda instant: self.write_distributed(tagged, plan, prof.offsets, batch, instant),
             )
+            return replace(result, write_path="distributed")
         except EngineError:
             raise
         except Exception as exc:
@@ -100,6 +112,16 @@ class WriteJob(Pipeline):
         finally:
             for c in cached:
                 c.unpersist()
+
+    def _spark_frame(self, table: pa.Table, spark_source: Callable[[], Any] | None) -> DataFrame:
+        """Arrow input this write cannot take locally, as a Spark DataFrame."""
+        spark = spark_source() if spark_source is not None else None
+        if spark is None:
+            raise InvalidConfigError(
+                f"this {self.operation.value.lower()} needs Spark (an overwrite, the {self.index.name} index, or a "
+                "batch above hoodie.write.local.max.bytes), and the table has no SparkSession: open it with one"
+            )
+        return spark.createDataFrame(table)
 
     def write_distributed(
         self,

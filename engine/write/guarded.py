@@ -66,7 +66,8 @@ def undo(
 ) -> NoReturn:
     """Stop the failed write's tasks, remove what it wrote, and raise a typed error saying so."""
     instant = pending.instant
-    stop_tasks(spark, job_group(instant))
+    if spark is not None:  # a local write's threads have all stopped when its error arrives
+        stop_tasks(spark, job_group(instant))
     outcome = "failed and was rolled back"
     try:
         if job.guard is None or job.guard.holds_lock():

@@ -13,12 +13,15 @@ Only upserts are checked: an insert or bulk_insert does not look keys up and may
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pyarrow as pa
 import pyarrow.compute as pc
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 from engine.columns import FILE_ID_COL, KEY_COL, OP_COL, OP_DELETE, PART_COL, PREV_FILE_ID_COL
+from engine.data.keys import KEYS_SCHEMA
 from engine.errors import WriteConflictError
 from engine.index.base import Index, TagContext
 
@@ -52,9 +55,12 @@ def check_new_keys(index: Index, ctx: TagContext, located: DataFrame | pa.Table,
     if isinstance(inserts, pa.Table):
         if inserts.num_rows == 0:
             return
-        inserts = ctx.spark.createDataFrame(inserts)
-    found = index.tag_location(ctx, inserts).filter(F.col(FILE_ID_COL).isNotNull())
-    keys = sorted(r[KEY_COL] for r in found.select(KEY_COL).limit(_SAMPLE).collect())
+        if ctx.spark is None:  # a local write: the index's driver lookup, no Spark job
+            keys = _found_on_driver(index, ctx, inserts)
+        else:
+            keys = _found(index, ctx, ctx.spark.createDataFrame(inserts))
+    else:
+        keys = _found(index, ctx, inserts)
     if keys:
         raise WriteConflictError(
             f"write {instant} inserted record key(s) {', '.join(keys)} that a write completed since it started "
@@ -64,6 +70,26 @@ def check_new_keys(index: Index, ctx: TagContext, located: DataFrame | pa.Table,
             other=concurrent[0] if len(concurrent) == 1 else "",
             keys=tuple(keys),
         )
+
+
+def _found(index: Index, ctx: TagContext, inserts: DataFrame) -> list[str]:
+    found = index.tag_location(ctx, inserts).filter(F.col(FILE_ID_COL).isNotNull())
+    return sorted(r[KEY_COL] for r in found.select(KEY_COL).limit(_SAMPLE).collect())
+
+
+def _found_on_driver(index: Index, ctx: TagContext, inserts: pa.Table) -> list[str]:
+    """The first inserted keys the index now holds, looked up on the driver (`locate_batch`)."""
+    grouped = inserts.group_by(PART_COL).aggregate([(KEY_COL, "distinct")])
+    incoming = {
+        part: pa.array(keys, pa.string())
+        for part, keys in zip(grouped.column(PART_COL).to_pylist(), grouped.column(f"{KEY_COL}_distinct").to_pylist(), strict=True)
+    }
+    located = index.locate_batch(replace(ctx, incoming_keys=incoming))
+    if located is None or located.num_rows == 0:
+        return []
+    key, _part, file_id = KEYS_SCHEMA.names
+    held = located.filter(pc.is_valid(located.column(file_id))).column(key)
+    return sorted(pc.unique(held).to_pylist())[:_SAMPLE]
 
 
 __all__ = ["check_new_keys", "inserted_keys"]

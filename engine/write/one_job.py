@@ -22,19 +22,21 @@ against stored records, and overwrites take the distributed path.
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
 import pyarrow as pa
 import pyarrow.compute as pc
 from pyspark.sql import DataFrame
 
-from engine.columns import FILE_ID_COL, KEY_COL, OP_COL, PART_COL, PREV_FILE_ID_COL
+from engine.columns import FILE_ID_COL, KEY_COL, PART_COL
 from engine.data import batch as lb
 from engine.data.scan import scan_parallelism
 from engine.index.base import Index, TagContext
 from engine.read.reader import slice_merge
 from engine.runtime.jobs import job_group
-from engine.write.assign import assign_buckets
+from engine.write import bucket_work, local
 from engine.write.operation import Operation, WriteResult
 from engine.write.pipeline import Batch, Profile, Written
 from engine.write.planner import WritePlan
@@ -71,6 +73,8 @@ def eligible(job: Pipeline, df: DataFrame, pc_field: str | None) -> bool:
             return False  # a moved record is deleted in one group and inserted in another
         if pc_field is not None and lb.IS_DELETED_COL in df.columns and not job.is_delete:
             return False  # delete markers are ordered against stored records before writing
+    if job.config.local_mode == "always" and job.config.driver_plan != "never":
+        return True  # written locally whatever its size: it is collected whatever its size
     return job.config.plans_on_driver(estimated_bytes(df))
 
 
@@ -99,42 +103,21 @@ def tag(job: Pipeline, batch: pa.Table, tag_ctx: TagContext) -> pa.Table:
     return lb.attach_locations(batch, found, job.index.is_global)
 
 
-def write_buckets(
-    job: Pipeline, spark, rows: pa.Table, plan: WritePlan, batch: Batch, instant: str
-) -> Written:
+def write_buckets(job: Pipeline, spark, rows: pa.Table, plan: WritePlan, batch: Batch, instant: str) -> Written:
     """The write's one Spark job: every bucket of `plan` merged and written by a task; the outcome
     row of each bucket, and (for indexes that store locations) the located records."""
     if not plan.buckets:
         return [], None
-    updates_idx, ranges = plan.lookup_tables()
-    to_write = lb.records_to_write(rows)
-    offsets = {(0, p): 0 for p in ranges}
-    buckets = assign_buckets(to_write, 0, updates_idx, ranges, offsets)
-    by_bucket = lb.split_by_bucket(to_write, buckets)
-    ctx = job.batch_write_context(batch, instant)
-    writes = {b.index: job.bucket_write(b, batch.view) for b in plan.buckets if b.index in by_bucket}
-    actx = job.append_context(batch, ctx.schema) if any(w.append for w in writes.values()) else None
-    sizes = {
-        (s.partition, s.file_id): s.base_file.size
-        for s in batch.view.latest_slices(sorted({b.partition for b in plan.buckets}))
-        if s.base_file is not None
-    }
-    per_row = max(1, batch_record_size(rows))
-    weights = {
-        b.index: by_bucket[b.index].num_rows + sizes.get((b.partition, b.file_id), 0) // per_row
-        for b in plan.buckets
-        if b.index in by_bucket
-    }
-    parallelism = job.config.shuffle_parallelism or scan_parallelism(spark, len(weights))
-    groups = lb.pack_tasks(weights, parallelism)
-    payload = [[(b, lb.to_ipc(by_bucket[b])) for b in g] for g in groups]
-    job.progress(f"writing {len(weights)} file group(s) for instant {instant}")
+    parallelism = job.config.shuffle_parallelism or scan_parallelism(spark, len(plan.buckets))
+    work = bucket_work.prepare(job, rows, plan, batch, instant, parallelism)
+    payload = [[(b, lb.to_ipc(t)) for b, t in g] for g in work.groups]
+    job.progress(f"writing {sum(len(g) for g in payload)} file group(s) for instant {instant}")
     sc = spark.sparkContext
     sc.setJobGroup(job_group(instant), f"hoodie write {instant}", interruptOnCancel=True)
     try:
         outcomes = (
             sc.parallelize(payload, len(payload))
-            .mapPartitions(write_groups_task(ctx, writes, actx))
+            .mapPartitions(write_groups_task(work.ctx, work.writes, work.actx))
             .collect()
         )
     finally:
@@ -143,28 +126,43 @@ def write_buckets(
         return outcomes, None
 
     def located() -> DataFrame | pa.Table:
-        # the file id of every record's bucket: an array indexed by bucket number
-        file_of: list[str | None] = [None] * (max(b.index for b in plan.buckets) + 1)
-        for b in plan.buckets:
-            file_of[b.index] = b.file_id
-        table = pa.table(
-            {
-                KEY_COL: to_write.column(KEY_COL),
-                PART_COL: to_write.column(PART_COL),
-                FILE_ID_COL: pa.array(file_of, pa.string()).take(buckets),
-                OP_COL: to_write.column(OP_COL),
-                PREV_FILE_ID_COL: to_write.column(FILE_ID_COL),
-            }
-        )
+        table = work.located()
         return table if job.index.updates_on_driver else spark.createDataFrame(table)
 
     return outcomes, located
 
 
 def run(job: Pipeline, df: DataFrame, started: float) -> WriteResult:
-    """The write planned on the driver and executed as one Spark job."""
+    """The write planned on the driver: written by its threads when small enough
+    (`engine.write.local`), else as one Spark job."""
     spec, timeline, write_schema, data_cols, pc_field = job.schema(df)
     rows = collect(job.keyed(df, spec, data_cols, pc_field, order=False))
+    return run_rows(job, rows, spec, timeline, write_schema, pc_field, df.sparkSession, started)
+
+
+def run_arrow(job: Pipeline, table: pa.Table, started: float, spark_source: Callable[[], object] | None) -> WriteResult:
+    """Write the Arrow input `table` (`engine.write.local`): keyed and planned here, written
+    locally or (too big for that) in one Spark job of a session from `spark_source`."""
+    spec, timeline, write_schema, data_cols, pc_field = job.schema_of(table.schema)
+    rows = local.keyed(job, table, spec, data_cols, pc_field)
+    return run_rows(job, rows, spec, timeline, write_schema, pc_field, None, started, spark_source)
+
+
+def run_rows(
+    job: Pipeline,
+    rows: pa.Table,
+    spec,
+    timeline,
+    write_schema: pa.Schema,
+    pc_field: str | None,
+    spark,
+    started: float,
+    spark_source: Callable[[], object] | None = None,
+) -> WriteResult:
+    """Check, de-duplicate, tag, profile and plan the keyed batch `rows` on the driver, then write
+    it: locally when the batch and the file slices it rewrites fit `hoodie.write.local.max.bytes`,
+    else in one Spark job (`spark`, or a session from `spark_source` for input that came without
+    one)."""
     summary = summarize(rows)
     job.check_keys(spec, summary)
     if summary.total == 0:
@@ -176,9 +174,7 @@ def run(job: Pipeline, df: DataFrame, started: float) -> WriteResult:
         rows = lb.dedupe(rows, pc_field, by)
     rows = lb.with_ops(rows, job.is_delete)
     incoming = summary.keys_by_partition() if job.operation.tags else None
-    tag_ctx = TagContext(
-        df.sparkSession, job.meta, view, summary.partitions, incoming, slice_merge(job.meta, timeline, view)
-    )
+    tag_ctx = TagContext(spark, job.meta, view, summary.partitions, incoming, slice_merge(job.meta, timeline, view))
     if job.operation.tags:
         job.progress(
             f"tagging {summary.total} records against {len(summary.partitions)} partition(s) ({job.index.name}, on the driver)"
@@ -188,19 +184,15 @@ def run(job: Pipeline, df: DataFrame, started: float) -> WriteResult:
     index_stats = job.index.tagging_stats() if job.operation.tags else {}
     prof = Profile(workloads, offsets, absent, summary.total - kept, stale, index_stats)
     plan = job.plan(batch, prof)
-    spark = df.sparkSession
-    return job.commit(
-        batch,
-        tag_ctx,
-        prof,
-        plan,
-        started,
-        lambda instant: write_buckets(job, spark, rows, plan, batch, instant),
-    )
-
-
-def batch_record_size(rows: pa.Table) -> int:
-    return rows.nbytes // max(1, rows.num_rows)
+    touched = rows.nbytes + sum(bucket_work.touched_sizes(plan, batch).values())
+    if job.config.writes_locally(touched):
+        result = job.commit(batch, tag_ctx, prof, plan, started, lambda i: local.write_buckets(job, rows, plan, batch, i))
+        return replace(result, write_path="local")
+    if spark is None:
+        spark = local.session_for(job, spark_source, touched)
+        tag_ctx = replace(tag_ctx, spark=spark)
+    result = job.commit(batch, tag_ctx, prof, plan, started, lambda i: write_buckets(job, spark, rows, plan, batch, i))
+    return replace(result, write_path="one-job")
 
 
 __all__ = [
@@ -209,6 +201,8 @@ __all__ = [
     "eligible",
     "estimated_bytes",
     "run",
+    "run_arrow",
+    "run_rows",
     "summarize",
     "tag",
     "write_buckets",

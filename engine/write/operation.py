@@ -54,4 +54,7 @@ class WriteResult(Documented):
     services: dict[str, object] = field(default_factory=dict)
     # what the repair before the write did (failed writes rolled back...), None if nothing
     repaired: object | None = None
+    # how the files were written: "local" (the driver's threads, no Spark job), "one-job" (planned
+    # on the driver, one Spark job), "distributed" (a Spark job per step), "bulk-stream"; "" if none
+    write_path: str = ""
 

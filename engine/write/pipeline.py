@@ -165,12 +165,16 @@ class Pipeline:
     # ---- steps --------------------------------------------------------------------------
     def schema(self, df: DataFrame) -> tuple[KeySpec, Timeline, pa.Schema, list[str], str | None]:
         """The key spec, timeline, write schema, the input's data columns and precombine field."""
+        return self.schema_of(to_arrow_schema(df.schema, timezone="UTC"))
+
+    def schema_of(self, input_schema: pa.Schema) -> tuple[KeySpec, Timeline, pa.Schema, list[str], str | None]:
+        """`schema` for input rows of the Arrow schema `input_schema` (as Spark types them)."""
         table_cfg = self.meta.config
         spec = KeySpec.from_config(table_cfg, self.config.keygen_options)
         timeline = self.meta.timeline()
         versions = self.meta.schema_versions(timeline)  # schema on read (one listing of .hoodie/.schema)
         write_schema = resolve_write_schema(
-            to_arrow_schema(df.schema, timezone="UTC"),
+            input_schema,
             self.meta.latest_schema(timeline, versions=versions),
             spec,
             table_cfg.precombine_field,
@@ -182,8 +186,8 @@ class Pipeline:
         # schema on read: checked as the commit records it; carries the ids its merges read files by
         hint = int(timeline.last_time or 0) + 1
         write_schema = internal_schema.for_write(write_schema, versions, hint)
-        data_cols = [c for c in write_schema.names if c in df.columns]
-        pc_field = table_cfg.precombine_field if table_cfg.precombine_field in df.columns else None
+        data_cols = [c for c in write_schema.names if c in input_schema.names]
+        pc_field = table_cfg.precombine_field if table_cfg.precombine_field in input_schema.names else None
         return spec, timeline, write_schema, data_cols, pc_field
 
     def keyed(

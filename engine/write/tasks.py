@@ -9,8 +9,8 @@ from pyspark.taskcontext import TaskContext
 
 from engine.data.file_names import write_token
 from engine.write.assign import assign_buckets
-from engine.write.file_writer import BucketWrite, WriteContext, write_bucket
-from engine.write.log_writer import AppendContext, append_bucket
+from engine.write.file_writer import BucketWrite, WriteContext
+from engine.write.log_writer import AppendContext
 from engine.write.outcome import OUTCOME_SCHEMA, WriteOutcome
 
 BUCKET_COL = "__hoodie_bucket"
@@ -55,17 +55,11 @@ def _write_one(
     ctx: WriteContext, actx: AppendContext | None, bucket: BucketWrite, table: pa.Table, tc: TaskContext,
     index: int,
 ) -> WriteOutcome:
-    """One bucket written by the current task: a new base file, or a log file (APPEND buckets).
-    New records of a table with auto-generated keys are named `<instant>_<bucket index>_<row>`
-    (unique in the write: a bucket is written once)."""
-    from engine.write.bulk_files import with_auto_keys
+    """One bucket written by the current task (`engine.write.bucket_work.write_one`)."""
+    from engine.write.bucket_work import write_one
 
-    table = with_auto_keys(table, ctx.instant, index)
     token = write_token(tc.partitionId(), tc.stageId(), tc.taskAttemptId())
-    if bucket.append:
-        assert actx is not None
-        return append_bucket(ctx, actx, bucket, table, token, tc.partitionId())
-    return write_bucket(ctx, bucket, table, token, tc.partitionId())
+    return write_one(ctx, actx, bucket, table, index, token, tc.partitionId())
 
 
 def write_groups_task(ctx: WriteContext, buckets: dict[int, BucketWrite], actx: AppendContext | None = None):

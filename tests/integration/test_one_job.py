@@ -1,14 +1,20 @@
-"""The one-job write (`engine.write.one_job`) against the distributed pipeline: the same writes
-through both give the same rows, counts and files, hudi-rs agrees, and the one-job path runs one
-Spark job to collect the batch and one to write it."""
+"""The writes planned on the driver against the distributed pipeline: the one-job write
+(`engine.write.one_job`), the local write of a Spark DataFrame and of a pyarrow Table
+(`engine.write.local`). The same writes through each give the same rows, counts and files (file
+by file: rows, footer keys, bloom filters; names aside), hudi-rs agrees; the one-job path runs one
+Spark job to collect the batch and one to write it, the local path only the collect (none for
+Arrow input)."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
+import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 
 from engine import Table
+from engine.data.file_names import parse_base_file_name
 from engine.runtime.jobs import job_group
 from tests.support import hudi_rs
 from tests.support.tables import rows
@@ -16,8 +22,10 @@ from tests.support.tables import rows
 pytestmark = pytest.mark.spark
 
 SCHEMA = "id int, name string, city string, ts long"
-DRIVER = {"hoodie.write.driver.plan": "always"}
+DRIVER = {"hoodie.write.driver.plan": "always", "hoodie.write.local": "never"}
+LOCAL = {"hoodie.write.local": "always"}
 SPARK = {"hoodie.write.driver.plan": "never"}
+ARROW_SCHEMA = pa.schema([("id", pa.int32()), ("name", pa.string()), ("city", pa.string()), ("ts", pa.int64())])
 
 # (operation, rows): inserts, an upsert with in-batch duplicates (the later / larger ts wins) and
 # a stale update (older ts than stored: the stored record stays), a delete of present and absent keys
@@ -35,12 +43,42 @@ def _jobs(spark) -> set[int]:
     return set(spark.sparkContext.statusTracker().getJobIdsForGroup(None))
 
 
-def _run(spark, table: Table, options: dict) -> list:
+def _run(spark, table: Table, options: dict, arrow: bool = False) -> list:
     results = []
     for op, data in STEPS:
-        frame = spark.createDataFrame(data, SCHEMA)
+        if arrow:
+            frame = pa.Table.from_pylist([dict(zip(ARROW_SCHEMA.names, r, strict=True)) for r in data], ARROW_SCHEMA)
+        else:
+            frame = spark.createDataFrame(data, SCHEMA)
         results.append(getattr(table, op)(frame, options=options))
     return results
+
+
+FOOTER_KEYS = (b"hoodie_min_record_key", b"hoodie_max_record_key", b"org.apache.hudi.bloomfilter", b"hoodie_bloom_filter_type_code")
+
+
+def _files(table: Table) -> list[tuple]:
+    """Every base file the table holds, as (commit order, partition, footer keys, data rows), and
+    its log files as (commit order, partition, "log", count): the files written, names aside."""
+    order = {i.time: n for n, i in enumerate(table.timeline().completed.instants)}
+    out = []
+    root = Path(table.path)
+    for f in sorted(root.rglob("*.parquet")):
+        if ".hoodie" in f.parts:
+            continue
+        name = parse_base_file_name(f.name)
+        footer = pq.read_metadata(f).metadata or {}
+        meta = tuple((k, footer.get(k)) for k in FOOTER_KEYS)
+        data = sorted(
+            tuple(v for k, v in r.items() if k not in ("_hoodie_commit_time", "_hoodie_commit_seqno", "_hoodie_file_name"))
+            for r in pq.read_table(f).to_pylist()
+        )
+        out.append((order.get(name.instant, -1), str(f.parent.relative_to(root)), meta, data))
+    logs: dict[tuple, int] = {}
+    for f in root.rglob(".*.log.*"):
+        key = (str(f.parent.relative_to(root)), "log")
+        logs[key] = logs.get(key, 0) + 1
+    return sorted(out, key=repr) + sorted(logs.items())
 
 
 def _data(table: Table) -> list[dict]:
@@ -69,28 +107,41 @@ def _comparable(table: Table) -> list[tuple]:
     ],
     ids=["cow-bloom", "cow-simple", "mor-record", "mor-bloom"],
 )
-def test_one_job_equals_the_distributed_pipeline(spark, tmp_path: Path, kind: dict) -> None:
+def test_driver_planned_writes_equal_the_distributed_pipeline(spark, tmp_path: Path, kind: dict) -> None:
     args = dict(name="trips", record_key="id", partition_fields="city", precombine_field="ts", **kind)
-    fast = Table.create(spark, str(tmp_path / "fast"), **args)
     slow = Table.create(spark, str(tmp_path / "slow"), **args)
-    got = _run(spark, fast, DRIVER)
     want = _run(spark, slow, SPARK)
+    assert {r.write_path for r in want} == {"distributed"}
     counts = ("inserts", "updates", "deletes", "absent_deletes", "stale_ignored", "duplicates_dropped", "input_records", "files_written", "partitions")
-    assert [[getattr(r, c) for c in counts] for r in got] == [[getattr(r, c) for c in counts] for r in want]
-    assert got[1].duplicates_dropped == 1 and got[2].absent_deletes == 1
-    assert _comparable(fast) == _comparable(slow)
-    fast_rows, slow_rows = _data(fast), _data(slow)
-    for r in fast_rows + slow_rows:
+    slow_rows = _data(slow)
+    for r in slow_rows:
         r.pop("_hoodie_commit_time")
-    assert fast_rows == slow_rows
-    by_id = {r["id"]: r for r in fast_rows}
+    by_id = {r["id"]: r for r in slow_rows}
     assert by_id[1]["name"] == "dup-new" and by_id[2]["name"] == "n2" and by_id[4]["name"] == "upd"
     assert 5 not in by_id and 7 not in by_id and 999 not in by_id and by_id[15]["name"] == "again15"
-    assert len(fast_rows) == 30 + 2 - 2 + 2
-    oracle = hudi_rs.snapshot(fast.path)
-    assert sorted((r["city"], r["id"], r["name"], r["ts"]) for r in oracle) == sorted(
-        (r["city"], r["id"], r["name"], r["ts"]) for r in fast_rows
-    )
+    assert len(slow_rows) == 30 + 2 - 2 + 2
+    slow_files = _files(slow)
+    assert len(slow_files) > 5
+    for name, options, arrow, path in (
+        ("one-job", DRIVER, False, "one-job"),
+        ("local", LOCAL, False, "local"),
+        ("arrow", {}, True, "local"),
+    ):
+        fast = Table.create(None if arrow else spark, str(tmp_path / name), **args)
+        got = _run(spark, fast, options, arrow=arrow)
+        assert {r.write_path for r in got} == {path}, name
+        assert [[getattr(r, c) for c in counts] for r in got] == [[getattr(r, c) for c in counts] for r in want], name
+        assert got[1].duplicates_dropped == 1 and got[2].absent_deletes == 1
+        assert _comparable(fast) == _comparable(slow), name
+        assert _files(fast) == slow_files, name
+        fast_rows = _data(Table.open(spark, fast.path))
+        for r in fast_rows:
+            r.pop("_hoodie_commit_time")
+        assert fast_rows == slow_rows, name
+        oracle = hudi_rs.snapshot(fast.path)
+        assert sorted((r["city"], r["id"], r["name"], r["ts"]) for r in oracle) == sorted(
+            (r["city"], r["id"], r["name"], r["ts"]) for r in fast_rows
+        )
 
 
 def test_one_job_runs_two_spark_jobs(spark, tmp_path: Path) -> None:
@@ -105,6 +156,15 @@ def test_one_job_runs_two_spark_jobs(spark, tmp_path: Path) -> None:
     before = _jobs(spark)
     result = table.upsert(spark.createDataFrame(STEPS[4][1], SCHEMA), options=SPARK)
     assert len(_jobs(spark) - before) >= 3  # the distributed pipeline: prepare, tag, profile...
+    # the local path (the default for small work): the collect only; written by the driver's threads
+    before = _jobs(spark)
+    local_frame = spark.createDataFrame(
+        pa.table({"id": pa.array([300, 301, 1], pa.int32()), "name": ["a", "b", "c"], "city": ["lima", "lima", "rome"], "ts": [60, 60, 60]})
+    )  # local data: Spark knows its size (a frame of Python rows takes the distributed path)
+    result = table.upsert(local_frame)
+    assert result.write_path == "local" and (result.updates, result.inserts) == (1, 2)
+    assert len(_jobs(spark) - before) == 1
+    assert spark.sparkContext.statusTracker().getJobIdsForGroup(job_group(result.instant)) == []
 
 
 def test_driver_plan_option_is_checked(spark, tmp_path: Path) -> None:
