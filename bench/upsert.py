@@ -46,13 +46,17 @@ if __package__ in (None, ""):  # `python bench/upsert.py`
 from bench.data import PARTITION_FIELD, PRECOMBINE_FIELD, RECORD_KEY, WORKLOADS, Workload, make_workload  # noqa: E402
 from bench.stages import last_stage_id, print_stages, stages_since  # noqa: E402
 
-SYSTEMS = ("ours", "cow-rli", "mor", "mor-rli", "delta", "iceberg", "reload")
-# our systems: (table type, index); BLOOM is the engine's default index (Apache Hudi's too)
+SYSTEMS = ("ours", "arrow", "cow-rli", "mor", "mor-rli", "mor-arrow", "delta", "iceberg", "reload")
+# our systems: (table type, index, input); BLOOM is the engine's default index (Apache Hudi's too).
+# input "spark": the batch as a Spark DataFrame; "arrow": the pyarrow Table itself (no Spark
+# DataFrame: the local path takes it without a Spark job when it fits hoodie.write.local.max.bytes)
 TABLE_TYPES = {
-    "ours": ("COPY_ON_WRITE", "BLOOM"),
-    "cow-rli": ("COPY_ON_WRITE", "RECORD"),
-    "mor": ("MERGE_ON_READ", "BLOOM"),
-    "mor-rli": ("MERGE_ON_READ", "RECORD"),
+    "ours": ("COPY_ON_WRITE", "BLOOM", "spark"),
+    "arrow": ("COPY_ON_WRITE", "BLOOM", "arrow"),
+    "cow-rli": ("COPY_ON_WRITE", "RECORD", "spark"),
+    "mor": ("MERGE_ON_READ", "BLOOM", "spark"),
+    "mor-rli": ("MERGE_ON_READ", "RECORD", "spark"),
+    "mor-arrow": ("MERGE_ON_READ", "RECORD", "arrow"),
 }
 MB = 1024 * 1024
 OURS_OPTIONS = {"hoodie.parquet.max.file.size": 128 * MB}
@@ -135,6 +139,7 @@ class Ours:
         work: Path,
         table_type: str = "COPY_ON_WRITE",
         index: str = "BLOOM",
+        source: str = "spark",
     ) -> Run:
         from pyspark import StorageLevel
         from pyspark.sql import functions as F
@@ -164,17 +169,23 @@ class Ours:
             self.spark.read.parquet(base_parquet).write.partitionBy(PARTITION_FIELD).parquet(str(work / "spark-parquet"))
             anchor = time.perf_counter() - t_anchor
             shutil.rmtree(work / "spark-parquet", ignore_errors=True)
-        # the batch as a Spark DataFrame, materialised before the clock starts
-        sdf = self.spark.createDataFrame(wl.batch).persist(StorageLevel.MEMORY_AND_DISK)
-        n = sdf.count()
-        assert n == wl.batch.num_rows, (n, wl.batch.num_rows)
+        # the batch as a Spark DataFrame, materialised before the clock starts (or the Arrow table)
+        sdf = None
+        if source == "spark":
+            sdf = self.spark.createDataFrame(wl.batch).persist(StorageLevel.MEMORY_AND_DISK)
+            n = sdf.count()
+            assert n == wl.batch.num_rows, (n, wl.batch.num_rows)
+        before = table.file_system_view()
         setup = time.perf_counter() - t_setup
         gc.collect()
         last_stage = last_stage_id(self.spark) if self.stages else -1
 
+        reset_peak_rss()
+        rss0 = current_rss()
         t0 = time.perf_counter()
-        res = table.upsert(sdf, options=OURS_OPTIONS, progress=self._printer("upsert"))
+        res = table.upsert(sdf if sdf is not None else wl.batch, options=OURS_OPTIONS, progress=self._printer("upsert"))
         seconds = time.perf_counter() - t0
+        peak = peak_rss()
 
         stages = stages_since(self.spark, last_stage) if self.stages else None
         if stages and self.progress:
@@ -183,7 +194,9 @@ class Ours:
         snap = table.read()
         rows_after = snap.count()
         visible = snap.filter(F.col(PRECOMBINE_FIELD) >= wl.batch_ts_min).count()
-        sdf.unpersist()
+        if sdf is not None:
+            sdf.unpersist()
+        touched = _touched_bytes(table, before, res.instant)
         return Run(
             seconds=seconds,
             setup_seconds=setup,
@@ -197,6 +210,14 @@ class Ours:
                 "spark_parquet_write_seconds": anchor,
                 "table_type": table_type,
                 "index": index,
+                "input": source,
+                "write_path": res.write_path,
+                # the Python process only (Spark's JVM is a process of its own): peak RSS during the
+                # upsert above the RSS before it, against the batch's Arrow bytes plus the bytes of
+                # the file slices the upsert rewrote or appended to (as stored)
+                "rss_peak_growth_bytes": max(0, peak - rss0) if peak else None,
+                "batch_arrow_bytes": wl.batch.nbytes,
+                "touched_slice_bytes": touched,
                 "log_files_written": _log_files(table, res.instant),
                 **({"stages": stages} if stages is not None else {}),
             },
@@ -204,6 +225,41 @@ class Ours:
 
     def stop(self) -> None:
         self.spark.stop()
+
+
+def reset_peak_rss() -> None:
+    """Reset the kernel's peak RSS of this process (VmHWM; Linux `clear_refs` 5)."""
+    try:
+        Path("/proc/self/clear_refs").write_text("5")
+    except OSError:
+        pass
+
+
+def _status_kb(field_name: str) -> int | None:
+    try:
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith(field_name + ":"):
+                return int(line.split()[1]) * 1024
+    except OSError:
+        return None
+    return None
+
+
+def current_rss() -> int:
+    return _status_kb("VmRSS") or 0
+
+
+def peak_rss() -> int | None:
+    return _status_kb("VmHWM")
+
+
+def _touched_bytes(table, before, instant: str | None) -> int | None:
+    """Stored bytes of the file slices (before the upsert) of the groups the upsert wrote into."""
+    if instant is None:
+        return None
+    meta = table.commit_metadata(instant)
+    groups = {(s.partitionPath, s.fileId) for s in meta.write_stats}
+    return sum(sl.size for sl in before.latest_slices(None) if (sl.partition, sl.file_id) in groups)
 
 
 def _log_files(table, instant: str | None) -> int | None:
@@ -412,7 +468,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--rows", type=int, default=1_000_000, help="rows in the base table (default 1,000,000)")
     ap.add_argument("--batch", type=int, default=100_000, help="rows in the upsert batch (default 100,000)")
     ap.add_argument("--workloads", default=",".join(WORKLOADS), help="comma list of: uniform,recent")
-    ap.add_argument("--systems", default=",".join(SYSTEMS), help="comma list of: ours,cow-rli,mor,mor-rli,delta,iceberg,reload")
+    ap.add_argument("--systems", default=",".join(SYSTEMS), help="comma list of: " + ",".join(SYSTEMS))
     ap.add_argument("--repeat", type=int, default=1, help="best of K runs, tables re-created each run")
     ap.add_argument("--json", default=None, help="result file (default bench/results/upsert-<rows>.json)")
     ap.add_argument("--master", default="local[*]", help="Spark master for ours (default local[*])")
@@ -469,7 +525,7 @@ def main(argv: list[str] | None = None) -> int:
         "versions": _versions(),
         "ours_options": {
             "write": OURS_OPTIONS,
-            "table": {k: {"type": t, "index": i} for k, (t, i) in TABLE_TYPES.items()},
+            "table": {k: {"type": t, "index": i, "input": src} for k, (t, i, src) in TABLE_TYPES.items()},
         },
         "spark_conf": ours.spark_conf() if ours else None,
         "peer_settings": {
