@@ -46,13 +46,14 @@ if __package__ in (None, ""):  # `python bench/upsert.py`
 from bench.data import PARTITION_FIELD, PRECOMBINE_FIELD, RECORD_KEY, WORKLOADS, Workload, make_workload  # noqa: E402
 from bench.stages import last_stage_id, print_stages, stages_since  # noqa: E402
 
-SYSTEMS = ("ours", "arrow", "cow-rli", "mor", "mor-rli", "mor-arrow", "delta", "iceberg", "reload")
+SYSTEMS = ("ours", "arrow", "one-job", "cow-rli", "mor", "mor-rli", "mor-arrow", "delta", "iceberg", "reload")
 # our systems: (table type, index, input); BLOOM is the engine's default index (Apache Hudi's too).
 # input "spark": the batch as a Spark DataFrame; "arrow": the pyarrow Table itself (no Spark
 # DataFrame: the local path takes it without a Spark job when it fits hoodie.write.local.max.bytes)
 TABLE_TYPES = {
     "ours": ("COPY_ON_WRITE", "BLOOM", "spark"),
     "arrow": ("COPY_ON_WRITE", "BLOOM", "arrow"),
+    "one-job": ("COPY_ON_WRITE", "BLOOM", "spark"),  # hoodie.write.local=never: the Spark job writes
     "cow-rli": ("COPY_ON_WRITE", "RECORD", "spark"),
     "mor": ("MERGE_ON_READ", "BLOOM", "spark"),
     "mor-rli": ("MERGE_ON_READ", "RECORD", "spark"),
@@ -60,6 +61,7 @@ TABLE_TYPES = {
 }
 MB = 1024 * 1024
 OURS_OPTIONS = {"hoodie.parquet.max.file.size": 128 * MB}
+SYSTEM_OPTIONS = {"one-job": {"hoodie.write.local": "never"}}
 DAY_PARTITIONING = ds.partitioning(pa.schema([(PARTITION_FIELD, pa.string())]), flavor="hive")
 
 
@@ -140,6 +142,7 @@ class Ours:
         table_type: str = "COPY_ON_WRITE",
         index: str = "BLOOM",
         source: str = "spark",
+        options: dict | None = None,
     ) -> Run:
         from pyspark import StorageLevel
         from pyspark.sql import functions as F
@@ -162,7 +165,7 @@ class Ours:
             self.spark.read.parquet(base_parquet), options=OURS_OPTIONS, progress=self._printer("bulk_insert")
         )
         anchor = None
-        if table_type == "COPY_ON_WRITE" and index == "BLOOM":
+        if table_type == "COPY_ON_WRITE" and index == "BLOOM" and source == "spark" and not options:
             # the initial load's anchor: Spark's own partitioned parquet write of the same rows,
             # same session, same source (bulk_insert also writes meta columns, Hudi names and footers)
             t_anchor = time.perf_counter()
@@ -183,7 +186,8 @@ class Ours:
         reset_peak_rss()
         rss0 = current_rss()
         t0 = time.perf_counter()
-        res = table.upsert(sdf if sdf is not None else wl.batch, options=OURS_OPTIONS, progress=self._printer("upsert"))
+        res = table.upsert(sdf if sdf is not None else wl.batch, options={**OURS_OPTIONS, **(options or {})},
+                           progress=self._printer("upsert"))
         seconds = time.perf_counter() - t0
         peak = peak_rss()
 
@@ -561,7 +565,7 @@ def main(argv: list[str] | None = None) -> int:
                     work.mkdir()
                     try:
                         if sname in TABLE_TYPES:
-                            run = ours.run(wl, base_parquet, work, *TABLE_TYPES[sname])
+                            run = ours.run(wl, base_parquet, work, *TABLE_TYPES[sname], SYSTEM_OPTIONS.get(sname))
                         elif sname == "delta":
                             run = run_delta(wl, work)
                         elif sname == "iceberg":

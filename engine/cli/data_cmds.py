@@ -1,5 +1,6 @@
 """`hoodie upsert | insert | bulk-insert | delete | insert-overwrite[-table] | read | lookup`: the commands
-that start Spark; and `hoodie changes`, which reads without it."""
+that start Spark (a write of a parquet file small enough for the local write starts it only if it
+must); and `hoodie changes`, which reads without it."""
 
 from __future__ import annotations
 
@@ -17,6 +18,8 @@ from engine.cli.common import (
     emit_json,
     error_text,
     input_format,
+    is_local,
+    local_path,
     parse_options,
     print_pairs,
     progress_printer,
@@ -40,23 +43,56 @@ def _read_input(spark, path: str, fmt: str):
         raise InvalidInputError(f"cannot read {path} as {fmt}: {error_text(exc)}") from exc
 
 
+def _local_input(path: str, fmt: str, options: dict[str, str]):
+    """A parquet input small enough for the local write (`engine.write.local`), read with pyarrow
+    so that the write starts no JVM; None otherwise (CSV and JSON keep Spark's type inference)."""
+    from engine.config.write_config import WriteConfig
+
+    config = WriteConfig.from_options(options)
+    if fmt != "parquet" or not is_local(path) or config.local_mode == "never" or config.driver_plan == "never":
+        return None
+    local = local_path(path)
+    files = [local] if os.path.isfile(local) else [
+        os.path.join(d, f) for d, _dirs, names in os.walk(local) for f in names if f.endswith(".parquet")]
+    if config.local_mode != "always" and sum(os.path.getsize(f) for f in files) * 4 > config.local_max_bytes:
+        return None  # decoded, a parquet file is a few times its size: leave big inputs to Spark
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    try:
+        return pq.read_table(local)
+    except (pa.ArrowException, OSError) as exc:
+        raise InvalidInputError(f"cannot read {path} as parquet: {exc}") from exc
+
+
 def cmd_write(args: argparse.Namespace) -> int:
     options = parse_options(args.option)
     fmt = input_format(args.input, args.format)
     check_input(args.input)
     meta = MetaClient.open(args.path)  # a missing table fails before Spark starts
     progress = progress_printer(args)
-    spark, owned = start_spark(args, progress)
+    sessions: list = []
+
+    def session():
+        spark, owned = start_spark(args, progress)
+        sessions.append((spark, owned))
+        return spark
+
     try:
         from engine.api import Table
 
-        progress(f"reading {args.input} ({fmt})")
-        df = _read_input(spark, args.input, fmt)
-        method = getattr(Table(spark, meta), WRITE_METHODS[args.command])
-        result = method(df, options=options, progress=progress)
+        data = _local_input(args.input, fmt, options)
+        if data is not None:
+            progress(f"read {args.input} ({fmt}, {data.num_rows} rows) with pyarrow: Spark starts only if the write needs it")
+        else:
+            progress(f"reading {args.input} ({fmt})")
+            data = _read_input(session(), args.input, fmt)
+        method = getattr(Table(session, meta), WRITE_METHODS[args.command])
+        result = method(data, options=options, progress=progress)
     finally:
-        if owned:
-            spark.stop()
+        for spark, owned in sessions:
+            if owned:
+                spark.stop()
     doc = result.to_dict()
     if args.json:
         emit_json(doc)

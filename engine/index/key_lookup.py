@@ -25,7 +25,7 @@ from engine.constants import FOOTER_MAX_RECORD_KEY, FOOTER_MIN_RECORD_KEY
 from engine.data.base_file import read_footer
 from engine.data.keys import ANY_PARTITION, KEYS_SCHEMA, ScanFile, SliceMerge, keys_batch, live_keys
 from engine.index.base import TagContext, candidate_files, wanted_keys
-from engine.index.bloom_filter import bloom_filter_from_footer
+from engine.index.bloom_filter import BloomFilter, bloom_filter_from_footer
 from engine.keygen.murmur import hash_chain_arrow
 from engine.storage import Storage
 
@@ -117,7 +117,7 @@ def lookup_files(
             low = footer.get(FOOTER_MIN_RECORD_KEY.encode())
             high = footer.get(FOOTER_MAX_RECORD_KEY.encode())
             start, end = range_bounds(keys, low.decode() if low else None, high.decode() if high else None)
-            bloom = bloom_filter_from_footer(footer)
+            bloom = cached_bloom(storage, file.path, footer)
         if start >= end:
             stats["range_pruned"] += 1
             continue
@@ -220,5 +220,29 @@ def cached_footer(storage: Storage, path: str) -> dict[bytes, bytes]:
     return footer
 
 
+_BLOOMS: OrderedDict[tuple[str, str], BloomFilter | None] = OrderedDict()
+
+
+def cached_bloom(storage: Storage, path: str, footer: Mapping[bytes, bytes]) -> BloomFilter | None:
+    """The bloom filter of base file `path` (whose footer is `footer`), parsed once per process for
+    the last FOOTER_CACHE_FILES files: a local write parses the filters it tagged with only once,
+    then extends them. Filters are never changed in place (`extended_for_keys` copies)."""
+    key = (storage.base_uri, path)
+    with _FOOTERS_LOCK:
+        if key in _BLOOMS:
+            _BLOOMS.move_to_end(key)
+            return _BLOOMS[key]
+    bloom = bloom_filter_from_footer(footer)
+    with _FOOTERS_LOCK:
+        _BLOOMS[key] = bloom
+        while len(_BLOOMS) > FOOTER_CACHE_FILES:
+            _BLOOMS.popitem(last=False)
+    return bloom
+
+
 def sorted_keys(incoming: Mapping[str, pa.Array]) -> dict[str, np.ndarray]:
-    return {part: np.sort(np.asarray(keys.to_pylist(), dtype=object)) for part, keys in incoming.items()}
+    """partition -> its keys sorted (Arrow's byte order of UTF-8 is Python's code-point order)."""
+    return {
+        part: keys.take(pc.array_sort_indices(keys)).to_numpy(zero_copy_only=False)
+        for part, keys in incoming.items()
+    }

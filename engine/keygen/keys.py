@@ -222,6 +222,14 @@ def key_array(spec: KeySpec, table: pa.Table) -> pa.Array:
     return pc.binary_join_element_wise(*parts, ",")
 
 
+def delete_columns(spec: KeySpec, pc_field: str | None) -> list[str]:
+    """The input columns a delete writes: the key and partition fields (and the precombine field)."""
+    cols = list(spec.fields)
+    if pc_field and pc_field not in cols:
+        cols.append(pc_field)
+    return cols
+
+
 def record_keys(spec: KeySpec, table: pa.Table) -> pa.Array:
     """The record key of every input row, as the write's Spark expression computes it
     (`engine.keygen.spark_keys.record_key_expr`): null where the key is invalid (a null or empty

@@ -32,11 +32,11 @@ from engine.data.base_file import base_file_instant, conform, read_base_file
 from engine.data.batch import repeated
 from engine.data.file_names import base_file_name, join_path
 from engine.index.bloom_filter import (
-    bloom_filter_from_footer,
     build_for_keys,
     extended_for_keys,
     footer_entries,
 )
+from engine.index.key_lookup import cached_bloom
 from engine.schema.internal import without_versions
 from engine.storage import Storage
 from engine.write.cdc_log import CdcLog, Changes, changes_of, write_cdc_file
@@ -155,7 +155,7 @@ def write_bucket(
     seq_prefix = f"{ctx.instant}_{task_partition}_"
 
     num_updates = num_deletes = num_stale = 0
-    previous: tuple[dict[bytes, bytes], int, pa.Array] | None = None  # for extending the old bloom filter
+    previous: tuple[dict[bytes, bytes], int, pa.Array, str] | None = None  # for extending the old bloom filter
     changes: Changes | None = None
     if bucket.base_path is not None and not ctx.match_keys:
         stored_rows, _footer = _stored(ctx, bucket.base_path)
@@ -201,7 +201,7 @@ def write_bucket(
             changes = _changes(ctx.cdc, ctx, old, upserts, pos, is_update, deleted if len(delete_keys) else None)
         if not num_deletes and ctx.virtual is None:
             inserted = upserts.column(KEY_COL).filter(pc.invert(is_update))
-            previous = (old_footer, old.num_rows, inserted)
+            previous = (old_footer, old.num_rows, inserted, bucket.base_path)
     else:
         kept = ctx.schema.empty_table()
     fresh = with_meta_columns(upserts, ctx, file_name, seq_prefix)
@@ -271,13 +271,13 @@ def dictionary_columns(table: pa.Table, sample: int = 1000) -> list[str]:
     return out
 
 
-def _bloom(ctx: WriteContext, keys: pa.ChunkedArray, previous: tuple[dict[bytes, bytes], int, pa.Array] | None):
+def _bloom(ctx: WriteContext, keys: pa.ChunkedArray, previous: tuple[dict[bytes, bytes], int, pa.Array, str] | None):
     """The file's bloom filter: the old file's extended by the added keys when that is the same
     filter (`extended_for_keys`), else built from every key."""
     if previous is not None:
-        footer, old_count, added = previous
+        footer, old_count, added, old_path = previous
         try:
-            old = bloom_filter_from_footer(footer)
+            old = cached_bloom(ctx.storage, old_path, footer)
         except Exception:  # noqa: BLE001 (an unreadable old filter: build a fresh one)
             old = None
         num_entries, fpp, max_entries = ctx.bloom
@@ -291,7 +291,7 @@ def write_base_file(
     ctx: WriteContext,
     path: str,
     out: pa.Table,
-    previous: tuple[dict[bytes, bytes], int, pa.Array] | None = None,
+    previous: tuple[dict[bytes, bytes], int, pa.Array, str] | None = None,
 ) -> WrittenFile:
     """Write records (`ctx.schema`, meta columns filled) as a base file: sorted by record key, with
     Apache Hudi's footer (min/max record key, bloom filter of the keys). `previous`: the footer

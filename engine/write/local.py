@@ -28,11 +28,10 @@ from engine.columns import KEY_COL, PART_COL
 from engine.data import batch as lb
 from engine.errors import InvalidConfigError, InvalidInputError
 from engine.index.base import Index
-from engine.keygen.keys import KeySpec, partition_paths, record_keys
+from engine.keygen.keys import KeySpec, delete_columns, partition_paths, record_keys
 from engine.write import bucket_work
 from engine.write.operation import Operation
 from engine.write.outcome import WriteOutcome
-from engine.write.prepare import delete_columns
 
 if TYPE_CHECKING:
     from engine.write.pipeline import Batch, Pipeline, Written
@@ -135,8 +134,8 @@ def write_buckets(job: Pipeline, rows: pa.Table, plan: WritePlan, batch: Batch, 
     n = threads(job, len(plan.buckets))
     work = bucket_work.prepare(job, rows, plan, batch, instant, n)
     job.progress(
-        f"writing {sum(len(g) for g in work.groups)} file group(s) for instant {instant} "
-        f"locally ({len(work.groups)} thread(s), no Spark job)"
+        f"writing {sum(len(g) for g in work.groups)} file group(s) locally ({len(work.groups)} thread(s), "
+        f"no Spark job) for instant {instant}"
     )
     failed = threading.Event()
 

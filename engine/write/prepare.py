@@ -9,7 +9,7 @@ from pyspark.sql import functions as F
 
 from engine.columns import KEY_COL, OP_DELETE, OP_UPSERT, PART_COL
 from engine.data.slice_reader import IS_DELETED_COL
-from engine.keygen.keys import KeySpec
+from engine.keygen.keys import KeySpec, delete_columns  # noqa: F401  (re-exported)
 from engine.keygen.spark_keys import (  # noqa: F401  (re-exported for the write pipeline)
     BROADCAST_KEYS_LIMIT,
     BatchSummary,
@@ -49,13 +49,6 @@ def op_expr(is_delete: bool, columns: list[str]) -> Column:
             F.lit(OP_UPSERT)
         )
     return F.lit(OP_UPSERT)
-
-
-def delete_columns(spec: KeySpec, pc_field: str | None) -> list[str]:
-    cols = list(spec.fields)
-    if pc_field and pc_field not in cols:
-        cols.append(pc_field)
-    return cols
 
 
 def dedupe(records: DataFrame, pc_field: str | None, by: list[str]) -> DataFrame:

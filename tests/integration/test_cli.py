@@ -366,7 +366,10 @@ def test_bad_input_exits_2_and_leaves_the_table_untouched(written, capsys, tmp_p
     code, out, err = cli(capsys, "upsert", table, "--input", no_key)
     assert_user_error(code, out, err, "the input has no record key column 'id' (columns: name, region, ts, amount)")
 
-    code, out, err = cli(capsys, "insert", table, "--input", corrupt)
+    code, out, err = cli(capsys, "insert", table, "--input", corrupt)  # read by pyarrow (the local write)
+    assert_user_error(code, out, err)
+    assert err.startswith(f"hoodie: error: cannot read {corrupt} as parquet: Could not open Parquet input source")
+    code, out, err = cli(capsys, "insert", table, "--input", corrupt, "--option", "hoodie.write.local=never")
     assert_user_error(code, out, err)
     assert err.startswith(f"hoodie: error: cannot read {corrupt} as parquet: [FAILED_READ_FILE")
 
@@ -473,20 +476,31 @@ def test_console_script_bad_input_error_still_shows(tmp_path):
     assert run_hoodie(*init_args(table)).returncode == 0
     bad = tmp_path / "bad.parquet"
     bad.write_bytes(b"not parquet at all")
+    # read by pyarrow (a parquet input small enough for the local write: no Spark started)
     done = run_hoodie("upsert", table, "--input", bad, env={"HOODIE_DEBUG": "0"}, drop=("HOODIE_SPARK_LOG_LEVEL",))
+    assert (done.returncode, done.stdout) == (2, "")
+    assert done.stderr == (
+        f"hoodie: error: cannot read {bad} as parquet: Could not open Parquet input source '{bad}': Parquet magic"
+        " bytes not found in footer. Either the file is corrupted or this is not a parquet file.\n"
+    )
+    # read by Spark
+    done = run_hoodie("upsert", table, "--input", bad, "--option", "hoodie.write.local=never",
+                      env={"HOODIE_DEBUG": "0"}, drop=("HOODIE_SPARK_LOG_LEVEL",))
     assert (done.returncode, done.stdout) == (2, "")
     assert done.stderr == (
         f"hoodie: error: cannot read {bad} as parquet: [FAILED_READ_FILE.CANNOT_READ_FILE_FOOTER] Encountered error"
         f" while reading file file:{bad}. Could not read footer. Please ensure that the file is in either ORC or"
         " Parquet format.\n"
     )
+    assert list(table.joinpath(".hoodie").glob("*.commit*")) == []
 
 
 def test_console_script_jvm_error_passes_the_filter(tmp_path):
     table = tmp_path / "t"
     assert run_hoodie(*init_args(table)).returncode == 0
     done = run_hoodie("upsert", table, "--input", write_parquet(tmp_path / "in.parquet", FIRST), "--master",
-                      "bogus://x", env={"HOODIE_DEBUG": "0"}, drop=("HOODIE_SPARK_LOG_LEVEL",))
+                      "bogus://x", "--option", "hoodie.write.local=never", env={"HOODIE_DEBUG": "0"},
+                      drop=("HOODIE_SPARK_LOG_LEVEL",))
     assert (done.returncode, done.stdout) == (1, "")
     lines = done.stderr.splitlines()
     # spark-submit's own report, unchanged, then the CLI's line
@@ -501,9 +515,15 @@ def test_console_script_jvm_error_passes_the_filter(tmp_path):
 def test_console_script_with_spark_log_level_shows_spark_logs(tmp_path):
     table = tmp_path / "t"
     assert run_hoodie(*init_args(table)).returncode == 0
-    done = run_hoodie("upsert", table, "--input", write_parquet(tmp_path / "in.parquet", FIRST), "--json",
+    source = write_parquet(tmp_path / "in.parquet", FIRST)
+    # a small parquet input is written locally: no JVM, so no Spark log at all
+    done = run_hoodie("upsert", table, "--input", source, "--json", env={"HOODIE_SPARK_LOG_LEVEL": "WARN"})
+    assert done.returncode == 0, done.stderr
+    assert (json.loads(done.stdout)["write_path"], done.stderr) == ("local", "")
+    done = run_hoodie("upsert", table, "--input", source, "--json", "--option", "hoodie.write.local=never",
                       env={"HOODIE_SPARK_LOG_LEVEL": "WARN"})
     assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["write_path"] in ("one-job", "distributed")
     lines = done.stderr.splitlines()
     assert "Using Spark's default log4j profile: org/apache/spark/log4j2-defaults.properties" in lines
     assert 'Setting default log level to "WARN".' in lines

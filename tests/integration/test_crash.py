@@ -124,12 +124,24 @@ def after_next(state: list[tuple]) -> list[tuple]:
     return sorted(by_id.values())
 
 
-@pytest.mark.parametrize("point", ["write.after_requested", "write.file_written", "write.before_complete"])
-def test_writer_killed_during_a_write(spark, tmp_path, point):
+# the writer's input as a pyarrow Table: written by the local path (engine.write.local), no JVM
+ARROW = {"id": "int32", "name": "string", "city": "string", "ts": "int64"}
+
+
+@pytest.mark.parametrize(
+    ("point", "arrow"),
+    [("write.after_requested", False), ("write.file_written", False), ("write.before_complete", False),
+     ("write.file_written", True), ("write.before_complete", True)],
+    ids=["after_requested", "file_written", "before_complete", "local-file_written", "local-before_complete"],
+)
+def test_writer_killed_during_a_write(spark, tmp_path, point, arrow):
     t, instants, states = setup_table(spark, tmp_path)
     last = states[instants[-1]]
     batch = [[7, "g", "paris", 5], [2, "b5", "rome", 5], [8, "h", "lima", 5]]
-    res = run_writer({"path": t.path, "action": "upsert", "schema": SCHEMA, "batches": [batch], "options": FAST}, point)
+    job = {"path": t.path, "action": "upsert", "schema": SCHEMA, "batches": [batch], "options": FAST}
+    if arrow:
+        job["arrow"] = ARROW
+    res = run_writer(job, point)
     assert res.returncode == -signal.SIGKILL, res.stderr[-3000:]
     pending = [i for i in t.timeline().pending]
     assert len(pending) == 1 and pending[0].time > instants[-1]
@@ -262,12 +274,19 @@ def assert_clean_mor_table(table: Table) -> None:
         assert set(log_block_instants(table.meta.storage, rel)) <= completed, f"debris left: {rel}"
 
 
-@pytest.mark.parametrize("point", ["write.log_written", "write.before_complete"])
-def test_writer_killed_during_a_deltacommit(spark, tmp_path, point):
+@pytest.mark.parametrize(
+    ("point", "arrow"),
+    [("write.log_written", False), ("write.before_complete", False), ("write.log_written", True)],
+    ids=["log_written", "before_complete", "local-log_written"],
+)
+def test_writer_killed_during_a_deltacommit(spark, tmp_path, point, arrow):
     t, instants, states = setup_mor(spark, tmp_path)
     last = states[instants[-1]]
     batch = [[1, "a5", "paris", 5], [2, "b5", "rome", 5], [8, "h", "lima", 5]]
-    res = run_writer({"path": t.path, "action": "upsert", "schema": SCHEMA, "batches": [batch], "options": FAST}, point)
+    job = {"path": t.path, "action": "upsert", "schema": SCHEMA, "batches": [batch], "options": FAST}
+    if arrow:
+        job["arrow"] = ARROW
+    res = run_writer(job, point)
     assert res.returncode == -signal.SIGKILL, res.stderr[-3000:]
     assert [i.action.value for i in t.timeline().pending] == ["deltacommit"]
     assert data(t) == oracle(t) == last  # the dead write's log blocks do not count

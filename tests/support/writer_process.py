@@ -38,14 +38,22 @@ def main() -> int:
         # starting it (the suite starts dozens of these beside its own session)
         conf = {"spark.ui.enabled": "false",
                 "spark.driver.extraJavaOptions": "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"}
-        spark = build_session("local[1]", app_name="writer-process", conf=conf)
+        arrow = job.get("arrow")  # {"column": "arrow type alias"}: Arrow input, no JVM (the local write)
+        spark = None if arrow else build_session("local[1]", app_name="writer-process", conf=conf)
         table = Table.open(spark, job["path"])
         for n, batch in enumerate(job["batches"]):
             time.sleep((job.get("delays") or [0.0] * (n + 1))[n])
             t0 = time.time()
             try:
                 write = getattr(table, job["action"])
-                res = write(spark.createDataFrame(batch, job["schema"]), options=job.get("options"))
+                if arrow:
+                    import pyarrow as pa
+
+                    schema = pa.schema([(k, pa.type_for_alias(v)) for k, v in arrow.items()])
+                    frame = pa.Table.from_pylist([dict(zip(schema.names, r, strict=True)) for r in batch], schema)
+                else:
+                    frame = spark.createDataFrame(batch, job["schema"])
+                res = write(frame, options=job.get("options"))
                 out = {"op": n, "instant": res.instant, "error": None}
             except EngineError as exc:
                 failed = True
@@ -54,7 +62,8 @@ def main() -> int:
                     out["conflict"] = {"instant": exc.instant, "other": exc.other, "groups": exc.groups, "keys": exc.keys}
             out.update(t0=t0, t1=time.time())
             print(json.dumps(out), flush=True)
-        spark.stop()
+        if spark is not None:
+            spark.stop()
     else:
         m = Maintenance(MetaClient.open(job["path"]), job.get("options"))
         t0 = time.time()

@@ -22,6 +22,8 @@ from webui.jobs.progress import JobReporter, console_group
 from webui.services.plans import to_doc
 
 PREVIEW_MAX_ROWS = 500
+_PATHS = {"local": "locally by the job runner (no Spark job)", "one-job": "in one Spark job",
+          "distributed": "by Spark (distributed)", "bulk-stream": "by Spark (one pass)"}
 
 
 
@@ -91,17 +93,27 @@ class Operations:
         if data is None:
             raise JobRefused("the uploaded batch is gone; upload it again")
         batch = pq.read_table(io.BytesIO(data))
-        reporter(f"starting Spark: {operation} of {batch.num_rows} record(s)")
-        spark = self.spark()
-        reporter.spark = spark
-        sc = spark.sparkContext
-        sc.setJobGroup(console_group(reporter.job_id), f"console job {reporter.job_id}", interruptOnCancel=True)
+        reporter(f"{operation} of {batch.num_rows} record(s)")
+        started: list[Any] = []
+
+        def session() -> Any:
+            # only for a batch the engine does not write locally (engine.write.local): the
+            # uploads the console takes are written by the runner's threads, without Spark
+            reporter("starting Spark: the write needs it")
+            spark = self.spark()
+            reporter.spark = spark
+            spark.sparkContext.setJobGroup(console_group(reporter.job_id), f"console job {reporter.job_id}",
+                                           interruptOnCancel=True)
+            started.append(spark)
+            return spark
+
         try:
-            df = spark.createDataFrame(batch)
-            table = Table(spark, meta)
-            result = getattr(table, operation)(df, options=self.options, progress=reporter)
+            result = getattr(Table(session, meta), operation)(batch, options=self.options, progress=reporter)
         finally:
-            sc.setLocalProperty("spark.jobGroup.id", None)  # type: ignore[arg-type]
+            for spark in started:
+                spark.sparkContext.setLocalProperty("spark.jobGroup.id", None)
+        if result.instant:
+            reporter.log(f"written {_PATHS.get(result.write_path, 'by Spark')}")
         reporter.log(f"committed instant {result.instant}" if result.instant else "nothing to commit (empty batch)")
         for line in repair_notes(result.repaired):
             reporter.log(line)  # what happened to Apache Hudi's metadata table before the write
