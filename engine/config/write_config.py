@@ -274,6 +274,14 @@ class WriteConfig:
         return self.local_mode == "always" or touched_bytes <= self.local_max_bytes
 
     @property
+    def local_service_bytes(self) -> int:
+        """What compaction and clustering read at most to run on the driver's threads rather than
+        as Spark tasks (`hoodie.write.local.max.bytes`; `never`: 0, `always`: any size)."""
+        if self.local_mode == "never":
+            return 0
+        return 2**62 if self.local_mode == "always" else self.local_max_bytes
+
+    @property
     def optimistic(self) -> bool:
         """Whether writes run under optimistic concurrency control (several writers at once)."""
         return self.concurrency_mode == OPTIMISTIC

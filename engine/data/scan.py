@@ -62,6 +62,42 @@ def run_tasks(spark: SparkSession, instant: str, description: str, items: Sequen
         sc.setLocalProperty("spark.jobGroup.id", None)  # type: ignore[arg-type]
 
 
+def run_local(items: Sequence[T], work: Callable[[T, str], R], threads: int | None = None) -> list[R]:
+    """`work(item, write token)` for each item on threads of this process (one per core), results
+    in item order; after a failure no further item starts, and the error is raised once every
+    running item has finished. A table service's units of work small enough for the driver."""
+    import os
+    import threading
+    from concurrent.futures import ThreadPoolExecutor
+
+    failed = threading.Event()
+
+    def one(index_and_item: tuple[int, T]) -> R | None:
+        i, item = index_and_item
+        if failed.is_set():
+            return None
+        try:
+            return work(item, f"{i}-0-0")
+        except BaseException:
+            failed.set()
+            raise
+
+    n = max(1, min(threads or os.cpu_count() or 1, len(items)))
+    with ThreadPoolExecutor(max_workers=n, thread_name_prefix="hoodie-service") as pool:
+        futures = [pool.submit(one, (i, item)) for i, item in enumerate(items)]
+    out: list[R] = []
+    for f in futures:
+        r = f.result()  # the first failure raises here; None only for items skipped after it
+        if r is not None or not failed.is_set():
+            out.append(r)  # type: ignore[arg-type]
+    return out
+
+
+def read_bytes(metrics: Sequence[Mapping[str, float]]) -> int:
+    """What a service plan's units read, from their `TOTAL_IO_READ_MB` metrics (Apache Hudi's)."""
+    return int(sum(float(m.get("TOTAL_IO_READ_MB", 0.0)) for m in metrics) * 1024 * 1024)
+
+
 def file_frame(spark: SparkSession, files: Sequence[ScanFile]) -> DataFrame:
     """A DataFrame of the slices to scan (one JSON string each, read back by `scan_files_of`),
     about two tasks per core."""

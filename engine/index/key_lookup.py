@@ -162,7 +162,9 @@ def locate_on_driver(
     per-process cache (file names are unique per write, so a path never changes content)."""
     from concurrent.futures import ThreadPoolExecutor
 
-    lookup = sorted_keys(incoming)
+    # only the keys of partitions that have files to look in (new partitions: nothing to sort or hash)
+    held = {f.partition for f in files}
+    lookup = sorted_keys({p: k for p, k in incoming.items() if p in held or p == ANY_PARTITION})
     footers = cached_footer if prune else _no_footer
     chains = _Chains(lookup, eager=True)
     chunks = [list(files[i :: max(1, threads)]) for i in range(max(1, threads))]

@@ -236,6 +236,7 @@ def execute_clustering(
     heartbeat_interval: float | None = 60.0,
     before_complete: Fence = None,
     key_order: bool = True,
+    local_max_bytes: int = 0,
 ) -> ClusteringResult:
     """Run a scheduled (or interrupted) clustering to completion (the caller holds the table lock,
     or takes it in `before_complete`). The run keeps a heartbeat; a runner that dies leaves an
@@ -243,14 +244,14 @@ def execute_clustering(
     heartbeat = Heartbeat.start(meta.storage, plan.instant, heartbeat_interval) if heartbeat_interval else None
     try:
         return _execute(meta, plan, config, spark, index, fence, progress, compression, bloom, before_complete,
-                        key_order)
+                        key_order, local_max_bytes)
     finally:
         if heartbeat is not None:
             heartbeat.stop()
 
 
 def _execute(meta, plan, config, spark, index, fence, progress, compression, bloom, before_complete,
-             key_order=True) -> ClusteringResult:
+             key_order=True, local_max_bytes: int = 0) -> ClusteringResult:
     from engine.keygen.keys import KeySpec
 
     started = _time.monotonic()
@@ -297,7 +298,7 @@ def _execute(meta, plan, config, spark, index, fence, progress, compression, blo
     order = (f"sorted by {', '.join(plan.sort_columns)} ({config.layout_strategy})" if plan.sort_columns
              else "by record key" if key_order else "as read (hoodie.bulkinsert.sort.mode=NONE)")
     say(f"clustering {plan.instant}: {slices} file slice(s) in {len(plan.groups)} group(s), {order}")
-    outs = run_groups(job, plan.groups, spark, say)
+    outs = run_groups(job, plan.groups, spark, say, local_max_bytes)
     failpoints.hit("clustering.before_complete")
     replaced: dict[str, list[str]] = {}
     for g in plan.groups:

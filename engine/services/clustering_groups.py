@@ -154,14 +154,22 @@ def run_group(job: GroupJob, group: ClusteringGroup, token: str) -> list[WriteOu
     return out
 
 
-def run_groups(job: GroupJob, groups: Sequence[ClusteringGroup], spark: Any, say: Callable[[str], None]) -> list[WriteOutcome]:
-    if spark is None or len(groups) <= 1:
-        outs: list[WriteOutcome] = []
-        for i, g in enumerate(groups):
-            outs.extend(run_group(job, g, f"{i}-0-0"))
-            say(f"clustering {job.instant}: group {i + 1}/{len(groups)} ({g.partition or 'table root'}) written")
-        return outs
-    from engine.data.scan import run_tasks
+def run_groups(job: GroupJob, groups: Sequence[ClusteringGroup], spark: Any, say: Callable[[str], None],
+               local_max_bytes: int = 0) -> list[WriteOutcome]:
+    """Every group: on the driver's threads when there is no session, one group, or the slices read
+    fit `local_max_bytes` (`hoodie.write.local.max.bytes`); else as the tasks of one Spark job."""
+    from engine.data.scan import read_bytes, run_local, run_tasks
+
+    if spark is None or len(groups) <= 1 or 0 < local_max_bytes and read_bytes([g.metrics for g in groups]) <= local_max_bytes:
+        done = [0]
+
+        def one(g: ClusteringGroup, token: str) -> list[WriteOutcome]:
+            out = run_group(job, g, token)
+            done[0] += 1
+            say(f"clustering {job.instant}: group {done[0]}/{len(groups)} ({g.partition or 'table root'}) written")
+            return out
+
+        return [o for part in run_local(groups, one) for o in part]
 
     parts = run_tasks(spark, job.instant, f"hoodie clustering {job.instant}", groups,
                       lambda g, token: run_group(job, g, token))

@@ -66,7 +66,8 @@ class ClusteringServices:
         index = self._index()
         opts: dict[str, Any] = {"compression": self.config.compression, "bloom": self._bloom(),
                                 "heartbeat_interval": self.config.heartbeat_interval_ms / 1000,
-                                "key_order": self.config.bulk_insert_sort_mode != "NONE"}
+                                "key_order": self.config.bulk_insert_sort_mode != "NONE",
+                                "local_max_bytes": self.config.local_service_bytes}
         with self._tx("clustering", index) as tx:
             c = self.config.clustering
             if instant is None:
@@ -101,7 +102,7 @@ class ClusteringServices:
                 return clustering.execute_clustering(
                     self.meta, plan, cfg.clustering, spark=spark, index=index, fence=tx.fence, progress=progress,
                     compression=cfg.compression, bloom=self._bloom(), heartbeat_interval=None,
-                    key_order=cfg.bulk_insert_sort_mode != "NONE",
+                    key_order=cfg.bulk_insert_sort_mode != "NONE", local_max_bytes=cfg.local_service_bytes,
                     before_complete=lambda: self._commit_lock(tx, plan.instant, action),
                 )
             finally:

@@ -319,6 +319,7 @@ def execute_compaction(
     bloom: tuple[int, float, int] = (60_000, 1e-9, 100_000),
     heartbeat_interval: float | None = 60.0,
     before_complete: Fence = None,
+    local_max_bytes: int = 0,
 ) -> CompactionResult:
     """Run a scheduled (or interrupted) compaction to completion (the caller holds the table lock,
     or, under optimistic concurrency control, takes it in `before_complete`).
@@ -328,13 +329,14 @@ def execute_compaction(
     names a dead process), which `repair` reverts."""
     heartbeat = Heartbeat.start(meta.storage, plan.instant, heartbeat_interval) if heartbeat_interval else None
     try:
-        return _execute(meta, plan, spark, fence, progress, compression, bloom, before_complete)
+        return _execute(meta, plan, spark, fence, progress, compression, bloom, before_complete, local_max_bytes)
     finally:
         if heartbeat is not None:
             heartbeat.stop()
 
 
-def _execute(meta, plan, spark, fence, progress, compression, bloom, before_complete=None) -> CompactionResult:
+def _execute(meta, plan, spark, fence, progress, compression, bloom, before_complete=None,
+             local_max_bytes: int = 0) -> CompactionResult:
     from engine.timeline import avro_models
     from engine.transaction.occ import avro_columns, schema_columns
 
@@ -370,7 +372,7 @@ def _execute(meta, plan, spark, fence, progress, compression, bloom, before_comp
         bloom,
     )
     say(f"compacting {len(plan.operations)} file slice(s) into instant {plan.instant}")
-    outs = _run_all(job, plan.operations, spark)
+    outs = _run_all(job, plan.operations, spark, local_max_bytes)
     failpoints.hit("compaction.before_complete")
     _fence(before_complete)
     _fence(fence)
@@ -399,10 +401,13 @@ def _execute(meta, plan, spark, fence, progress, compression, bloom, before_comp
     )
 
 
-def _run_all(job: _Job, ops: Sequence[CompactionOperation], spark: Any) -> list[Compacted]:
-    if spark is None or len(ops) <= 1:
-        return [_run_operation(job, op, f"{i}-0-0") for i, op in enumerate(ops)]
-    from engine.data.scan import run_tasks
+def _run_all(job: _Job, ops: Sequence[CompactionOperation], spark: Any, local_max_bytes: int = 0) -> list[Compacted]:
+    """Every operation: on the driver's threads when there is no session, one operation, or the
+    slices read fit `local_max_bytes` (`hoodie.write.local.max.bytes`); else as Spark tasks."""
+    from engine.data.scan import read_bytes, run_local, run_tasks
+
+    if spark is None or len(ops) <= 1 or 0 < local_max_bytes and read_bytes([op.metrics for op in ops]) <= local_max_bytes:
+        return run_local(ops, lambda op, token: _run_operation(job, op, token))
 
     outs = run_tasks(spark, job.instant, f"hoodie compaction {job.instant}", ops,
                      lambda op, token: _run_operation(job, op, token))

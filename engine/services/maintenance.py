@@ -212,7 +212,7 @@ class Maintenance(ClusteringServices):
             if instant is None:
                 return compaction_service.compact(
                     self.meta, spark=spark, fence=tx.fence, progress=progress, compression=compression, bloom=bloom,
-                    heartbeat_interval=beat,
+                    heartbeat_interval=beat, local_max_bytes=self.config.local_service_bytes,
                 )
             try:
                 plan = read_plan(self.meta, instant)
@@ -220,7 +220,7 @@ class Maintenance(ClusteringServices):
                 raise InstantNotFoundError(f"no compaction plan {instant} in {self.meta.storage.base_uri}") from exc
             return compaction_service.execute_compaction(
                 self.meta, plan, spark=spark, fence=tx.fence, progress=progress, compression=compression, bloom=bloom,
-                heartbeat_interval=beat,
+                heartbeat_interval=beat, local_max_bytes=self.config.local_service_bytes,
             )
 
     def _run_compaction_beside_writers(
@@ -246,7 +246,7 @@ class Maintenance(ClusteringServices):
             try:
                 return compaction_service.execute_compaction(
                     self.meta, plan, spark=spark, fence=tx.fence, progress=progress, compression=self.config.compression,
-                    bloom=self._bloom(), heartbeat_interval=None,
+                    bloom=self._bloom(), heartbeat_interval=None, local_max_bytes=self.config.local_service_bytes,
                     before_complete=lambda: self._commit_lock(tx, plan.instant),
                 )
             finally:

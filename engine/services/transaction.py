@@ -142,6 +142,7 @@ class Transaction(BaseTransaction):
                         compression=compression,
                         bloom=bloom,
                         heartbeat_interval=beat,
+                        local_max_bytes=cfg.local_service_bytes,
                     )
                 )
             else:
@@ -152,6 +153,7 @@ class Transaction(BaseTransaction):
                     compression=compression,
                     bloom=bloom,
                     heartbeat_interval=beat,
+                    local_max_bytes=cfg.local_service_bytes,
                 )
             if res is not None:
                 self.services["compaction"] = res
@@ -189,7 +191,7 @@ class Transaction(BaseTransaction):
             self.services["clustering"] = clustering.execute_clustering(
                 self.meta, plan, c, spark=self.spark, index=self.index, fence=self.fence, compression=cfg.compression,
                 bloom=bloom, heartbeat_interval=cfg.heartbeat_interval_ms / 1000,
-                key_order=cfg.bulk_insert_sort_mode != "NONE")
+                key_order=cfg.bulk_insert_sort_mode != "NONE", local_max_bytes=cfg.local_service_bytes)
         except Exception as exc:
             _log.warning("inline clustering of %s failed: %s", self.meta.storage.base_uri, exc)
             self.services["clustering_error"] = f"{type(exc).__name__}: {exc}"

@@ -174,3 +174,30 @@ def test_driver_plan_option_is_checked(spark, tmp_path: Path) -> None:
     with pytest.raises(InvalidConfigError, match="hoodie.write.driver.plan must be one of auto, always, never"):
         table.upsert(spark.createDataFrame(STEPS[0][1], SCHEMA), options={"hoodie.write.driver.plan": "sometimes"})
     assert tuple(table.meta.timeline().instants) == ()
+
+
+def test_small_compactions_run_on_the_driver(spark, tmp_path: Path) -> None:
+    """With a session at hand, a compaction whose slices fit (clustering follows the same rule)
+    hoodie.write.local.max.bytes still runs on the driver's threads: no Spark job; with
+    hoodie.write.local=never its slices are Spark tasks. Same rows either way."""
+    from engine.services.maintenance import Maintenance
+
+    manual = {"hoodie.compact.inline": "false", "hoodie.clean.automatic": "false", "hoodie.archive.automatic": "false"}
+    results = {}
+    for mode in ("auto", "never"):
+        t = Table.create(spark, str(tmp_path / mode), name="t", record_key="id", partition_fields="city",
+                         precombine_field="ts", table_type="MERGE_ON_READ", index="RECORD")
+        for ts in (1, 2, 3):
+            rows = [(i, f"n{i}-{ts}", ("paris", "rome", "oslo")[i % 3], ts) for i in range(ts * 5)]
+            t.upsert(pa.Table.from_pylist([dict(zip(ARROW_SCHEMA.names, r, strict=True)) for r in rows], ARROW_SCHEMA),
+                     options=manual)
+        before = _jobs(spark)
+        result = Maintenance(t.meta, {**manual, "hoodie.write.local": mode}).compact(spark=spark)
+        assert result is not None and len(result.files) == 3
+        jobs = (_jobs(spark) - before) | set(spark.sparkContext.statusTracker().getJobIdsForGroup(job_group(result.instant)))
+        assert (len(jobs) == 0) == (mode == "auto"), (mode, jobs)
+        results[mode] = _data(t)
+        for r in results[mode]:
+            r.pop("_hoodie_commit_time")
+    assert results["auto"] == results["never"]
+    assert sorted((r["id"], r["name"]) for r in results["auto"]) == [(i, f"n{i}-3") for i in range(15)]

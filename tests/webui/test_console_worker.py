@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import io
 import os
+import re
 import signal
 import time
 from pathlib import Path
@@ -104,7 +105,9 @@ def test_queued_upsert_result_equals_the_engine_commit(env):
         commit.time, "UPSERT", 3, 0, 0, totals["files"], ["oslo", "paris"])
     assert totals["inserts"] == 3 and r["bytes_written"] == totals["bytes"]
     assert _table_rows(path) == [("r1", "paris", 1, 10.0), ("r2", "paris", 1, 11.0), ("r3", "oslo", 1, 12.0)]
-    assert "writing 2 file group(s) for instant" in done.log_tail and done.progress["instant"] == commit.time
+    assert re.search(r"writing 2 file group\(s\) locally \(\d+ thread\(s\), no Spark job\) for instant", done.log_tail)
+    assert "written locally by the job runner (no Spark job)" in done.log_tail and r["write_path"] == "local"
+    assert "starting Spark" not in done.log_tail and done.progress["instant"] == commit.time
 
     second = _upsert_via_pages(client, "rides", b"trip_id,city,ts,fare\nr1,paris,2,99.0\nr4,oslo,2,5.0\n")
     done2 = wait_job(app, second)
