@@ -183,13 +183,11 @@ class Ours:
         gc.collect()
         last_stage = last_stage_id(self.spark) if self.stages else -1
 
-        reset_peak_rss()
-        rss0 = current_rss()
+        memory = _local_memory(path, wl.batch, work, options) if source == "arrow" else None
         t0 = time.perf_counter()
         res = table.upsert(sdf if sdf is not None else wl.batch, options={**OURS_OPTIONS, **(options or {})},
                            progress=self._printer("upsert"))
         seconds = time.perf_counter() - t0
-        peak = peak_rss()
 
         stages = stages_since(self.spark, last_stage) if self.stages else None
         if stages and self.progress:
@@ -216,10 +214,10 @@ class Ours:
                 "index": index,
                 "input": source,
                 "write_path": res.write_path,
-                # the Python process only (Spark's JVM is a process of its own): peak RSS during the
-                # upsert above the RSS before it, against the batch's Arrow bytes plus the bytes of
-                # the file slices the upsert rewrote or appended to (as stored)
-                "rss_peak_growth_bytes": max(0, peak - rss0) if peak else None,
+                # Arrow input: the same upsert on a copy of the table in a fresh Python process (no
+                # Spark), its peak RSS above its RSS with the batch loaded; against the batch's Arrow
+                # bytes plus the stored bytes of the file slices the upsert rewrote or appended to
+                "local_memory": memory,
                 "batch_arrow_bytes": wl.batch.nbytes,
                 "touched_slice_bytes": touched,
                 "log_files_written": _log_files(table, res.instant),
@@ -231,30 +229,48 @@ class Ours:
         self.spark.stop()
 
 
-def reset_peak_rss() -> None:
-    """Reset the kernel's peak RSS of this process (VmHWM; Linux `clear_refs` 5)."""
+_MEMORY_PROBE = """
+import json, sys
+from pathlib import Path
+import pyarrow.parquet as pq
+from engine import Table
+
+def status(name):
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith(name + ":"):
+            return int(line.split()[1]) * 1024
+
+path, batch_file, options = sys.argv[1], sys.argv[2], json.loads(sys.argv[3])
+table = Table.open(None, path)
+batch = pq.read_table(batch_file)
+base = status("VmRSS")
+result = table.upsert(batch, options=options)
+print(json.dumps({"write_path": result.write_path, "rss_before": base, "rss_peak": status("VmHWM")}))
+"""
+
+
+def _local_memory(path: str, batch: pa.Table, work: Path, options: dict | None) -> dict | None:
+    """Peak RSS of the upsert of `batch` into a copy of the table at `path`, in a fresh Python
+    process with no Spark: how much memory the local write needs (untimed)."""
+    import subprocess
+
+    copy, batch_file = work / "memory-copy", work / "memory-batch.parquet"
+    shutil.copytree(path, copy)
+    pq.write_table(batch, batch_file)
     try:
-        Path("/proc/self/clear_refs").write_text("5")
-    except OSError:
-        pass
-
-
-def _status_kb(field_name: str) -> int | None:
-    try:
-        for line in Path("/proc/self/status").read_text().splitlines():
-            if line.startswith(field_name + ":"):
-                return int(line.split()[1]) * 1024
-    except OSError:
-        return None
-    return None
-
-
-def current_rss() -> int:
-    return _status_kb("VmRSS") or 0
-
-
-def peak_rss() -> int | None:
-    return _status_kb("VmHWM")
+        opts = {**OURS_OPTIONS, **(options or {})}
+        root = str(Path(__file__).resolve().parents[1])
+        out = subprocess.run([sys.executable, "-c", _MEMORY_PROBE, str(copy), str(batch_file), json.dumps(opts)],
+                             capture_output=True, text=True, timeout=600, cwd=root,
+                             env={**os.environ, "PYTHONPATH": root})
+        if out.returncode != 0:
+            return {"error": out.stderr[-500:]}
+        doc = json.loads(out.stdout.strip().splitlines()[-1])
+        doc["peak_growth_bytes"] = doc["rss_peak"] - doc["rss_before"]
+        return doc
+    finally:
+        shutil.rmtree(copy, ignore_errors=True)
+        batch_file.unlink(missing_ok=True)
 
 
 def _touched_bytes(table, before, instant: str | None) -> int | None:
@@ -440,6 +456,32 @@ def print_table(results: dict) -> None:
         "seconds: best of --repeat, upsert only; vs delta = seconds / delta-rs MERGE seconds (> 1: slower "
         "than delta-rs); files: data files written (mor: base + log files)"
     )
+    mem = [
+        (wname, sname, s["extra"])
+        for wname, w in results["workloads"].items()
+        for sname, s in w["systems"].items()
+        if "error" not in s and isinstance(s.get("extra", {}).get("local_memory"), dict)
+        and "peak_growth_bytes" in s["extra"]["local_memory"]
+    ]
+    if mem:
+        print()
+        head = f"{'workload':<9} {'system':<9} {'path':<8} {'peak RSS +MB':>12} {'batch MB':>9} {'touched MB':>10} {'ratio':>6}"
+        print(head)
+        print("-" * len(head))
+        for wname, sname, extra in mem:
+            m = extra["local_memory"]
+            touched = extra.get("touched_slice_bytes") or 0
+            need = extra["batch_arrow_bytes"] + touched
+            print(
+                f"{wname:<9} {sname:<9} {m['write_path']:<8} {m['peak_growth_bytes'] / MB:>12.1f} "
+                f"{extra['batch_arrow_bytes'] / MB:>9.1f} {touched / MB:>10.1f} {m['peak_growth_bytes'] / need:>6.2f}"
+            )
+        print()
+        print(
+            "local write memory (Arrow input, last run): the upsert in a fresh Python process without Spark, its peak "
+            "RSS above its RSS with the batch loaded; ratio = that / (batch Arrow bytes + stored bytes of the slices it "
+            "rewrote or appended to)"
+        )
     loads = [
         (wname, sname, s["extra"])
         for wname, w in results["workloads"].items()

@@ -59,7 +59,7 @@ def read_footer(storage: Storage, path: str) -> dict[bytes, bytes]:
 
 def read_base_file(storage: Storage, path: str, columns: list[str] | None = None) -> pa.Table:
     """A base file's rows (only `columns` when given)."""
-    return _typed_read(storage, path, lambda f: pq.read_table(f, columns=columns))
+    return _typed_read(storage, path, lambda f: pq.ParquetFile(f).read(columns=columns))
 
 
 def read_columns(
@@ -118,6 +118,9 @@ def _read(
             )
         if expr is None:
             return pf.read(columns=columns)
+        if pf.metadata.num_row_groups <= 1:  # nothing to skip: filter in memory (no dataset scan set-up)
+            wanted = sorted(set(columns) | (expr_columns or set()), key=pf.schema_arrow.names.index)
+            return pf.read(columns=wanted).filter(expr).select(columns)
         return pq.read_table(f, columns=columns, filters=expr)
 
     return conform(_typed_read(storage, path, read), schema, instant)

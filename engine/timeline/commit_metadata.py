@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from typing import Any
 
 from engine.errors import CorruptTableError
@@ -43,7 +43,12 @@ class WriteStat:
     cdcStats: dict[str, int] | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        d = asdict(self)
+        # what dataclasses.asdict gives (copies of the lists and dicts), without its deep recursion:
+        # a commit of a few hundred file groups encodes its stats twice (inflight and completed)
+        d: dict[str, Any] = {}
+        for name in self.__dataclass_fields__:
+            value = getattr(self, name)
+            d[name] = dict(value) if isinstance(value, dict) else list(value) if isinstance(value, list) else value
         d["tempPath"] = None
         for key in ("baseFile", "logFiles", "logVersion", "logOffset"):
             if d[key] is None:

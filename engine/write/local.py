@@ -158,6 +158,7 @@ def write_buckets(job: Pipeline, rows: pa.Table, plan: WritePlan, batch: Batch, 
     outcomes: list[WriteOutcome] = []
     for f in futures:  # every thread has finished: the first error is raised
         outcomes.extend(f.result())
+    job.debris_free = True  # each bucket written once, here: no retried task left a file behind
     job.progress(f"wrote {len(outcomes)} file(s) locally in {time.monotonic() - t0:.2f}s")
     if not job.index.wants_locations:
         return outcomes, None

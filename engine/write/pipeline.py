@@ -157,6 +157,9 @@ class Pipeline:
     progress: Progress
     # heartbeat + lock fencing from the transaction (None: unguarded, e.g. unit tests of the pipeline)
     guard: WriteGuard | None = None
+    # set by the local write: every file was written once, by this process, and nothing else can
+    # still be writing one for the instant, so there is no debris of retried tasks to list for
+    debris_free: bool = False
 
     @property
     def is_delete(self) -> bool:
@@ -365,7 +368,8 @@ class Pipeline:
             outcomes, located_of = write_files(instant)
             # an APPEND bucket whose records were all stale (or deletes of absent keys) wrote no file
             written = [o for o in outcomes if o.path]
-            commit_protocol.remove_debris(self.meta, pending, written, self.config.optimistic)
+            if not self.debris_free:
+                commit_protocol.remove_debris(self.meta, pending, written, self.config.optimistic)
             checked = guarded.before_commit(self, pending, written)
             if self.index.wants_locations and located_of is not None:
                 located = located_of()
