@@ -213,7 +213,9 @@ def test_the_job_runner_killed_mid_write_and_restarted(api, stack_env):
     before_objects, before_rows = s3_objects(uri), hudi_rs_trips(uri)
     assert before_rows == [("k000000", "paris", 1.0, 1, base["result"]["instant"])]
 
-    body, ctype = _multipart("upsert", "big.parquet", _batch(200_000, 2))
+    # big enough that the runner is still writing when killed: the job runner writes an upload this
+    # size itself (the local write, no Spark job: 200k records took 1 s), four new 250k-record groups
+    body, ctype = _multipart("upsert", "big.parquet", _batch(1_000_000, 2))
     status, queued = api.call("POST", f"/api/v1/tables/{name}/jobs", raw=body, content_type=ctype)
     assert status == 202, queued
     job_id = queued["job_id"]
