@@ -426,6 +426,16 @@ def _fmt(value, spec: str = "") -> str:
     return format(value, spec)
 
 
+def _extras(results: dict, wanted: Callable[[dict], bool]) -> list[tuple[str, str, dict]]:
+    """(workload, system, extra) of every system that ran and whose `extra` is `wanted`."""
+    return [
+        (wname, sname, s["extra"])
+        for wname, w in results["workloads"].items()
+        for sname, s in w["systems"].items()
+        if "error" not in s and wanted(s.get("extra", {}))
+    ]
+
+
 def print_table(results: dict) -> None:
     head = (
         f"{'workload':<9} {'system':<8} {'seconds':>9} {'vs delta':>9} {'files':>6} "
@@ -456,13 +466,7 @@ def print_table(results: dict) -> None:
         "seconds: best of --repeat, upsert only; vs delta = seconds / delta-rs MERGE seconds (> 1: slower "
         "than delta-rs); files: data files written (mor: base + log files)"
     )
-    mem = [
-        (wname, sname, s["extra"])
-        for wname, w in results["workloads"].items()
-        for sname, s in w["systems"].items()
-        if "error" not in s and isinstance(s.get("extra", {}).get("local_memory"), dict)
-        and "peak_growth_bytes" in s["extra"]["local_memory"]
-    ]
+    mem = _extras(results, lambda e: isinstance(e.get("local_memory"), dict) and "peak_growth_bytes" in e["local_memory"])
     if mem:
         print()
         head = f"{'workload':<9} {'system':<9} {'path':<8} {'peak RSS +MB':>12} {'batch MB':>9} {'touched MB':>10} {'ratio':>6}"
@@ -482,12 +486,7 @@ def print_table(results: dict) -> None:
             "RSS above its RSS with the batch loaded; ratio = that / (batch Arrow bytes + stored bytes of the slices it "
             "rewrote or appended to)"
         )
-    loads = [
-        (wname, sname, s["extra"])
-        for wname, w in results["workloads"].items()
-        for sname, s in w["systems"].items()
-        if "error" not in s and s.get("extra", {}).get("bulk_insert_seconds") is not None
-    ]
+    loads = _extras(results, lambda e: e.get("bulk_insert_seconds") is not None)
     if loads:
         print()
         head = f"{'workload':<9} {'system':<8} {'bulk_insert':>11} {'spark parquet':>13} {'ratio':>6} {'delta write':>11}"

@@ -213,9 +213,17 @@ def key_array(spec: KeySpec, table: pa.Table) -> pa.Array:
     if not spec.complex_keys:
         (field,) = spec.record_key_fields
         return _key_text(table.column(field), field, spec.consistent_timestamps)
+    return _complex_keys(spec, _field_texts(spec, table))
+
+
+def _field_texts(spec: KeySpec, table: pa.Table) -> list[pa.Array]:
+    return [_key_text(table.column(f), f, spec.consistent_timestamps) for f in spec.record_key_fields]
+
+
+def _complex_keys(spec: KeySpec, texts: list[pa.Array]) -> pa.Array:
+    """`field:value,...` of every row from its key fields' texts (placeholders for null and empty)."""
     parts = []
-    for field in spec.record_key_fields:
-        text = _key_text(table.column(field), field, spec.consistent_timestamps)
+    for field, text in zip(spec.record_key_fields, texts, strict=True):
         shown = pc.if_else(pc.is_null(text), NULL_RECORD_KEY_PLACEHOLDER,
                            pc.if_else(pc.equal(text, ""), EMPTY_RECORD_KEY_PLACEHOLDER, text))
         parts.append(pc.binary_join_element_wise(f"{field}:", shown, ""))
@@ -242,13 +250,12 @@ def record_keys(spec: KeySpec, table: pa.Table) -> pa.Array:
     if not spec.complex_keys:
         (field,) = spec.record_key_fields
         return _null_if_empty(_key_text(table.column(field), field, spec.consistent_timestamps))
-    keys = key_array(spec, table)
+    texts = _field_texts(spec, table)  # rendered once: for the key and for its validity
     all_missing = None
-    for field in spec.record_key_fields:
-        text = _key_text(table.column(field), field, spec.consistent_timestamps)
+    for text in texts:
         missing = pc.fill_null(pc.equal(text, ""), True)
         all_missing = missing if all_missing is None else pc.and_(all_missing, missing)
-    return pc.if_else(all_missing, pa.scalar(None, pa.string()), keys)
+    return pc.if_else(all_missing, pa.scalar(None, pa.string()), _complex_keys(spec, texts))
 
 
 def _null_if_empty(text: pa.Array | pa.ChunkedArray) -> pa.Array:

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 from pyspark.sql import Column, DataFrame
@@ -116,17 +115,20 @@ class BatchSummary:
         """partition path -> the distinct incoming keys (None for big batches)."""
         if self.keys is None:
             return None
-        pairs = self.keys.select([PART_COL, KEY_COL]).group_by([PART_COL, KEY_COL]).aggregate([])  # distinct
-        if pairs.num_rows == 0:
-            return {}
-        parts = pairs.column(PART_COL).combine_chunks().cast(pa.string()).dictionary_encode()
-        codes = parts.indices.to_numpy(zero_copy_only=False)
-        order = np.argsort(codes, kind="stable")
-        keys = pairs.column(KEY_COL).combine_chunks().cast(pa.string()).take(pa.array(order))
-        bounds = np.flatnonzero(np.diff(codes[order])) + 1
-        starts, ends = [0, *bounds.tolist()], [*bounds.tolist(), len(order)]
-        names = parts.dictionary.to_pylist()
-        return {names[int(codes[order[a]])]: keys.slice(a, b - a) for a, b in zip(starts, ends, strict=True)}
+        return keys_by_partition(self.keys)
+
+
+def keys_by_partition(keys: pa.Table) -> dict[str, pa.Array]:
+    """partition path -> the distinct keys of the (KEY_COL, PART_COL) rows `keys`."""
+    grouped = keys.group_by(PART_COL).aggregate([(KEY_COL, "distinct")])
+    return {
+        part: pa.array(found, pa.string())
+        for part, found in zip(
+            grouped.column(PART_COL).to_pylist(),
+            grouped.column(f"{KEY_COL}_distinct").to_pylist(),
+            strict=True,
+        )
+    }
 
 
 def summarize(prepared: DataFrame) -> BatchSummary:
@@ -152,6 +154,7 @@ def summarize(prepared: DataFrame) -> BatchSummary:
 __all__ = [
     "BROADCAST_KEYS_LIMIT",
     "BatchSummary",
+    "keys_by_partition",
     "partition_path_expr",
     "record_key_expr",
     "summarize",

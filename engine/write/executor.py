@@ -84,8 +84,7 @@ class WriteJob(Pipeline):
                 return replace(
                     bulk_stream.run(self, df, started, write_action(self.meta.config.table_type)), write_path="bulk-stream"
                 )
-            pc_field = self.meta.config.precombine_field
-            if one_job.eligible(self, df, pc_field if pc_field in df.columns else None):
+            if one_job.eligible(self, df):
                 return one_job.run(self, df, started)
             batch = self.prepare(df, cached)
             if batch is None:

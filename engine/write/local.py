@@ -17,7 +17,7 @@ from __future__ import annotations
 import os
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any
 
@@ -71,21 +71,34 @@ def as_spark_types(table: pa.Table) -> pa.Table:
         raise InvalidInputError(f"input columns could not be read as {spark_schema.simpleString()}: {exc}") from exc
 
 
-def eligible(job: Pipeline, table: pa.Table) -> bool:
-    """Whether the Arrow input `table` is planned on the driver with no Spark (see the module
-    docstring for what is not); the local bound itself is decided after planning."""
+def plannable(job: Pipeline, columns: Sequence[str]) -> bool:
+    """Whether a batch with these input columns can be planned on the driver (for either writer:
+    local or one Spark job): not an overwrite, an index with a driver lookup, no global index moving
+    records between partitions, no `_hoodie_is_deleted` rows ordered against stored records."""
     if job.operation not in LOCAL_OPERATIONS or not job.meta.config.populate_meta_fields:
-        return False
-    if job.config.local_mode == "never" or job.config.driver_plan == "never":
         return False
     if job.operation.tags:
         if type(job.index).locate_batch is Index.locate_batch:
             return False
         if job.index.is_global and job.config.update_partition_path_for(job.index.name):
-            return False
-        if job.meta.config.precombine_field in table.column_names and lb.IS_DELETED_COL in table.column_names and not job.is_delete:
-            return False
-    if job.index.wants_locations and not job.index.updates_on_driver:
+            return False  # a moved record is deleted in one group and inserted in another
+        if job.meta.config.precombine_field in columns and lb.IS_DELETED_COL in columns and not job.is_delete:
+            return False  # delete markers are ordered against stored records before writing
+    return True
+
+
+def index_on_driver(index: Index) -> bool:
+    """Whether `index` takes a write's located records on the driver (or needs none): HBASE wants
+    them as a Spark DataFrame, so its writes are never written locally."""
+    return not index.wants_locations or index.updates_on_driver
+
+
+def eligible(job: Pipeline, table: pa.Table) -> bool:
+    """Whether the Arrow input `table` is planned on the driver with no Spark (see the module
+    docstring for what is not); the local bound itself is decided after planning."""
+    if job.config.local_mode == "never" or job.config.driver_plan == "never":
+        return False
+    if not plannable(job, table.column_names) or not index_on_driver(job.index):
         return False
     return job.config.local_mode == "always" or table.nbytes <= job.config.local_max_bytes
 
@@ -165,4 +178,5 @@ def write_buckets(job: Pipeline, rows: pa.Table, plan: WritePlan, batch: Batch, 
     return outcomes, work.located
 
 
-__all__ = ["LOCAL_OPERATIONS", "as_spark_types", "eligible", "input_table", "keyed", "write_buckets"]
+__all__ = ["LOCAL_OPERATIONS", "as_spark_types", "eligible", "index_on_driver", "input_table", "keyed", "plannable",
+           "write_buckets"]

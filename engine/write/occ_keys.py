@@ -24,6 +24,7 @@ from engine.columns import FILE_ID_COL, KEY_COL, OP_COL, OP_DELETE, PART_COL, PR
 from engine.data.keys import KEYS_SCHEMA
 from engine.errors import WriteConflictError
 from engine.index.base import Index, TagContext
+from engine.keygen.spark_keys import keys_by_partition
 
 _SAMPLE = 5
 
@@ -79,12 +80,7 @@ def _found(index: Index, ctx: TagContext, inserts: DataFrame) -> list[str]:
 
 def _found_on_driver(index: Index, ctx: TagContext, inserts: pa.Table) -> list[str]:
     """The first inserted keys the index now holds, looked up on the driver (`locate_batch`)."""
-    grouped = inserts.group_by(PART_COL).aggregate([(KEY_COL, "distinct")])
-    incoming = {
-        part: pa.array(keys, pa.string())
-        for part, keys in zip(grouped.column(PART_COL).to_pylist(), grouped.column(f"{KEY_COL}_distinct").to_pylist(), strict=True)
-    }
-    located = index.locate_batch(replace(ctx, incoming_keys=incoming))
+    located = index.locate_batch(replace(ctx, incoming_keys=keys_by_partition(inserts)))
     if located is None or located.num_rows == 0:
         return []
     key, _part, file_id = KEYS_SCHEMA.names

@@ -33,11 +33,11 @@ from pyspark.sql import DataFrame
 from engine.columns import FILE_ID_COL, KEY_COL, PART_COL
 from engine.data import batch as lb
 from engine.data.scan import scan_parallelism
-from engine.index.base import Index, TagContext
+from engine.index.base import TagContext
 from engine.read.reader import slice_merge
 from engine.runtime.jobs import job_group
 from engine.write import bucket_work, local
-from engine.write.operation import Operation, WriteResult
+from engine.write.operation import WriteResult
 from engine.write.pipeline import Batch, Profile, Written
 from engine.write.planner import WritePlan
 from engine.write.prepare import BatchSummary
@@ -47,7 +47,6 @@ from engine.write.tasks import write_groups_task
 if TYPE_CHECKING:
     from engine.write.pipeline import Pipeline
 
-LOCAL_OPERATIONS = (Operation.UPSERT, Operation.INSERT, Operation.DELETE, Operation.BULK_INSERT)
 
 
 def estimated_bytes(df: DataFrame) -> int | None:
@@ -62,17 +61,11 @@ def estimated_bytes(df: DataFrame) -> int | None:
     return value if value < 2**62 else None
 
 
-def eligible(job: Pipeline, df: DataFrame, pc_field: str | None) -> bool:
-    """Whether `job` writes `df` in one job (see the module docstring for what is excluded)."""
-    if job.operation not in LOCAL_OPERATIONS or not job.meta.config.populate_meta_fields:
+def eligible(job: Pipeline, df: DataFrame) -> bool:
+    """Whether `job` plans `df` on the driver (`local.plannable`; see the module docstring) and
+    the driver can hold it."""
+    if not local.plannable(job, df.columns):
         return False
-    if job.operation.tags:
-        if type(job.index).locate_batch is Index.locate_batch:
-            return False
-        if job.index.is_global and job.config.update_partition_path_for(job.index.name):
-            return False  # a moved record is deleted in one group and inserted in another
-        if pc_field is not None and lb.IS_DELETED_COL in df.columns and not job.is_delete:
-            return False  # delete markers are ordered against stored records before writing
     if job.config.local_mode == "always" and job.config.driver_plan != "never":
         return True  # written locally whatever its size: it is collected whatever its size
     return job.config.plans_on_driver(estimated_bytes(df))
@@ -185,7 +178,7 @@ def run_rows(
     prof = Profile(workloads, offsets, absent, summary.total - kept, stale, index_stats)
     plan = job.plan(batch, prof)
     touched = rows.nbytes + sum(bucket_work.touched_sizes(plan, batch).values())
-    if job.config.writes_locally(touched):
+    if local.index_on_driver(job.index) and job.config.writes_locally(touched):
         result = job.commit(batch, tag_ctx, prof, plan, started, lambda i: local.write_buckets(job, rows, plan, batch, i))
         return replace(result, write_path="local")
     if spark is None:
@@ -196,7 +189,6 @@ def run_rows(
 
 
 __all__ = [
-    "LOCAL_OPERATIONS",
     "collect",
     "eligible",
     "estimated_bytes",

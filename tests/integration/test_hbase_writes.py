@@ -209,3 +209,19 @@ def test_two_writers_inserting_one_new_key_under_optimistic_concurrency(spark, t
     assert sorted((r["id"], r["city"], r["v"], r["ts"]) for r in data_rows(t.read())) == expected
     assert sorted((r["id"], r["city"], r["v"], r["ts"]) for r in hudi_rs.snapshot(t.path)) == expected
     assert slow not in {i.time for i in t.timeline()}
+
+
+def test_an_insert_the_driver_plans_keeps_the_hbase_index(spark, tmp_path, hbase):
+    """An insert of local data (its size known: planned on the driver) into a table whose index
+    takes its located records as a DataFrame (HBASE) is written by one Spark job, not locally, and
+    its keys reach HBase: the next upsert updates them."""
+    import pyarrow as pa
+
+    options, _conn, _name = hbase
+    t = make(spark, str(tmp_path / "t"))
+    batch = pa.table({"id": ["a", "b"], "city": ["paris", "rome"], "v": ["v1", "v1"], "ts": [1, 1]})
+    first = t.insert(spark.createDataFrame(batch), options=options)
+    assert (first.write_path, first.inserts) == ("one-job", 2)
+    again = t.upsert(spark.createDataFrame([("a", "paris", "v2", 2)], SCHEMA), options=options)
+    assert (again.updates, again.inserts) == (1, 0)
+    assert sorted((r["id"], r["v"]) for r in rows(t.read())) == [("a", "v2"), ("b", "v1")]

@@ -364,3 +364,21 @@ def test_services_and_writes_resolve_the_same_index(tmp_path):
         assert Maintenance(meta)._index().name == expected
         assert Maintenance(meta, {"hoodie.index.type": "GLOBAL_SIMPLE"})._index().name == "GLOBAL_SIMPLE"
 
+
+
+def test_record_keys_are_null_where_the_key_is_invalid():
+    """`record_keys` (the local write's keys): key_array's text, null for a null or empty simple
+    key and for a complex key whose every field is null or empty (what record_key_expr gives)."""
+    import pyarrow as pa
+
+    from engine.keygen.keys import AUTO_KEY, record_keys
+
+    rows = pa.table({"id": [3, None, 10, None], "city": ["paris", "", None, "rome"]})
+    assert record_keys(KeySpec(("id",), ("city",)), rows).to_pylist() == ["3", None, "10", None]
+    assert record_keys(KeySpec(("city",)), rows).to_pylist() == ["paris", None, None, "rome"]
+    complex_keys = KeySpec(("id", "city"), complex_keys=True)
+    assert record_keys(complex_keys, rows).to_pylist() == [
+        "id:3,city:paris", None, "id:10,city:__null__", "id:__null__,city:rome"]
+    auto = KeySpec((), ("city",), auto=True)
+    assert record_keys(auto, rows).to_pylist() == [AUTO_KEY] * 4
+    assert record_keys(auto, pa.table({"_hoodie_record_key": ["k1", ""]})).to_pylist() == ["k1", None]
