@@ -6,6 +6,8 @@ FileNotFoundError (callers that race a clean or a compaction retry on it).
 
 from __future__ import annotations
 
+import threading
+from collections import OrderedDict
 from collections.abc import Callable
 from typing import Any, TypeVar
 
@@ -47,19 +49,101 @@ def base_file_instant(path: str) -> str | None:
     return parsed.instant if parsed is not None else None
 
 
-def read_parquet_metadata(storage: Storage, path: str) -> pq.FileMetaData:
-    """A base file's Parquet footer (schema, row groups and their statistics, key-value metadata)."""
-    return _typed_read(storage, path, pq.read_metadata)
+def read_parquet_metadata(storage: Storage, path: str, remember: bool = False) -> pq.FileMetaData:
+    """A base file's Parquet footer (schema, row groups and their statistics, key-value metadata).
+    With `remember`, it is kept in this process's footer cache (and taken from it when there):
+    the reads of this file that follow skip parsing it again."""
+    if not remember:
+        return _typed_read(storage, path, pq.read_metadata)
+    return _remembered(storage, path).metadata
 
 
-def read_footer(storage: Storage, path: str) -> dict[bytes, bytes]:
-    """A base file's parquet key-value metadata (bloom filter, key range), reading only the footer."""
-    return read_parquet_metadata(storage, path).metadata or {}
+def read_footer(storage: Storage, path: str, remember: bool = False) -> dict[bytes, bytes]:
+    """A base file's parquet key-value metadata (bloom filter, key range), reading only the footer;
+    `remember` as for `read_parquet_metadata` (the dict is then shared: do not change it)."""
+    if not remember:
+        return read_parquet_metadata(storage, path).metadata or {}
+    entry = _remembered(storage, path)
+    if entry.key_values is None:
+        entry.key_values = entry.metadata.metadata or {}
+    return entry.key_values
+
+
+class _Footer:
+    __slots__ = ("key_values", "metadata", "size")
+
+    def __init__(self, size: int, metadata: pq.FileMetaData) -> None:
+        self.size = size
+        self.metadata = metadata
+        self.key_values: dict[bytes, bytes] | None = None  # built on first use (~0.5 ms with a bloom filter)
+
+
+def _remembered(storage: Storage, path: str) -> _Footer:
+    hit = _FOOTERS.get(storage.base_uri, path)
+    if hit is not None:
+        return hit
+
+    def parse(f: Any) -> _Footer:
+        entry = _Footer(f.size(), pq.read_metadata(f))
+        _FOOTERS.put(storage.base_uri, path, entry)
+        return entry
+
+    return _typed_read(storage, path, parse)
+
+
+class _FooterCache:
+    """Parsed footers of the base files an index lookup just read, by (storage, path), with the
+    file's size: a base file is never rewritten under its name (names carry the writing instant
+    and a write token), and a footer is used to read a file only if the file has the size it was
+    read from. Bounded by the footers' bytes (Hudi's ~430 KB bloom filter text is in each, twice
+    once its key-value dict is built), least recently used first out. Parsing a footer costs ~1 ms;
+    a local write reads each file it rewrites three times (footer, keys, rows)."""
+
+    def __init__(self, max_bytes: int) -> None:
+        self.max_bytes = max_bytes
+        self._lock = threading.Lock()
+        self._entries: OrderedDict[tuple[str, str], _Footer] = OrderedDict()
+        self._bytes = 0
+
+    def get(self, base_uri: str, path: str) -> _Footer | None:
+        with self._lock:
+            hit = self._entries.get((base_uri, path))
+            if hit is not None:
+                self._entries.move_to_end((base_uri, path))
+            return hit
+
+    def put(self, base_uri: str, path: str, entry: _Footer) -> None:
+        with self._lock:
+            old = self._entries.pop((base_uri, path), None)
+            if old is not None:
+                self._bytes -= 2 * old.metadata.serialized_size
+            self._entries[(base_uri, path)] = entry
+            self._bytes += 2 * entry.metadata.serialized_size
+            while self._bytes > self.max_bytes and len(self._entries) > 1:
+                _key, dropped = self._entries.popitem(last=False)
+                self._bytes -= 2 * dropped.metadata.serialized_size
+
+    def clear(self) -> None:
+        with self._lock:
+            self._entries.clear()
+            self._bytes = 0
+
+
+FOOTER_CACHE_BYTES = 128 * 1024 * 1024
+_FOOTERS = _FooterCache(FOOTER_CACHE_BYTES)
+
+
+def _parquet_file(storage: Storage, path: str, f: Any) -> pq.ParquetFile:
+    """`f` opened as a ParquetFile, its footer taken from the cache when one of this size is there."""
+    hit = _FOOTERS.get(storage.base_uri, path)
+    if hit is not None and hit.size == f.size():
+        return pq.ParquetFile(f, metadata=hit.metadata)
+    return pq.ParquetFile(f)
 
 
 def read_base_file(storage: Storage, path: str, columns: list[str] | None = None) -> pa.Table:
     """A base file's rows (only `columns` when given)."""
-    return _typed_read(storage, path, lambda f: pq.ParquetFile(f).read(columns=columns))
+    return _typed_read(storage, path, lambda f: _parquet_file(storage, path, f).read(columns=columns))
 
 
 def read_columns(
@@ -102,7 +186,7 @@ def _read(
     sources = file_columns(schema, instant)
 
     def read(f: Any) -> pa.Table:
-        pf = pq.ParquetFile(f)
+        pf = _parquet_file(storage, path, f)
         stored = set(pf.schema_arrow.names)
         if sources is None:
             columns = [c for c in schema.names if c in stored]

@@ -23,13 +23,13 @@ keys in the order the rows are written to the file.
 
 from __future__ import annotations
 
-import base64
 import binascii
 import math
 import struct
 from collections.abc import Iterable, Mapping, Sequence
 
 import numpy as np
+import pybase64
 
 from engine.constants import FOOTER_BLOOM_FILTER, FOOTER_BLOOM_FILTER_TYPE
 from engine.errors import CorruptTableError, InvalidInputError
@@ -198,16 +198,18 @@ def _read_header(buf: bytes, offset: int) -> tuple[int, int, int, int]:
 
 
 def _decode(text: str | bytes) -> bytes:
+    # pybase64 (SIMD): a footer's filter is ~430 KB of Base64 at Hudi's default sizing, which
+    # binascii decodes in ~2.3 ms and pybase64 in ~0.05 ms; validate=True rejects what is not
+    # Base64 as binascii's strict mode does
     try:
         data = text.encode("ascii") if isinstance(text, str) else text
-        # strict mode validates in C what b64decode(validate=True) checks with a regex first
-        return binascii.a2b_base64(data, strict_mode=True)
+        return pybase64.b64decode(data, validate=True)
     except (binascii.Error, ValueError) as exc:
         raise CorruptTableError(f"bloom filter is not valid Base64: {exc}") from exc
 
 
-def _encode(raw: bytearray) -> str:
-    return base64.b64encode(bytes(raw)).decode("ascii")
+def _encode(raw: bytearray) -> bytes:
+    return pybase64.b64encode(raw)
 
 
 class SimpleBloomFilter:
@@ -263,6 +265,10 @@ class SimpleBloomFilter:
 
     def serialize(self) -> str:
         """The Base64 text Hudi stores in the footer."""
+        return self.serialized().decode("ascii")
+
+    def serialized(self) -> bytes:
+        """`serialize` as ASCII bytes (what the footer stores, without a str in between)."""
         out = bytearray()
         self._row.write(out)
         return _encode(out)
@@ -297,6 +303,7 @@ class DynamicBloomFilter:
         entries_per_row: int,
         max_entries: int,
         hash_type: int = MURMUR_HASH,
+        first: _BitRow | None = None,
     ):
         self.vector_size = vector_size
         self.num_hashes = nb_hash
@@ -306,7 +313,8 @@ class DynamicBloomFilter:
         self.current_count = 0  # keys in the active row (currentNbRecord)
         self._reached_max = False
         self._cur_index = 0
-        self._rows = [_BitRow(vector_size, nb_hash, hash_type)]
+        # `first`: the first row given (its bits already set), sparing the allocation of an empty one
+        self._rows = [first if first is not None else _BitRow(vector_size, nb_hash, hash_type)]
 
     @classmethod
     def create(
@@ -398,6 +406,10 @@ class DynamicBloomFilter:
 
     def serialize(self) -> str:
         """The Base64 text Hudi stores in the footer."""
+        return self.serialized().decode("ascii")
+
+    def serialized(self) -> bytes:
+        """`serialize` as ASCII bytes (what the footer stores, without a str in between)."""
         out = bytearray(_HEADER.pack(_VERSION, self.num_hashes, self.hash_type, self.vector_size))
         out += struct.pack(">iii", self.entries_per_row, int32(self.current_count), len(self._rows))
         for row in self._rows:
@@ -459,9 +471,10 @@ def bloom_filter_from_footer(
     return parse_bloom_filter(value, TYPE_SIMPLE if type_code is None else _text(type_code))
 
 
-def footer_entries(bloom: BloomFilter) -> dict[str, str]:
-    """The footer key-value entries Hudi writes for `bloom`."""
-    return {FOOTER_BLOOM_FILTER: bloom.serialize(), FOOTER_BLOOM_FILTER_TYPE: bloom.type_code}
+def footer_entries(bloom: BloomFilter) -> dict[str, bytes]:
+    """The footer key-value entries Hudi writes for `bloom` (values as bytes: handing parquet the
+    ~430 KB filter as bytes spares encoding a str of that size while holding the GIL)."""
+    return {FOOTER_BLOOM_FILTER: bloom.serialized(), FOOTER_BLOOM_FILTER_TYPE: bloom.type_code.encode("ascii")}
 
 
 def extended_for_keys(
@@ -493,13 +506,12 @@ def extended_for_keys(
     chain = key_chain(added, hashes)
     if previous_keys + len(chain) != total_keys:
         return None
-    out = DynamicBloomFilter(bits, hashes, num_entries, max_entries)
     # the keys' bits set in the packed bytes (little-endian bit order, as stored): no unpacking
     packed = previous._rows[0].packed().copy()
     if len(chain):
         pos = (chain % np.int64(bits)).ravel()
         np.bitwise_or.at(packed, pos >> 3, np.left_shift(1, pos & 7).astype(np.uint8))
-    out._rows = [_BitRow(bits, hashes, MURMUR_HASH, packed=packed)]
+    out = DynamicBloomFilter(bits, hashes, num_entries, max_entries, first=_BitRow(bits, hashes, MURMUR_HASH, packed=packed))
     out.current_count = total_keys  # one row holds every key: its count is theirs
     return out
 

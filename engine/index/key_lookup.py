@@ -201,25 +201,14 @@ def _no_footer(storage: Storage, path: str) -> dict[bytes, bytes]:
     return {}
 
 
-_FOOTERS: OrderedDict[tuple[str, str], dict[bytes, bytes]] = OrderedDict()
-_FOOTERS_LOCK = threading.Lock()
-FOOTER_CACHE_FILES = 512  # ~0.4 MB of bloom filter each at Hudi's default sizing
+_BLOOMS_LOCK = threading.Lock()
+FOOTER_CACHE_FILES = 512  # parsed bloom filters kept: ~0.3 MB each at Hudi's default sizing
 
 
 def cached_footer(storage: Storage, path: str) -> dict[bytes, bytes]:
-    """`read_footer`, remembered for the last FOOTER_CACHE_FILES base files of this process."""
-    key = (storage.base_uri, path)
-    with _FOOTERS_LOCK:
-        hit = _FOOTERS.get(key)
-        if hit is not None:
-            _FOOTERS.move_to_end(key)
-            return hit
-    footer = read_footer(storage, path)
-    with _FOOTERS_LOCK:
-        _FOOTERS[key] = footer
-        while len(_FOOTERS) > FOOTER_CACHE_FILES:
-            _FOOTERS.popitem(last=False)
-    return footer
+    """`read_footer`, its parsed footer remembered by this process (`read_parquet_metadata` with
+    `remember`), so that the key and row reads of the file that follow do not parse it again."""
+    return read_footer(storage, path, remember=True)
 
 
 _BLOOMS: OrderedDict[tuple[str, str], BloomFilter | None] = OrderedDict()
@@ -230,12 +219,12 @@ def cached_bloom(storage: Storage, path: str, footer: Mapping[bytes, bytes]) -> 
     the last FOOTER_CACHE_FILES files: a local write parses the filters it tagged with only once,
     then extends them. Filters are never changed in place (`extended_for_keys` copies)."""
     key = (storage.base_uri, path)
-    with _FOOTERS_LOCK:
+    with _BLOOMS_LOCK:
         if key in _BLOOMS:
             _BLOOMS.move_to_end(key)
             return _BLOOMS[key]
     bloom = bloom_filter_from_footer(footer)
-    with _FOOTERS_LOCK:
+    with _BLOOMS_LOCK:
         _BLOOMS[key] = bloom
         while len(_BLOOMS) > FOOTER_CACHE_FILES:
             _BLOOMS.popitem(last=False)

@@ -103,7 +103,7 @@ def base_file(records: Iterable[Record], schema_json: str, base_name: str) -> tu
         info["minRecordKey"], info["maxRecordKey"] = keys[0].encode("utf-8"), keys[-1].encode("utf-8")
     bloom = build_for_keys(keys, BLOOM_ENTRIES, BLOOM_FPP, BLOOM_MAX_ENTRIES)
     (text,) = [v for k, v in footer_entries(bloom).items() if "type" not in k]
-    data = write_hfile(found, file_info=info, meta={"bloomFilter": text.encode("ascii")}, codec=CODEC_GZ)
+    data = write_hfile(found, file_info=info, meta={"bloomFilter": text}, codec=CODEC_GZ)
     return data, len(found)
 
 

@@ -28,7 +28,7 @@ from engine.constants import (
     PARTITION_PATH_COL,
     RECORD_KEY_COL,
 )
-from engine.data.base_file import base_file_instant, conform, read_base_file
+from engine.data.base_file import base_file_instant, conform, read_base_file, read_footer
 from engine.data.batch import repeated
 from engine.data.file_names import base_file_name, join_path
 from engine.index.bloom_filter import (
@@ -131,8 +131,10 @@ def accept_newer(incoming: pa.ChunkedArray, stored: pa.ChunkedArray) -> pa.Chunk
 def _stored(ctx: WriteContext, path: str) -> tuple[pa.Table, dict[bytes, bytes]]:
     """A base file's rows as `ctx.schema` types them, with their record keys (computed from the
     key fields when the table has no meta fields), and its footer's key-value metadata."""
+    # the footer first, remembered: the read then does not parse it again (after an index lookup
+    # that read it, neither does this)
+    footer = read_footer(ctx.storage, path, remember=True)
     raw = read_base_file(ctx.storage, path)
-    footer = dict(raw.schema.metadata or {})
     rows = conform(raw, ctx.schema, base_file_instant(path))
     if ctx.virtual is None:
         return rows, footer
@@ -256,17 +258,29 @@ class WrittenFile:
     max_key: str | None
 
 
+# meta columns whose cardinality is known: one value per file (partition path, file name) or a few
+# (commit times) are dictionary encoded, one per row (sequence numbers, record keys) are not
+_DICTIONARY_META = {COMMIT_TIME_COL: True, PARTITION_PATH_COL: True, FILE_NAME_COL: True,
+                    COMMIT_SEQNO_COL: False, RECORD_KEY_COL: False}
+
+
 def dictionary_columns(table: pa.Table, sample: int = 1000) -> list[str]:
-    """Top-level primitive columns worth dictionary encoding: at most half of the values of their
-    first `sample` rows are distinct. (Parquet writers fall back from a dictionary that grows too
-    big anyway, but only after building it: for keys and random strings that is most of the write.)"""
+    """Top-level primitive columns worth dictionary encoding: Hudi's meta columns by what they hold,
+    the others when at most half of the values of their first `sample` rows are distinct. (Parquet
+    writers fall back from a dictionary that grows too big anyway, but only after building it: for
+    keys and random strings that is most of the write.)"""
     n = min(sample, table.num_rows)
     out = []
     for f in table.schema:
         if pa.types.is_nested(f.type) or pa.types.is_dictionary(f.type):
             continue
+        known = _DICTIONARY_META.get(f.name)
+        if known is not None:
+            if known:
+                out.append(f.name)
+            continue
         head = table.column(f.name).slice(0, n)
-        if pc.count_distinct(head, mode="all").as_py() * 2 <= max(n, 2):
+        if len(pc.unique(head)) * 2 <= max(n, 2):
             out.append(f.name)
     return out
 
@@ -302,7 +316,7 @@ def write_base_file(
     keys = out.column(RECORD_KEY_COL)
     min_key = pc.min(keys).as_py() if out.num_rows else None
     max_key = pc.max(keys).as_py() if out.num_rows else None
-    footer = dict(ctx.extra_footer)
+    footer: dict[str, str | bytes] = dict(ctx.extra_footer)
     if ctx.virtual is not None:  # Apache Hudi writes neither the meta values nor a key footer
         for name in VIRTUAL_NULL_COLUMNS:
             i = out.schema.get_field_index(name)

@@ -244,8 +244,8 @@ def test_sample_footers_are_rebuilt_byte_for_byte(name: str, tmp_path: Path) -> 
         rebuilt = build_for_keys(keys)
         assert rebuilt.serialize() == stored, path.name
         assert footer_entries(rebuilt) == {
-            FOOTER_BLOOM_FILTER: stored,
-            FOOTER_BLOOM_FILTER_TYPE: "DYNAMIC_V0",
+            FOOTER_BLOOM_FILTER: stored.encode("ascii"),
+            FOOTER_BLOOM_FILTER_TYPE: b"DYNAMIC_V0",
         }
 
         read = bloom_filter_from_footer(footer)

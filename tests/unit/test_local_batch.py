@@ -169,3 +169,14 @@ def test_dictionary_columns_and_the_written_file() -> None:
     encodings = {meta.column(i).path_in_schema: meta.column(i).encodings for i in range(meta.num_columns)}
     assert "RLE_DICTIONARY" in encodings["city"] and "RLE_DICTIONARY" not in encodings["unique"]
     assert pq.read_table(io.BytesIO(sink.getvalue())).equals(table)
+    # Hudi's meta columns by what they hold, whatever their first rows look like: one value per
+    # file or a few are dictionary encoded, one per row is not
+    meta_cols = pa.table({
+        "_hoodie_commit_time": [f"2024{i:010d}" for i in range(n)],
+        "_hoodie_commit_seqno": ["s"] * n,
+        "_hoodie_record_key": ["k"] * n,
+        "_hoodie_partition_path": [f"p{i}" for i in range(n)],
+        "_hoodie_file_name": ["f"] * n,
+        "id": list(range(n)),
+    })
+    assert dictionary_columns(meta_cols) == ["_hoodie_commit_time", "_hoodie_partition_path", "_hoodie_file_name"]
