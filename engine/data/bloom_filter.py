@@ -261,7 +261,7 @@ class SimpleBloomFilter:
     def contains_chain(self, chain: np.ndarray) -> np.ndarray:
         """`might_contain` for keys given by their `hash_chain` (bool array)."""
         self._row.check_hash()
-        return np.asarray(self._row.test(chain % np.int64(self._row.vector_size)).all(axis=1), dtype=bool)
+        return np.asarray(self._row.test(chain % np.uint32(self._row.vector_size)).all(axis=1), dtype=bool)
 
     def serialize(self) -> str:
         """The Base64 text Hudi stores in the footer."""
@@ -398,7 +398,7 @@ class DynamicBloomFilter:
     def contains_chain(self, chain: np.ndarray) -> np.ndarray:
         """`might_contain` for keys given by their `hash_chain` (bool array)."""
         self._rows[0].check_hash()
-        pos = chain % np.int64(self.vector_size)
+        pos = chain % np.uint32(self.vector_size)  # uint32 chains (`hash_chain_arrow`) stay uint32
         hit = np.zeros(len(chain), dtype=bool)
         for row in self._rows:
             hit |= row.test(pos).all(axis=1)
@@ -509,7 +509,7 @@ def extended_for_keys(
     # the keys' bits set in the packed bytes (little-endian bit order, as stored): no unpacking
     packed = previous._rows[0].packed().copy()
     if len(chain):
-        pos = (chain % np.int64(bits)).ravel()
+        pos = (chain % np.uint32(bits)).ravel()
         np.bitwise_or.at(packed, pos >> 3, np.left_shift(1, pos & 7).astype(np.uint8))
     out = DynamicBloomFilter(bits, hashes, num_entries, max_entries, first=_BitRow(bits, hashes, MURMUR_HASH, packed=packed))
     out.current_count = total_keys  # one row holds every key: its count is theirs

@@ -81,8 +81,8 @@ def bit_positions(data: bytes, nb_hash: int, vector_size: int) -> list[int]:
 
 
 def bit_positions_batch(keys: Sequence[bytes], nb_hash: int, vector_size: int) -> np.ndarray:
-    """The bit positions of many keys at once, shape ``(len(keys), nb_hash)``, int64."""
-    return hash_chain(keys, nb_hash) % np.int64(vector_size)
+    """The bit positions of many keys at once, shape ``(len(keys), nb_hash)``, uint32."""
+    return hash_chain(keys, nb_hash) % np.uint32(vector_size)
 
 
 def hash_chain(keys: Sequence[bytes], nb_hash: int) -> np.ndarray:
@@ -95,7 +95,7 @@ def hash_chain(keys: Sequence[bytes], nb_hash: int) -> np.ndarray:
     (``k *= m; k ^= k >>> 24; k *= m``) and the tail bytes do not depend on the seed, so they
     are computed once per key and only the ``h`` chain runs ``nb_hash`` times.
     """
-    out = np.empty((len(keys), nb_hash), dtype=np.int64)
+    out = np.empty((len(keys), nb_hash), dtype=np.uint32)
     by_length: dict[int, list[int]] = {}
     for i, data in enumerate(keys):
         by_length.setdefault(len(data), []).append(i)
@@ -111,24 +111,31 @@ CHUNK_KEYS = 65_536  # keys hashed at once (measured: 2M keys, 30 hashes: 3.0 s 
 def hash_chain_arrow(keys: pa.Array | pa.ChunkedArray, nb_hash: int, modulo: int | None = None) -> np.ndarray:
     """`hash_chain` of an Arrow string (or binary) array, read from its buffers without making
     Python objects (Arrow strings are UTF-8 already). InvalidInputError for a null or empty key.
-    With `modulo`: each hash modulo it (a bloom filter's bit positions), as uint32."""
+    With `modulo`: each hash modulo it (a bloom filter's bit positions). uint32 either way (a hash
+    is |int32| <= 2^31): 30 hashes of 100k keys take 12 MB."""
     arr = keys.combine_chunks() if isinstance(keys, pa.ChunkedArray) else keys
+    out = np.empty((len(arr), nb_hash), dtype=np.uint32)
     if len(arr) > CHUNK_KEYS:
         # in slices that keep the hashing's working set in the CPU cache (each of its 30-odd rounds
-        # passes over every key several times), hashed side by side in threads (numpy releases the GIL)
+        # passes over every key several times), hashed side by side in threads (numpy releases the
+        # GIL), each into its rows of `out`
         from concurrent.futures import ThreadPoolExecutor
+
+        def chunk(start: int) -> None:
+            _hash_chain_arrow(arr.slice(start, CHUNK_KEYS), nb_hash, out[start : start + CHUNK_KEYS])
 
         starts = range(0, len(arr), CHUNK_KEYS)
         with ThreadPoolExecutor(min(len(starts), os.cpu_count() or 1)) as pool:
-            parts = list(pool.map(lambda start: hash_chain_arrow(arr.slice(start, CHUNK_KEYS), nb_hash, modulo), starts))
-        return np.concatenate(parts)
-    out = _hash_chain_arrow(arr, nb_hash)
-    if modulo is None:
-        return out
-    return out.astype(np.uint32) % np.uint32(modulo)  # hashes are |int32| <= 2^31: exact in uint32
+            list(pool.map(chunk, starts))
+    else:
+        _hash_chain_arrow(arr, nb_hash, out)
+    if modulo is not None:
+        out %= np.uint32(modulo)
+    return out
 
 
-def _hash_chain_arrow(arr: pa.Array, nb_hash: int) -> np.ndarray:
+def _hash_chain_arrow(arr: pa.Array, nb_hash: int, out: np.ndarray) -> None:
+    """The chains of `arr`'s keys written into `out` (its rows, uint32)."""
     if pa.types.is_large_string(arr.type) or pa.types.is_large_binary(arr.type):
         arr = arr.cast(pa.large_binary())
         offset_type: type[np.signedinteger] = np.int64
@@ -137,9 +144,8 @@ def _hash_chain_arrow(arr: pa.Array, nb_hash: int) -> np.ndarray:
         offset_type = np.int32
     if arr.null_count:
         raise InvalidInputError("bloom filter key cannot be null")
-    out = np.empty((len(arr), nb_hash), dtype=np.int64)
     if len(arr) == 0:
-        return out
+        return
     _validity, offsets_buf, data_buf = arr.buffers()
     offsets = np.frombuffer(offsets_buf, dtype=offset_type)[arr.offset : arr.offset + len(arr) + 1].astype(np.int64)
     data = np.frombuffer(data_buf, dtype=np.uint8) if data_buf is not None else np.zeros(0, np.uint8)
@@ -149,7 +155,6 @@ def _hash_chain_arrow(arr: pa.Array, nb_hash: int) -> np.ndarray:
     for length, rows in _rows_by_length(lengths):
         buf = data[offsets[rows][:, None] + np.arange(length, dtype=np.int64)]
         out[rows] = _chain_group(buf, nb_hash)
-    return out
 
 
 def _rows_by_length(lengths: np.ndarray) -> Iterator[tuple[int, np.ndarray]]:
@@ -163,7 +168,7 @@ def _rows_by_length(lengths: np.ndarray) -> Iterator[tuple[int, np.ndarray]]:
 def _chain_group(buf: np.ndarray, nb_hash: int) -> np.ndarray:
     """The chain of keys of one byte length, given as the rows of a 2-D uint8 array."""
     n, length = buf.shape
-    out = np.empty((n, nb_hash), dtype=np.int64)
+    out = np.empty((n, nb_hash), dtype=np.uint32)
     m = np.uint32(_M)
     len4 = length >> 2
     words = np.ascontiguousarray(buf[:, : len4 * 4]).view("<u4").astype(np.uint32)
@@ -192,7 +197,7 @@ def _chain_group(buf: np.ndarray, nb_hash: int) -> np.ndarray:
         h *= m
         h ^= h >> np.uint32(15)
         seed = h
-        out[:, r] = np.abs(h.view(np.int32).astype(np.int64))
+        out[:, r] = np.abs(h.view(np.int32).astype(np.int64))  # |int32| <= 2^31 fits uint32
     return out
 
 
@@ -207,7 +212,7 @@ def key_positions(keys: Keys, nb_hash: int, vector_size: int) -> np.ndarray:
     """Each key's `nb_hash` bit positions in a filter of `vector_size` bits (`key_chain` modulo it)."""
     if isinstance(keys, (pa.Array, pa.ChunkedArray)):
         return hash_chain_arrow(keys, nb_hash, vector_size)
-    return hash_chain(encode_keys(keys), nb_hash) % np.int64(vector_size)
+    return hash_chain(encode_keys(keys), nb_hash) % np.uint32(vector_size)
 
 
 def encode_keys(keys: Iterable[str]) -> list[bytes]:

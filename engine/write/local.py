@@ -160,6 +160,7 @@ def write_buckets(job: Pipeline, rows: pa.Table, plan: WritePlan, batch: Batch, 
                 break
             try:
                 out.append(bucket_work.write_one(work.ctx, work.actx, work.writes[index], table, index, token, task))
+                pa.default_memory_pool().release_unused()
             except BaseException:
                 failed.set()
                 raise
