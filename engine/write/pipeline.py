@@ -1,6 +1,7 @@
 """The write pipeline's steps on Spark, as named phases: prepare -> tag -> profile -> plan -> commit
-(write the files, update the index, complete the instant), with their public types: the prepared
-`Batch` and the workload `Profile`.
+(write the files, update the index, complete the instant). Their public types (the prepared
+`Batch`, the workload `Profile`) and the contexts handed to the tasks live in
+`engine.write.prepared`, re-exported here.
 
 The strategies (`engine.write.executor.WriteJob.run` chooses) run these steps and write the files
 their own way: the distributed path (a Spark job per phase), the one-job write planned on the
@@ -12,9 +13,7 @@ MERGE_ON_READ) and how a file group that receives updates is written (`FileHandl
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
-from dataclasses import dataclass, field
-from enum import Enum
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import pyarrow as pa
@@ -28,7 +27,6 @@ from engine.columns import FILE_ID_COL, KEY_COL, OP_COL, PART_COL
 from engine.config.table_config import TableType
 from engine.config.write_config import WriteConfig
 from engine.data.file_names import new_file_id
-from engine.data.slice_reader import SliceFiles, merge_mode_for
 from engine.errors import InvalidInputError
 from engine.index.base import Index, TagContext
 from engine.keygen.keys import KeySpec
@@ -37,28 +35,19 @@ from engine.schema import internal as internal_schema
 from engine.schema.avro import (
     arrow_to_avro,
     avro_to_arrow,
-    avro_to_json,
-    avro_with_meta_fields,
-    with_meta_fields,
 )
 from engine.schema.evolution import resolve_write_schema
-from engine.table.fs_view import FileSystemView
 from engine.table.meta_client import MetaClient
 from engine.timeline.instant import Action
-from engine.timeline.timeline import CommittedInstants, Timeline
+from engine.timeline.timeline import Timeline
 from engine.write import commit as commit_protocol
 from engine.write import guarded, occ_keys
-from engine.write.cdc_log import CdcLog
 from engine.write.existing import existing_files
-from engine.write.file_writer import BucketWrite, WriteContext
 from engine.write.index_rows import replaced_key_rows
-from engine.write.log_writer import AppendContext
 from engine.write.operation import Operation, WriteResult
-from engine.write.outcome import WriteOutcome, totals
+from engine.write.outcome import totals
 from engine.write.planner import (
-    Bucket,
     MergeOnReadRules,
-    PartitionWorkload,
     WritePlan,
     estimate_record_size,
     plan_writes,
@@ -73,6 +62,17 @@ from engine.write.prepare import (
     partition_path_expr,
     record_key_expr,
     summarize,
+)
+from engine.write.prepared import (
+    Batch,
+    FileHandle,
+    Profile,
+    Progress,
+    TaskContexts,
+    WriteFiles,
+    Written,
+    file_handle,
+    write_action,
 )
 from engine.write.tagging import (
     MOVED_COL,
@@ -90,62 +90,10 @@ if TYPE_CHECKING:
     from engine.transaction.guard import WriteGuard
 
 
-# what a strategy's file writing returns: one outcome per file, and (for indexes that store
-# locations) how to get the located records for the index update
-Written = tuple[list[WriteOutcome], Callable[[], DataFrame | pa.Table] | None]
-WriteFiles = Callable[[str], Written]
-
-Progress = Callable[[str], None]
-
-
-class FileHandle(Enum):
-    """How a file group that receives records is written: a new base file merging the previous
-    one (COPY_ON_WRITE, Hudi's merge handle) or log blocks appended to its latest slice
-    (MERGE_ON_READ, Hudi's append handle)."""
-
-    MERGE = "merge"
-    APPEND = "append"
-
-
-def write_action(table_type: TableType) -> Action:
-    """The timeline action of a write: `commit` (COPY_ON_WRITE) or `deltacommit` (MERGE_ON_READ)."""
-    return Action.DELTA_COMMIT if table_type is TableType.MERGE_ON_READ else Action.COMMIT
-
-
-def file_handle(table_type: TableType) -> FileHandle:
-    return FileHandle.APPEND if table_type is TableType.MERGE_ON_READ else FileHandle.MERGE
 
 
 @dataclass
-class Batch:
-    """The prepared input: keyed, de-duplicated records with their operation, and what the
-    driver knows about them. `records` is None where the rows are on the driver (the one-job
-    write, `engine.write.one_job`)."""
-
-    records: DataFrame | None
-    summary: BatchSummary
-    write_schema: pa.Schema  # the data columns, as the table's Avro schema types them
-    pc_field: str | None  # the precombine field, when the input has it
-    timeline: Timeline
-    view: FileSystemView
-    # the profile's count rows, when preparing counted them (operations that neither tag nor dedupe)
-    counts: list | None = None
-
-
-@dataclass
-class Profile:
-    """The workload: records per partition and file group, what the planner packs into files."""
-
-    workloads: dict[str, PartitionWorkload]
-    offsets: dict[tuple[int, str], int]  # insert-number offsets per (Spark partition, partition)
-    absent: int  # deletes of keys not in the table
-    dropped: int  # input records that lost the in-batch de-duplication
-    stale: int  # records the stored ones won against, decided before writing
-    index_stats: dict[str, int] = field(default_factory=dict)
-
-
-@dataclass
-class Pipeline:
+class Pipeline(TaskContexts):
     """A write's steps, shared by its strategies (`engine.write.executor.WriteJob.run` picks one):
     `schema`, `keyed`, `prepare`, `tag`, `profile`, `plan`, `commit`; the files themselves are
     written by the strategy, which `commit` calls back with the claimed instant."""
@@ -160,10 +108,6 @@ class Pipeline:
     # set by the local write: every file was written once, by this process, and nothing else can
     # still be writing one for the instant, so there is no debris of retried tasks to list for
     debris_free: bool = False
-
-    @property
-    def is_delete(self) -> bool:
-        return self.operation is Operation.DELETE
 
     # ---- steps --------------------------------------------------------------------------
     def schema(self, df: DataFrame) -> tuple[KeySpec, Timeline, pa.Schema, list[str], str | None]:
@@ -455,53 +399,6 @@ class Pipeline:
             (m for _i, m in self.meta.completed_commits_newest_first(timeline)),
             self.config.record_size_estimate,
             min_bytes=int(self.config.record_size_estimation_threshold * self.config.small_file_limit),
-        )
-
-    def batch_write_context(self, batch: Batch, instant: str) -> WriteContext:
-        return self.write_context(batch.write_schema, batch.pc_field, instant)
-
-    def write_context(self, write_schema: pa.Schema, pc_field: str | None, instant: str) -> WriteContext:
-        """What the tasks writing `instant` need to know (schema, ordering field, file settings)."""
-        return WriteContext(
-            storage=self.meta.storage,
-            instant=instant,
-            schema=with_meta_fields(write_schema),
-            precombine_field=pc_field if not self.is_delete else None,
-            compression=self.config.compression,
-            match_keys=self.operation.tags,
-            bloom=(self.config.bloom_num_entries, self.config.bloom_fpp, self.config.bloom_max_entries),
-            virtual=KeySpec.from_config(self.meta.config)
-            if not self.meta.config.populate_meta_fields
-            else None,
-            cdc=CdcLog.of_table(self.meta.config, write_schema),
-        )
-
-    def bucket_write(self, b: Bucket, view: FileSystemView) -> BucketWrite:
-        if not b.append:
-            return BucketWrite(b.partition, b.file_id, b.base_path, b.prev_instant)
-        group = view.group(b.partition, b.file_id)
-        merged = group.merged_slice(view.compaction_pending_on(b.partition, b.file_id)) if group else None
-        return BucketWrite(
-            b.partition,
-            b.file_id,
-            b.base_path,
-            b.prev_instant,
-            append=True,
-            log_base_instant=b.log_base_instant,
-            log_names=b.log_names,
-            read_files=SliceFiles.from_slice(merged) if merged is not None else None,
-        )
-
-    def append_context(self, batch: Batch, schema: pa.Schema) -> AppendContext:
-        timeline = batch.timeline
-        return AppendContext(
-            writer_schema_json=avro_to_json(
-                avro_with_meta_fields(arrow_to_avro(batch.write_schema, self.meta.config.name))
-            ),
-            mode=merge_mode_for(self.meta.config),
-            committed=CommittedInstants(timeline.completed_write_times, timeline.archived_before),
-            block_format=self.config.log_block_format,
-            log_per_commit=self.meta.layout.version >= 2,
         )
 
 
