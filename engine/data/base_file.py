@@ -69,6 +69,34 @@ def read_footer(storage: Storage, path: str, remember: bool = False) -> dict[byt
     return entry.key_values
 
 
+def remembered_footer(storage: Storage, path: str) -> dict[bytes, bytes] | None:
+    """The key-value metadata of a base file whose footer this process remembers (an index lookup
+    read it), else None: nothing is read or remembered."""
+    entry = _FOOTERS.get(storage.base_uri, path)
+    if entry is None:
+        return None
+    if entry.key_values is None:
+        entry.key_values = entry.metadata.metadata or {}
+    return entry.key_values
+
+
+def footer_length(storage: Storage, path: str) -> int:
+    """The bytes of a Parquet file's footer (its metadata), from the file's last 8 bytes, without
+    parsing it (CorruptTableError if the file does not end like Parquet)."""
+
+    def tail(f: Any) -> int:
+        size = f.size()
+        if size < 12:
+            raise pa.ArrowInvalid("file too small to be Parquet")
+        f.seek(size - 8)
+        end = f.read(8)
+        if end[4:] != b"PAR1":
+            raise pa.ArrowInvalid("file does not end with the Parquet magic bytes")
+        return int.from_bytes(end[:4], "little")
+
+    return _typed_read(storage, path, tail)
+
+
 class _Footer:
     __slots__ = ("key_values", "metadata", "size")
 
@@ -94,8 +122,8 @@ def _remembered(storage: Storage, path: str) -> _Footer:
 class _FooterCache:
     """Parsed footers of the base files an index lookup just read, by (storage, path), with the
     file's size: a base file is never rewritten under its name (names carry the writing instant
-    and a write token), and a footer is used to read a file only if the file has the size it was
-    read from. Bounded by the footers' bytes (Hudi's ~430 KB bloom filter text is in each, twice
+    and a write token); a footer is used to read a file only if the file has the size it was read
+    from (its key-value metadata, for key ranges and bloom filters, is used as it was read). Bounded by the footers' bytes (Hudi's ~430 KB bloom filter text is in each, twice
     once its key-value dict is built), least recently used first out. Parsing a footer costs ~1 ms;
     a local write reads each file it rewrites three times (footer, keys, rows)."""
 
@@ -224,4 +252,4 @@ def _typed_read(storage: Storage, path: str, read: Callable[[Any], _T]) -> _T:
 
 
 __all__ = ["base_file_instant", "conform", "read_base_file", "read_columns", "read_filtered", "read_footer",
-           "read_parquet_metadata"]
+           "read_parquet_metadata", "remembered_footer", "footer_length"]

@@ -25,15 +25,18 @@ from __future__ import annotations
 
 import binascii
 import math
+import os
 import struct
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 
 import numpy as np
+import pyarrow as pa
 import pybase64
 
 from engine.constants import FOOTER_BLOOM_FILTER, FOOTER_BLOOM_FILTER_TYPE
 from engine.errors import CorruptTableError, InvalidInputError
 from engine.keygen.murmur import (
+    CHUNK_KEYS,
     Keys,
     bit_positions,
     bit_positions_batch,
@@ -46,6 +49,8 @@ from engine.keygen.murmur import (
 
 TYPE_SIMPLE = "SIMPLE"
 TYPE_DYNAMIC_V0 = "DYNAMIC_V0"
+# keys hashed per step when adding many (each hashed slice of CHUNK_KEYS runs in a thread of its own)
+KEYS_PER_STEP = CHUNK_KEYS * max(1, os.cpu_count() or 1)
 # Hudi still reads filters written under the pre-Apache key.
 OLD_FOOTER_BLOOM_FILTER = "com.uber.hoodie.bloomfilter"
 
@@ -174,6 +179,17 @@ class _BitRow:
         return cls(vector_size, nb_hash, hash_type, packed=raw), offset + nbytes
 
 
+def _key_slices(keys: Keys) -> Iterator[tuple[int, Keys]]:
+    """`keys` in slices of at most KEYS_PER_STEP (Arrow arrays sliced, other iterables listed):
+    the bit positions of one slice (30-odd uint32 per key) are set and dropped before the next
+    is hashed, so a file of millions of keys (clustering, bulk inserts) never holds them all."""
+    if not isinstance(keys, (pa.Array, pa.ChunkedArray)):
+        keys = keys if isinstance(keys, list) else list(keys)
+    n = len(keys)
+    for start in range(0, n, KEYS_PER_STEP):
+        yield start, keys[start : start + KEYS_PER_STEP] if isinstance(keys, list) else keys.slice(start, KEYS_PER_STEP)
+
+
 def _read_int(buf: bytes, offset: int) -> tuple[int, int]:
     if offset + 4 > len(buf):
         raise CorruptTableError("truncated bloom filter")
@@ -240,11 +256,12 @@ class SimpleBloomFilter:
 
     def add_all(self, keys: Keys) -> None:
         """Add many keys (Python strings or an Arrow string array); same result as `add` on each,
-        vectorised."""
+        vectorised (in slices: see `_key_slices`)."""
         self._row.check_hash()
-        pos = key_positions(keys, self._row.nb_hash, self._row.vector_size)
-        if len(pos):
-            self._row.bits[pos.ravel()] = True
+        for _start, part in _key_slices(keys):
+            pos = key_positions(part, self._row.nb_hash, self._row.vector_size)
+            if len(pos):
+                self._row.bits[pos.ravel()] = True
 
     def might_contain(self, key: str) -> bool:
         """False only if `key` was certainly never added."""
@@ -369,15 +386,16 @@ class DynamicBloomFilter:
         """Add keys (Python strings or an Arrow string array) in order; same result as `add` on
         each, vectorised."""
         self._rows[0].check_hash()
-        pos = key_positions(keys, self.num_hashes, self.vector_size)
-        if not len(pos):
-            return
-        rows = self._assign_rows(len(pos))
-        if len(self._rows) == 1:
-            self._rows[0].bits[pos.ravel()] = True
-            return
-        for r in np.unique(rows):
-            self._rows[int(r)].bits[pos[rows == r].ravel()] = True
+        for _start, part in _key_slices(keys):
+            pos = key_positions(part, self.num_hashes, self.vector_size)
+            if not len(pos):
+                continue
+            rows = self._assign_rows(len(pos))  # in order: slice after slice, as `add` would
+            if len(self._rows) == 1:
+                self._rows[0].bits[pos.ravel()] = True
+                continue
+            for r in np.unique(rows):
+                self._rows[int(r)].bits[pos[rows == r].ravel()] = True
 
     def might_contain(self, key: str) -> bool:
         """True if any row might hold `key`."""

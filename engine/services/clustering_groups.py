@@ -20,10 +20,10 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
-import pyarrow.parquet as pq
 
 from engine.constants import FILE_NAME_COL, RECORD_KEY_COL
 from engine.data import space_curve
+from engine.data.base_file import footer_length
 from engine.data.batch import repeated
 from engine.data.file_names import base_file_name, join_path, parse_base_file_name
 from engine.data.slice_reader import SliceFiles, read_slice
@@ -77,13 +77,12 @@ def read_group(job: GroupJob, group: ClusteringGroup) -> tuple[pa.Table, int]:
 
     def read(s: SliceInput) -> tuple[pa.Table, int]:
         files = SliceFiles(s.partition, s.file_id, base_instant(s), s.base_path, s.log_paths)
-        rows = read_slice(job.storage, files, job.schema, ordering_field=job.ordering_field, mode=job.mode,
-                          is_committed=job.committed)
         size = sum(job.storage.size(p) for p in s.log_paths)
         if s.base_path:
-            with job.storage.open_input_file(s.base_path) as f:
-                footer = pq.ParquetFile(f).metadata.serialized_size
-            size += job.storage.size(s.base_path) - footer
+            # the footer's length from the file's tail (not parsed: the slice's read parses it)
+            size += job.storage.size(s.base_path) - footer_length(job.storage, s.base_path)
+        rows = read_slice(job.storage, files, job.schema, ordering_field=job.ordering_field, mode=job.mode,
+                          is_committed=job.committed)
         return rows, size
 
     with ThreadPoolExecutor(max(1, min(len(group.slices), os.cpu_count() or 1))) as pool:

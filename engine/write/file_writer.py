@@ -28,7 +28,7 @@ from engine.constants import (
     PARTITION_PATH_COL,
     RECORD_KEY_COL,
 )
-from engine.data.base_file import base_file_instant, conform, read_base_file, read_footer
+from engine.data.base_file import base_file_instant, conform, read_base_file, remembered_footer
 from engine.data.batch import repeated
 from engine.data.file_names import base_file_name, join_path
 from engine.index.bloom_filter import (
@@ -131,10 +131,12 @@ def accept_newer(incoming: pa.ChunkedArray, stored: pa.ChunkedArray) -> pa.Chunk
 def _stored(ctx: WriteContext, path: str) -> tuple[pa.Table, dict[bytes, bytes]]:
     """A base file's rows as `ctx.schema` types them, with their record keys (computed from the
     key fields when the table has no meta fields), and its footer's key-value metadata."""
-    # the footer first, remembered: the read then does not parse it again (after an index lookup
-    # that read it, neither does this)
-    footer = read_footer(ctx.storage, path, remember=True)
+    # after an index lookup in this process (the local write), its parsed footer: the read below
+    # takes it from the cache too; elsewhere (Spark tasks) the footer comes with the rows
+    footer = remembered_footer(ctx.storage, path)
     raw = read_base_file(ctx.storage, path)
+    if footer is None:
+        footer = dict(raw.schema.metadata or {})
     rows = conform(raw, ctx.schema, base_file_instant(path))
     if ctx.virtual is None:
         return rows, footer

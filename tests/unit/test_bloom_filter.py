@@ -454,3 +454,29 @@ def test_global_lookup_on_the_driver_finds_keys_in_every_partition(tmp_path: Pat
         rows = sorted(zip(*(found.column(i).to_pylist() for i in range(3)), strict=True))
         assert rows == [("a", "lima", "lima-0"), ("c", "quito", "quito-0"), ("e", "cusco", "cusco-0")]
         assert stats["files"] == 3 and stats["files_read"] + stats["bloom_pruned"] + stats["range_pruned"] == 3
+
+
+def test_add_all_in_slices_equals_one_pass_and_add_one_by_one(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Keys are hashed and added slice by slice (bounded memory for files of millions of keys): the
+    filter is byte for byte what one pass and `add` key by key give, across row changes and past
+    the dynamic filter's bound (keys then spread over the rows round-robin)."""
+    import engine.data.bloom_filter as bf
+
+    keys = [f"key-{i:05d}" for i in range(2_500)]
+
+    def built(step: int, arrow: bool) -> str:
+        monkeypatch.setattr(bf, "KEYS_PER_STEP", step)
+        dynamic = DynamicBloomFilter.create(num_entries=400, fpp=0.01, max_entries=1_000)
+        dynamic.add_all(pa.array(keys) if arrow else iter(keys))
+        simple = SimpleBloomFilter.create(num_entries=400, fpp=0.01)
+        simple.add_all(pa.array(keys) if arrow else iter(keys))
+        return dynamic.serialize() + "|" + simple.serialize()
+
+    one_pass = built(10**9, True)
+    assert built(7, True) == one_pass and built(333, False) == one_pass
+    one_by_one = DynamicBloomFilter.create(num_entries=400, fpp=0.01, max_entries=1_000)
+    simple = SimpleBloomFilter.create(num_entries=400, fpp=0.01)
+    for k in keys:
+        one_by_one.add(k)
+        simple.add(k)
+    assert one_by_one.num_rows == 3 and one_pass == one_by_one.serialize() + "|" + simple.serialize()

@@ -44,6 +44,7 @@ SPARK_MODULES = {
     "engine.write.guarded",
     "engine.write.prepare",
     "engine.write.pipeline",
+    "engine.write.prepared",
     "engine.keygen.spark_keys",
     "engine.write.tagging",
     "engine.write.tasks",
