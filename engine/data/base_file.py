@@ -49,35 +49,26 @@ def base_file_instant(path: str) -> str | None:
     return parsed.instant if parsed is not None else None
 
 
-def read_parquet_metadata(storage: Storage, path: str, remember: bool = False) -> pq.FileMetaData:
-    """A base file's Parquet footer (schema, row groups and their statistics, key-value metadata).
-    With `remember`, it is kept in this process's footer cache (and taken from it when there):
-    the reads of this file that follow skip parsing it again."""
-    if not remember:
-        return _typed_read(storage, path, pq.read_metadata)
-    return _remembered(storage, path).metadata
+def read_parquet_metadata(storage: Storage, path: str) -> pq.FileMetaData:
+    """A base file's Parquet footer (schema, row groups and their statistics, key-value metadata)."""
+    return _typed_read(storage, path, pq.read_metadata)
 
 
 def read_footer(storage: Storage, path: str, remember: bool = False) -> dict[bytes, bytes]:
-    """A base file's parquet key-value metadata (bloom filter, key range), reading only the footer;
-    `remember` as for `read_parquet_metadata` (the dict is then shared: do not change it)."""
+    """A base file's parquet key-value metadata (bloom filter, key range), reading only the footer.
+    With `remember`, the parsed footer is kept in this process's footer cache (and taken from it
+    when there): the reads of this file that follow skip parsing it again; the dict is then
+    shared: do not change it."""
     if not remember:
         return read_parquet_metadata(storage, path).metadata or {}
-    entry = _remembered(storage, path)
-    if entry.key_values is None:
-        entry.key_values = entry.metadata.metadata or {}
-    return entry.key_values
+    return _remembered(storage, path).key_value_dict()
 
 
 def remembered_footer(storage: Storage, path: str) -> dict[bytes, bytes] | None:
     """The key-value metadata of a base file whose footer this process remembers (an index lookup
     read it), else None: nothing is read or remembered."""
     entry = _FOOTERS.get(storage.base_uri, path)
-    if entry is None:
-        return None
-    if entry.key_values is None:
-        entry.key_values = entry.metadata.metadata or {}
-    return entry.key_values
+    return entry.key_value_dict() if entry is not None else None
 
 
 def footer_length(storage: Storage, path: str) -> int:
@@ -105,6 +96,11 @@ class _Footer:
         self.metadata = metadata
         self.key_values: dict[bytes, bytes] | None = None  # built on first use (~0.5 ms with a bloom filter)
 
+    def key_value_dict(self) -> dict[bytes, bytes]:
+        if self.key_values is None:
+            self.key_values = self.metadata.metadata or {}
+        return self.key_values
+
 
 def _remembered(storage: Storage, path: str) -> _Footer:
     hit = _FOOTERS.get(storage.base_uri, path)
@@ -123,9 +119,10 @@ class _FooterCache:
     """Parsed footers of the base files an index lookup just read, by (storage, path), with the
     file's size: a base file is never rewritten under its name (names carry the writing instant
     and a write token); a footer is used to read a file only if the file has the size it was read
-    from (its key-value metadata, for key ranges and bloom filters, is used as it was read). Bounded by the footers' bytes (Hudi's ~430 KB bloom filter text is in each, twice
-    once its key-value dict is built), least recently used first out. Parsing a footer costs ~1 ms;
-    a local write reads each file it rewrites three times (footer, keys, rows)."""
+    from (its key-value metadata, for key ranges and bloom filters, is used as it was read).
+    Bounded by the footers' bytes (Hudi's ~430 KB bloom filter text is in each, twice once its
+    key-value dict is built), least recently used first out. Parsing a footer costs ~1 ms; a local
+    write reads each file it rewrites three times (footer, keys, rows)."""
 
     def __init__(self, max_bytes: int) -> None:
         self.max_bytes = max_bytes

@@ -179,15 +179,14 @@ class _BitRow:
         return cls(vector_size, nb_hash, hash_type, packed=raw), offset + nbytes
 
 
-def _key_slices(keys: Keys) -> Iterator[tuple[int, Keys]]:
+def _key_slices(keys: Keys) -> Iterator[Keys]:
     """`keys` in slices of at most KEYS_PER_STEP (Arrow arrays sliced, other iterables listed):
     the bit positions of one slice (30-odd uint32 per key) are set and dropped before the next
     is hashed, so a file of millions of keys (clustering, bulk inserts) never holds them all."""
     if not isinstance(keys, (pa.Array, pa.ChunkedArray)):
         keys = keys if isinstance(keys, list) else list(keys)
-    n = len(keys)
-    for start in range(0, n, KEYS_PER_STEP):
-        yield start, keys[start : start + KEYS_PER_STEP] if isinstance(keys, list) else keys.slice(start, KEYS_PER_STEP)
+    for start in range(0, len(keys), KEYS_PER_STEP):
+        yield keys[start : start + KEYS_PER_STEP] if isinstance(keys, list) else keys.slice(start, KEYS_PER_STEP)
 
 
 def _read_int(buf: bytes, offset: int) -> tuple[int, int]:
@@ -258,7 +257,7 @@ class SimpleBloomFilter:
         """Add many keys (Python strings or an Arrow string array); same result as `add` on each,
         vectorised (in slices: see `_key_slices`)."""
         self._row.check_hash()
-        for _start, part in _key_slices(keys):
+        for part in _key_slices(keys):
             pos = key_positions(part, self._row.nb_hash, self._row.vector_size)
             if len(pos):
                 self._row.bits[pos.ravel()] = True
@@ -386,7 +385,7 @@ class DynamicBloomFilter:
         """Add keys (Python strings or an Arrow string array) in order; same result as `add` on
         each, vectorised."""
         self._rows[0].check_hash()
-        for _start, part in _key_slices(keys):
+        for part in _key_slices(keys):
             pos = key_positions(part, self.num_hashes, self.vector_size)
             if not len(pos):
                 continue
